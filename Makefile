@@ -1,0 +1,107 @@
+# vmux: top-level build. Each subsystem has its own fragment (*/*.mk) that
+# adds programs, libraries and unit tests; this file holds the shared rules.
+#
+#   make            build host programs, the agent and the default guest image
+#   make run        install missing Debian packages, build, open the default session
+#   make test       install missing packages, build, run every test
+#   make bench      print benchmark figures (not part of make test)
+#   make install    PREFIX=/usr/local DESTDIR=
+#
+# BUILD selects the output folder, so parallel builds can keep apart.
+
+BUILD     ?= build
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+CC        ?= cc
+BIN        = $(BUILD)/bin
+
+PKGS      := libcjson libuv vterm ncursesw zlib
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+WARN       = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+CFLAGS    ?= -O2 -g
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Icommon -Iproto \
+             -Isession -Iagent $(PKG_CFLAGS) -MMD -MP
+SAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer \
+             -fno-sanitize-recover=undefined
+VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+ALL_CFLAGS += -DVMUX_VERSION='"$(VERSION)"'
+
+# Filled in by the fragments.
+PROGRAMS   :=
+UNIT_TESTS :=
+GUEST      :=
+
+COMMON_SRCS := common/xmalloc.c common/log.c common/util.c
+
+.PHONY: all run test unit unit-asan e2e bench fuzz install clean deps format \
+        check-format
+all:
+
+-include proto/proto.mk
+-include agent/agent.mk
+-include session/session.mk
+-include cli/cli.mk
+-include tui/tui.mk
+-include guest/guest.mk
+-include tests/tests.mk
+-include bench/bench.mk
+
+all: $(PROGRAMS) $(GUEST)
+
+# Objects: normal and sanitised builds keep separate trees.
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c -o $@ $<
+
+objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+asan_objs = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
+
+# Unit test binaries: UNIT_TESTS += name, UNIT_name_SRCS (tests and code
+# under test), UNIT_name_LIBS (linker flags). Each links tests/unit/unit.c.
+define unit_rule
+$(BUILD)/tests/unit-$(1): $(call objs,tests/unit/unit.c $(UNIT_$(1)_SRCS) $(COMMON_SRCS))
+	@mkdir -p $$(@D)
+	$$(CC) -o $$@ $$^ $$(UNIT_$(1)_LIBS)
+$(BUILD)/tests/asan-unit-$(1): $(call asan_objs,tests/unit/unit.c $(UNIT_$(1)_SRCS) $(COMMON_SRCS))
+	@mkdir -p $$(@D)
+	$$(CC) $(SAN_FLAGS) -o $$@ $$^ $$(UNIT_$(1)_LIBS)
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call unit_rule,$(t))))
+
+UNIT_BINS      = $(foreach t,$(UNIT_TESTS),$(BUILD)/tests/unit-$(t))
+UNIT_ASAN_BINS = $(foreach t,$(UNIT_TESTS),$(BUILD)/tests/asan-unit-$(t))
+
+deps:
+	@scripts/install-deps
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/run-default
+
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(UNIT_ASAN_BINS) $(TEST_EXTRA)
+	@BUILD=$(BUILD) tests/run-all
+
+unit: $(UNIT_BINS)
+	@BUILD=$(BUILD) tests/run-all unit
+
+unit-asan: $(UNIT_ASAN_BINS)
+	@BUILD=$(BUILD) tests/run-all unit-asan
+
+e2e: all $(TEST_EXTRA)
+	@BUILD=$(BUILD) tests/run-all e2e
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+check-format:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj $(BUILD)/asan -name '*.d' 2>/dev/null)

@@ -1,0 +1,47 @@
+/*
+ * common.h: small helpers shared by every vmux program (host and guest).
+ *
+ * Allocation never fails: the x* functions abort with a message instead of
+ * returning NULL (tmux's policy), so callers never check. User-facing errors
+ * travel as `char **cause` strings the caller frees; system-level edges
+ * return negative errno values (libuv's convention).
+ */
+#ifndef VMUX_COMMON_H
+#define VMUX_COMMON_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define nitems(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A branch that cannot happen; abort loudly if it does (SQLite's NEVER). */
+#define NEVER(msg) fatalx("%s:%d: can't happen: %s", __FILE__, __LINE__, (msg))
+
+/* xmalloc.c */
+void *xmalloc(size_t);
+void *xcalloc(size_t, size_t);
+void *xrealloc(void *, size_t);
+void *xreallocarray(void *, size_t, size_t);
+char *xstrdup(const char *);
+char *xstrndup(const char *, size_t);
+int xasprintf(char **, const char *, ...) __attribute__((format(printf, 2, 3)));
+int xvasprintf(char **, const char *, va_list);
+
+/* log.c */
+void log_open(const char *name);
+void log_debug(const char *, ...) __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void fatal(const char *, ...)
+    __attribute__((format(printf, 1, 2)));
+__attribute__((noreturn)) void fatalx(const char *, ...)
+    __attribute__((format(printf, 1, 2)));
+
+/* util.c */
+uint64_t mono_ms(void);
+double wall_time(void);
+int set_nonblock(int fd, int on);
+int set_cloexec(int fd);
+ssize_t write_all(int fd, const void *buf, size_t len);
+ssize_t read_full(int fd, void *buf, size_t len);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+ * util.c: clocks and file-descriptor helpers.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* Milliseconds on the monotonic clock. */
+uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Seconds since the epoch, with fractions. */
+double
+wall_time(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Turn O_NONBLOCK on or off; 0 or -errno. */
+int
+set_nonblock(int fd, int on)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0)
+		return -errno;
+	flags = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK;
+	if (fcntl(fd, F_SETFL, flags) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Set FD_CLOEXEC; 0 or -errno. */
+int
+set_cloexec(int fd)
+{
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Write all of buf, retrying on EINTR; len or -errno. */
+ssize_t
+write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, p + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* Read until len bytes or EOF, retrying on EINTR; bytes read or -errno. */
+ssize_t
+read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, p + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
