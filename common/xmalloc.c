@@ -30,8 +30,8 @@ xcalloc(size_t nmemb, size_t size)
 	if (nmemb == 0 || size == 0)
 		nmemb = size = 1;
 	if ((p = calloc(nmemb, size)) == NULL)
-		fatalx("xcalloc: out of memory allocating %zu * %zu bytes", nmemb,
-		    size);
+		fatalx("xcalloc: out of memory allocating %zu * %zu bytes",
+		    nmemb, size);
 	return p;
 }
 

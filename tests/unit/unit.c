@@ -41,7 +41,8 @@ unit_fail(const char *file, int line, const char *fmt, ...)
 int
 main(int argc, char **argv)
 {
-	const char *prog = strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
+	const char *prog =
+	    strrchr(argv[0], '/') ? strrchr(argv[0], '/') + 1 : argv[0];
 	int passed = 0, failed = 0;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -65,7 +66,8 @@ main(int argc, char **argv)
 		} else {
 			failed++;
 			if (WIFSIGNALED(status))
-				printf("FAIL %s (signal %d)\n", t->name, WTERMSIG(status));
+				printf("FAIL %s (signal %d)\n", t->name,
+				    WTERMSIG(status));
 			else
 				printf("FAIL %s\n", t->name);
 		}
