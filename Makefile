@@ -40,6 +40,7 @@ all:
 -include proto/proto.mk
 -include agent/agent.mk
 -include session/session.mk
+-include session/bridge/bridge.mk
 -include cli/cli.mk
 -include tui/tui.mk
 -include guest/guest.mk
