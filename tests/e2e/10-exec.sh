@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# 10-exec: `vmux exec` against a real guest: output, exit codes, timeout,
+# env, cwd, and the agent's error paths through the real bridge.
+source "$(dirname "$0")/lib.sh"
+need_session ex
+
+t_stdout() {
+	expect_eq stdout "$(vmux exec ex -- echo hello vmux)" "hello vmux"
+}
+t_stderr_separate() {
+	local out err
+	out=$(vmux exec ex -- sh -c 'echo to-out; echo to-err >&2' 2>"$TMP/err")
+	err=$(cat "$TMP/err")
+	expect_eq stdout "$out" "to-out" && expect_eq stderr "$err" "to-err"
+}
+t_exit_code() {
+	expect_status 42 vmux exec ex -- sh -c 'exit 42'
+}
+t_argv_kept() {
+	# Arguments travel as argv, not re-split by a shell.
+	expect_eq argv "$(vmux exec ex -- printf '%s|' 'a b' 'c;d' '$HOME')" 'a b|c;d|$HOME|'
+}
+t_kernel() {
+	expect_match uname "$(vmux exec ex -- uname -sm)" '^Linux x86_64$'
+}
+t_timeout() {
+	local start=$SECONDS
+	expect_status 124 vmux exec ex --timeout 2 -- sleep 30 || return 1
+	((SECONDS - start < 20)) || fail "timeout took $((SECONDS - start)) s"
+}
+t_timeout_kills_group() {
+	# The background grandchild must die with its process group.
+	vmux exec ex --timeout 2 -- sh -c 'sleep 300 & sleep 300' >/dev/null 2>&1
+	local n
+	n=$(vmux exec ex -- sh -c 'ps | grep -c "[s]leep 300"')
+	expect_eq "sleeps left" "$n" 0
+}
+t_env() {
+	expect_eq env "$(vmux exec ex --env FOO=bar --env 'X=a b' -- sh -c 'echo "$FOO/$X"')" "bar/a b"
+}
+t_cwd() {
+	vmux exec ex -- mkdir -p /tmp/wd &&
+		expect_eq cwd "$(vmux exec ex --cwd /tmp/wd -- pwd)" /tmp/wd
+}
+t_bad_cwd_is_error() {
+	local err rc
+	err=$(vmux exec ex --cwd /no/such/dir -- pwd 2>&1)
+	rc=$?
+	[[ $rc -ne 0 ]] || fail "exit 0 with a missing cwd"
+	expect_match error "$err" 'no/such/dir'
+}
+t_missing_command_is_error() {
+	local err
+	err=$(vmux exec ex -- /no/such/binary 2>&1)
+	[[ $? -ne 0 ]] && expect_match error "$err" 'no/such/binary'
+}
+t_large_output() {
+	# 4 MiB of output arrives whole.
+	local n
+	n=$(vmux exec ex -- sh -c 'head -c 4194304 /dev/zero | tr "\0" x' | wc -c)
+	expect_eq bytes "$n" 4194304
+}
+t_agent_rejects_bad_json() {
+	# Raw requests through the bridge: the agent answers with an error object.
+	local uds out
+	uds=$(session_field ex vsock_uds)
+	out=$(printf 'CONNECT 5005\n[]\n' | socat -t 20 - UNIX-CONNECT:"$uds" | tail -n 1)
+	expect_match "non-object" "$out" '"error"' || return 1
+	out=$(printf 'CONNECT 5005\n{not json\n' | socat -t 20 - UNIX-CONNECT:"$uds" | tail -n 1)
+	expect_match "invalid" "$out" '"error"' || return 1
+	out=$(printf 'CONNECT 5005\n{"action":"frobnicate"}\n' | socat -t 20 - UNIX-CONNECT:"$uds" | tail -n 1)
+	expect_match "unknown action" "$out" '"error".*frobnicate'
+}
+t_agent_survives_bad_input() {
+	expect_eq "after bad input" "$(vmux exec ex -- echo still-here)" still-here
+}
+t_ping() {
+	expect_match ping "$(vmux ping ex)" 'Linux|6\.1'
+}
+
+check "exec prints stdout" t_stdout
+check "exec keeps stderr apart" t_stderr_separate
+check "exec exits with the command's status" t_exit_code
+check "exec passes argv unchanged" t_argv_kept
+check "guest runs Linux x86_64" t_kernel
+check "exec --timeout exits 124" t_timeout
+check "timeout kills the whole process group" t_timeout_kills_group
+check "exec --env" t_env
+check "exec --cwd" t_cwd
+check "missing cwd is a clear error" t_bad_cwd_is_error
+check "missing command is a clear error" t_missing_command_is_error
+check "4 MiB of output" t_large_output
+check "agent answers bad requests with errors" t_agent_rejects_bad_json
+check "agent keeps serving after bad input" t_agent_survives_bad_input
+check "ping answers" t_ping

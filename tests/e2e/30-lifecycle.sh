@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# 30-lifecycle: sessions' records and errors: ls fields, duplicate and unknown
+# names, bad flags, missing QEMU or guest image, crash, rm leaving nothing.
+source "$(dirname "$0")/lib.sh"
+need_session lc
+
+no_session_dir() { [[ ! -e $VMUX_HOME/sessions/$1 ]]; }
+
+t_ls_json() {
+	local j
+	j=$(vmux ls --json | jq '.[] | select(.name == "lc")') || return 1
+	expect_eq state "$(jq -r .state <<<"$j")" running || return 1
+	expect_match accel "$(jq -r .accel <<<"$j")" '^(tcg|kvm)$' || return 1
+	expect_match cid "$(jq -r .cid <<<"$j")" '^[0-9]+$' || return 1
+	(($(jq -r .cid <<<"$j") >= 3)) || fail "cid < 3" || return 1
+	test -S "$(jq -r .vsock_uds <<<"$j")" || fail "vsock_uds is not a socket" || return 1
+	kill -0 "$(jq -r .pids.qemu <<<"$j")" || fail "qemu pid not alive" || return 1
+	kill -0 "$(jq -r .pids.bridge <<<"$j")" || fail "bridge pid not alive" || return 1
+	expect_match created "$(jq -r .created <<<"$j")" '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+}
+t_ls_table() {
+	expect_match table "$(vmux ls)" 'lc +running'
+}
+t_accel_visible_tcg_here() {
+	# These hosts are kvm_pvm: TCG must be chosen unless overridden.
+	[[ -d /sys/module/kvm_pvm ]] || return 0
+	expect_eq accel "$(session_field lc accel)" tcg
+}
+t_duplicate_name() {
+	local err rc
+	err=$(vmux new lc 2>&1)
+	rc=$?
+	((rc != 0)) || fail "duplicate accepted" || return 1
+	expect_match error "$err" 'already exists' || return 1
+	expect_eq lines "$(wc -l <<<"$err")" 1 || return 1
+	expect_eq "original untouched" "$(session_field lc state)" running
+}
+t_unknown_session() {
+	local err
+	err=$(vmux exec nosuch -- true 2>&1)
+	[[ $? -ne 0 ]] || return 1
+	expect_match error "$err" 'nosuch' || return 1
+	err=$(vmux rm nosuch 2>&1)
+	[[ $? -ne 0 ]] && expect_match error "$err" 'nosuch'
+}
+t_bad_flags() {
+	expect_status 2 vmux new bf --cpus abc 2>/dev/null || return 1
+	expect_status 2 vmux new bf --memory -5 2>/dev/null || return 1
+	expect_status 2 vmux new 'bad/name' 2>/dev/null || return 1
+	expect_status 2 vmux frobnicate 2>/dev/null || return 1
+	no_session_dir bf
+}
+t_missing_qemu() {
+	local err
+	err=$(PATH=/var/empty "$VMUX" new nq 2>&1)
+	[[ $? -ne 0 ]] || return 1
+	expect_match error "$err" 'qemu' || return 1
+	no_session_dir nq
+}
+t_missing_image() {
+	local err
+	err=$(VMUX_GUEST_DIR=/var/empty "$VMUX" new ni 2>&1)
+	[[ $? -ne 0 ]] || return 1
+	expect_match error "$err" 'guest|kernel|image' || return 1
+	no_session_dir ni
+}
+t_crash_then_rm() {
+	need_session cr
+	local q b
+	q=$(session_field cr pids.qemu) b=$(session_field cr pids.bridge)
+	kill -9 "$q"
+	wait_for 15 bash -c "[[ \$($VMUX ls --json | jq -r '.[] | select(.name==\"cr\") | .state') != running ]]" ||
+		fail "state still running after QEMU died" || return 1
+	# The bridge notices QEMU is gone and exits by itself.
+	wait_for 15 bash -c "! kill -0 $b 2>/dev/null" || fail "bridge outlived QEMU" || return 1
+	vmux rm cr && no_session_dir cr
+}
+t_rm_leaves_nothing() {
+	local q b uds
+	q=$(session_field lc pids.qemu) b=$(session_field lc pids.bridge)
+	uds=$(session_field lc vsock_uds)
+	vmux rm lc || return 1
+	! kill -0 "$q" 2>/dev/null || fail "qemu $q still alive" || return 1
+	! kill -0 "$b" 2>/dev/null || fail "bridge $b still alive" || return 1
+	[[ ! -e $uds ]] || fail "socket left: $uds" || return 1
+	no_session_dir lc || return 1
+	[[ -z $(e2e_leftovers) ]] || fail "left: $(e2e_leftovers)"
+}
+
+check "ls --json fields" t_ls_json
+check "ls table" t_ls_table
+check "TCG chosen on a kvm_pvm host" t_accel_visible_tcg_here
+check "duplicate name is one clear error" t_duplicate_name
+check "unknown session is a clear error" t_unknown_session
+check "bad flags exit 2 and create nothing" t_bad_flags
+check "missing QEMU: clear error, nothing left" t_missing_qemu
+check "missing guest image: clear error, nothing left" t_missing_image
+check "crashed VM shows stopped, bridge exits, rm works" t_crash_then_rm
+check "rm leaves no process, socket or state" t_rm_leaves_nothing
