@@ -50,13 +50,17 @@ all:
 all: $(PROGRAMS) $(GUEST)
 
 # Objects: normal and sanitised builds keep separate trees.
+# `make V=1` shows whole command lines.
+Q = $(if $(V),,@)
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(if $(V),,@echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c -o $@ $<
+	$(if $(V),,@echo "  CC-SAN  $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c -o $@ $<
 
 objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 asan_objs = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
@@ -101,6 +105,15 @@ format:
 
 check-format:
 	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+# Programs go to bin/, the guest image to share/vmux/guest/ (where vmux looks
+# for it relative to its own binary), man pages to share/man/.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/vmux/guest \
+	    $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(GUEST) $(DESTDIR)$(PREFIX)/share/vmux/guest/
+	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:
 	rm -rf $(BUILD)
