@@ -1,0 +1,25 @@
+# cli.mk: the vmux command (cli/) on top of the session subsystem.
+CLI_SRCS := cli/vmux.c cli/cmd.c cli/args.c cli/cmd-new.c cli/cmd-exec.c \
+            cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c cli/cmd-ping.c \
+            cli/cmd-help.c
+
+# vmux needs session/qemu*.c (guest helper) to link; until it lands in the
+# tree vmux is not built.
+ifneq ($(SESSION_QEMU_SRCS),)
+PROGRAMS += $(BIN)/vmux
+endif
+
+$(BIN)/vmux: $(call objs,$(CLI_SRCS) $(SESSION_SRCS) $(SESSION_QEMU_SRCS) \
+             $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS)
+
+# Argument parsing and request building, with the session code they use
+# (not launch.c, so the test does not need QEMU command lines).
+UNIT_TESTS += cli
+UNIT_cli_SRCS := tests/unit/test_cli_args.c cli/args.c cli/cmd.c \
+                 cli/cmd-exec.c $(SESSION_UNIT_SRCS)
+UNIT_cli_LIBS := $(SESSION_LIBS)
+$(BUILD)/obj/tests/unit/test_cli_%.o $(BUILD)/asan/tests/unit/test_cli_%.o: \
+    ALL_CFLAGS += -Icli

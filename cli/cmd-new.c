@@ -1,0 +1,173 @@
+/*
+ * cmd-new.c: `vmux new NAME`: boot a session; return once its agent answers.
+ *
+ * Flags are checked before anything is created (bad flags exit 2 and leave
+ * nothing); session_launch() does the rest and cleans up after itself.
+ * SIGINT/SIGTERM/SIGHUP during the boot abort it cleanly instead of leaving
+ * a half-made session.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+#define NEW_CPUS_DEFAULT   1
+#define NEW_MEMORY_DEFAULT 512
+#define NEW_BOOT_DEFAULT   60
+
+static int cmd_new_exec(struct args *);
+
+static const struct cmd_opt cmd_new_opts[] = {
+    {"cpus", 0, "N", 0, "virtual CPUs, 1-64 (default 1)"},
+    {"memory", 0, "MB", 0, "guest memory in MiB, 64-1048576 (default 512)"},
+    {"accel", 0, "kvm|tcg", 0, "accelerator (default: kvm where it works)"},
+    {"allow-port", 0, "P", 1,
+        "host port the guest may connect to (<vsock_uds>_P)"},
+    {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
+    {"kernel", 0, "FILE", 0, "guest kernel (default: vmux's guest image)"},
+    {"initrd", 0, "FILE", 0, "guest initrd (default: vmux's guest image)"},
+    {"vsock", 0, "bridge|kernel", 0,
+        "vsock transport: vmux-bridge (default) or /dev/vhost-vsock"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_new_entry = {
+    .name = "new",
+    .pre = "NAME",
+    .summary = "Boot a new microVM session called NAME. Returns once the "
+               "guest agent answers, printing the name; on failure nothing "
+               "is left behind.",
+    .opts = cmd_new_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_new_exec,
+};
+
+static volatile int new_interrupted;
+
+/* Signal handler: ask the boot loop to give up and clean up. */
+static void
+new_signal(int sig)
+{
+	new_interrupted = 1;
+}
+
+/* Print a launch notice (e.g. the TCG fallback) on stderr. */
+static void
+new_notice(const char *msg)
+{
+	cli_error("%s", msg);
+}
+
+/* Read an optional number flag into *out. */
+static int
+new_number(struct args *a, const char *flag, long long min, long long max,
+    int *out, char **cause)
+{
+	const char *s = args_get(a, flag);
+	long long v;
+	char *what;
+
+	if (s == NULL)
+		return 0;
+	xasprintf(&what, "--%s", flag);
+	if (args_number(what, s, min, max, &v, cause) != 0) {
+		free(what);
+		return -1;
+	}
+	free(what);
+	*out = (int)v;
+	return 0;
+}
+
+/* Boot the session. */
+static int
+cmd_new_exec(struct args *a)
+{
+	struct launch_opts o;
+	struct session_record r;
+	struct sigaction sa;
+	const char *s;
+	char *cause = NULL, *home, **ports;
+	unsigned *allow = NULL;
+	int i, nports, rc;
+
+	memset(&o, 0, sizeof o);
+	o.name = a->argv[0];
+	o.cpus = NEW_CPUS_DEFAULT;
+	o.memory_mb = NEW_MEMORY_DEFAULT;
+	o.boot_timeout_s = NEW_BOOT_DEFAULT;
+	if (session_name_valid(o.name, &cause) != 0 ||
+	    new_number(a, "cpus", 1, 64, &o.cpus, &cause) != 0 ||
+	    new_number(a, "memory", 64, 1048576, &o.memory_mb, &cause) != 0 ||
+	    new_number(a, "boot-timeout", 1, 3600, &o.boot_timeout_s, &cause) !=
+	        0)
+		goto usage;
+	s = args_get(a, "accel");
+	if (s != NULL && strcmp(s, "kvm") != 0 && strcmp(s, "tcg") != 0) {
+		xasprintf(&cause, "invalid --accel '%s': want kvm or tcg", s);
+		goto usage;
+	}
+	o.accel = s;
+	s = args_get(a, "vsock");
+	if (s != NULL && strcmp(s, "kernel") != 0 && strcmp(s, "bridge") != 0) {
+		xasprintf(
+		    &cause, "invalid --vsock '%s': want bridge or kernel", s);
+		goto usage;
+	}
+	o.vsock_kernel = s != NULL && strcmp(s, "kernel") == 0;
+	ports = args_values(a, "allow-port", &nports);
+	if (nports > 0 && o.vsock_kernel) {
+		xasprintf(&cause, "--allow-port needs --vsock bridge");
+		goto usage;
+	}
+	allow = xcalloc((size_t)nports + 1, sizeof *allow);
+	for (i = 0; i < nports; i++) {
+		long long v;
+		if (args_number("--allow-port", ports[i], 1, 0xffffffffLL, &v,
+		        &cause) != 0)
+			goto usage;
+		allow[i] = (unsigned)v;
+	}
+	o.allow_ports = allow;
+	o.nallow_ports = (size_t)nports;
+	o.kernel = args_get(a, "kernel");
+	o.initrd = args_get(a, "initrd");
+
+	home = cli_home();
+	if (home == NULL) {
+		free(allow);
+		return 1;
+	}
+	o.home = home;
+	o.notice = new_notice;
+	o.interrupted = &new_interrupted;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = new_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+
+	if (session_launch(&o, &r, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = 1;
+	} else {
+		printf("%s\n", r.name);
+		record_free(&r);
+		rc = 0;
+	}
+	free(home);
+	free(allow);
+	return rc;
+usage:
+	rc = cli_usage_error(a->entry, "%s", cause);
+	free(cause);
+	free(allow);
+	return rc;
+}

@@ -1,0 +1,102 @@
+/*
+ * cmd-ping.c: `vmux ping NAME`: ask the guest agent who it is.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+#define PING_CONNECT_MS 10000
+#define PING_REPLY_MS   15000
+
+static int cmd_ping_exec(struct args *);
+
+static const struct cmd_opt cmd_ping_opts[] = {
+    {"json", 0, NULL, 0, "print the agent's reply as JSON"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_ping_entry = {
+    .name = "ping",
+    .pre = "NAME",
+    .summary = "Ask session NAME's guest agent for its version, the guest "
+               "kernel and uptime.",
+    .opts = cmd_ping_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_ping_exec,
+};
+
+/* Print each field of the reply as "key: value". */
+static void
+ping_print(const cJSON *reply)
+{
+	const cJSON *f;
+
+	cJSON_ArrayForEach(f, reply)
+	{
+		if (cJSON_IsString(f))
+			printf("%s: %s\n", f->string, f->valuestring);
+		else {
+			char *s = cJSON_PrintUnformatted(f);
+			printf("%s: %s\n", f->string, s != NULL ? s : "?");
+			cJSON_free(s);
+		}
+	}
+}
+
+/* Ping the agent. */
+static int
+cmd_ping_exec(struct args *a)
+{
+	struct session_record r;
+	struct vsock_target t;
+	cJSON *req, *reply;
+	char *home, *cause = NULL;
+	uint64_t now;
+
+	if (session_name_valid(a->argv[0], &cause) != 0) {
+		int rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	home = cli_home();
+	if (home == NULL)
+		return 1;
+	if (record_load(home, a->argv[0], &r, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		free(home);
+		return 1;
+	}
+	free(home);
+	if (!session_qemu_alive(&r)) {
+		cli_error("session '%s' is stopped", r.name);
+		record_free(&r);
+		return 1;
+	}
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "action", "ping");
+	session_target(&r, &t);
+	now = mono_ms();
+	reply = agent_call(
+	    &t, req, now + PING_CONNECT_MS, now + PING_REPLY_MS, &cause);
+	cJSON_Delete(req);
+	record_free(&r);
+	if (reply == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+		return 1;
+	}
+	if (args_has(a, "json")) {
+		char *s = cJSON_PrintUnformatted(reply);
+		printf("%s\n", s);
+		cJSON_free(s);
+	} else
+		ping_print(reply);
+	cJSON_Delete(reply);
+	return 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * cmd-rm.c: `vmux rm [-f] NAME...`: stop sessions and remove their state.
+ *
+ * Without -f the guest is asked to power off first (then QMP quit, SIGTERM,
+ * SIGKILL); -f skips the polite steps and ignores names that do not exist,
+ * like rm -f. Stopped or crashed sessions are removed the same way.
+ */
+#include <stdlib.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+static int cmd_rm_exec(struct args *);
+
+static const struct cmd_opt cmd_rm_opts[] = {
+    {"force", 'f', NULL, 0,
+        "kill at once; no error if the session does not exist"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_rm_entry = {
+    .name = "rm",
+    .pre = "NAME...",
+    .summary = "Stop each session (guest power-off, then QMP quit, "
+               "SIGTERM, SIGKILL), end its bridge and remove its state.",
+    .opts = cmd_rm_opts,
+    .min_args = 1,
+    .max_args = -1,
+    .exec = cmd_rm_exec,
+};
+
+/* Remove each named session; 1 if any failed. */
+static int
+cmd_rm_exec(struct args *a)
+{
+	char *home, *cause = NULL;
+	int i, rc = 0, force = args_has(a, "force");
+
+	for (i = 0; i < a->argc; i++) {
+		if (session_name_valid(a->argv[i], &cause) != 0) {
+			rc = cli_usage_error(a->entry, "%s", cause);
+			free(cause);
+			return rc;
+		}
+	}
+	home = cli_home();
+	if (home == NULL)
+		return 1;
+	for (i = 0; i < a->argc; i++) {
+		if (session_remove(home, a->argv[i], force, &cause) != 0) {
+			cli_error("%s", cause);
+			free(cause);
+			cause = NULL;
+			rc = 1;
+		}
+	}
+	free(home);
+	return rc;
+}

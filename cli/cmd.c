@@ -1,0 +1,126 @@
+/*
+ * cmd.c: usage lines, help texts and error helpers of vmux commands.
+ *
+ * Usage lines are generated from each command's option table so `--help`
+ * can never disagree with what the parser accepts; man/vmux.1 documents
+ * the same tables.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+/* Append s to a growing string. */
+static void
+append(char **buf, const char *s)
+{
+	char *out;
+
+	xasprintf(&out, "%s%s", *buf, s);
+	free(*buf);
+	*buf = out;
+}
+
+/* "vmux NAME PRE [--opt ARG]... POST", from the option table. */
+char *
+cmd_usage(const struct cmd_entry *e)
+{
+	const struct cmd_opt *o;
+	char *buf, *s;
+
+	xasprintf(&buf, "vmux %s", e->name);
+	if (e->pre != NULL) {
+		append(&buf, " ");
+		append(&buf, e->pre);
+	}
+	for (o = e->opts; o != NULL && o->name != NULL; o++) {
+		if (o->short_name != 0 && o->arg == NULL)
+			xasprintf(&s, " [-%c]", o->short_name);
+		else if (o->arg == NULL)
+			xasprintf(&s, " [--%s]", o->name);
+		else
+			xasprintf(&s, " [--%s %s]%s", o->name, o->arg,
+			    o->repeat ? "..." : "");
+		append(&buf, s);
+		free(s);
+	}
+	if (e->post != NULL) {
+		append(&buf, " ");
+		append(&buf, e->post);
+	}
+	return buf;
+}
+
+/* Print one command's help to stdout. */
+void
+cmd_print_help(const struct cmd_entry *e)
+{
+	const struct cmd_opt *o;
+	char *usage = cmd_usage(e), *left;
+
+	printf("usage: %s\n\n%s\n\noptions:\n", usage, e->summary);
+	for (o = e->opts; o != NULL && o->name != NULL; o++) {
+		if (o->short_name != 0)
+			xasprintf(&left, "-%c, --%s%s%s", o->short_name,
+			    o->name, o->arg != NULL ? " " : "",
+			    o->arg != NULL ? o->arg : "");
+		else
+			xasprintf(&left, "    --%s%s%s", o->name,
+			    o->arg != NULL ? " " : "",
+			    o->arg != NULL ? o->arg : "");
+		printf("  %-24s %s%s\n", left, o->help,
+		    o->repeat ? " (repeatable)" : "");
+		free(left);
+	}
+	printf("  %-24s %s\n", "-h, --help", "show this help");
+	free(usage);
+}
+
+/* Print "vmux: <message>" on stderr. */
+void
+cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("vmux: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* Report a usage error of command e in one line; returns EXIT_USAGE. */
+int
+cli_usage_error(const struct cmd_entry *e, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (e != NULL)
+		cli_error("%s: %s", e->name, msg);
+	else
+		cli_error("%s", msg);
+	free(msg);
+	return EXIT_USAGE;
+}
+
+/* The vmux home, or NULL after printing why. */
+char *
+cli_home(void)
+{
+	char *cause = NULL, *home = session_home(&cause);
+
+	if (home == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+	}
+	return home;
+}

@@ -1,0 +1,107 @@
+/*
+ * vmux.c: main() of the vmux command: the command table, global options,
+ * then one command.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "cli.h"
+
+/* Every command, in the order help lists them. */
+const struct cmd_entry *cmd_table[] = {
+    &cmd_new_entry,
+    &cmd_exec_entry,
+    &cmd_ls_entry,
+    &cmd_ping_entry,
+    &cmd_connect_entry,
+    &cmd_rm_entry,
+    &cmd_help_entry,
+    NULL,
+};
+
+/* Find a command by exact name. */
+const struct cmd_entry *
+cmd_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; cmd_table[i] != NULL; i++) {
+		if (strcmp(cmd_table[i]->name, name) == 0)
+			return cmd_table[i];
+	}
+	return NULL;
+}
+
+/* Print the list of commands (to stderr after a usage error). */
+void
+cmd_print_overview(int to_stderr)
+{
+	FILE *f = to_stderr ? stderr : stdout;
+	size_t i;
+
+	fprintf(f,
+	    "usage: vmux [--version] [--help] COMMAND [ARGS...]\n\n"
+	    "vmux boots QEMU microVM sessions and runs commands in "
+	    "them.\n\ncommands:\n");
+	for (i = 0; cmd_table[i] != NULL; i++) {
+		char *first = xstrdup(cmd_table[i]->summary), *dot;
+		/* the first sentence of the summary is enough here */
+		dot = strstr(first, ". ");
+		if (dot != NULL)
+			dot[0] = '\0';
+		fprintf(f, "  %-9s %s\n", cmd_table[i]->name, first);
+		free(first);
+	}
+	fprintf(f,
+	    "\nRun 'vmux COMMAND --help' for a command's options; "
+	    "see vmux(1) for more.\n");
+}
+
+/* Parse global options, find the command, run it; its exit status. */
+int
+main(int argc, char **argv)
+{
+	const struct cmd_entry *e;
+	struct args a;
+	char *cause = NULL;
+	int rc;
+
+	log_open("vmux");
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		cmd_print_overview(1);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		cmd_print_overview(0);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("vmux %s\n", VMUX_VERSION);
+		return 0;
+	}
+	if (argv[1][0] == '-')
+		return cli_usage_error(
+		    NULL, "unknown option %s (try vmux help)", argv[1]);
+	e = cmd_find(argv[1]);
+	if (e == NULL)
+		return cli_usage_error(
+		    NULL, "unknown command '%s' (try vmux help)", argv[1]);
+	if (args_parse(e, argc - 1, argv + 1, &a, &cause) != 0) {
+		rc = cli_usage_error(e, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if (a.help) {
+		cmd_print_help(e);
+		rc = 0;
+	} else
+		rc = e->exec(&a);
+	args_free(&a);
+	if (fflush(stdout) != 0 && rc == 0)
+		rc = 1;
+	return rc;
+}

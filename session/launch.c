@@ -1,0 +1,487 @@
+/*
+ * launch.c: boot a session (`vmux new`) and tell whether it still runs.
+ *
+ * Order matters: everything that can fail without side effects (binaries,
+ * guest image, accelerator) is checked first; then the state directory is
+ * claimed with mkdir (atomic: a duplicate name fails here) and the first
+ * record written under the home lock (CID allocation); then the bridge
+ * starts and says "ready" on a pipe, and only then QEMU, whose vhost-user
+ * handshake needs the bridge listening. The session is up once the agent
+ * answers a ping. Any failure kills what was started and removes the state
+ * directory, so a failed `vmux new` leaves nothing behind. A KVM boot that
+ * does not become ready in time is retried once under TCG.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "proto.h"
+#include "qemu.h"
+#include "session.h"
+
+/* How long the bridge may take to create its sockets. */
+#define BRIDGE_READY_MS 10000
+/* How long a KVM boot may take before we fall back to TCG. */
+#define KVM_READY_MS 20000
+/* One ping attempt: connect (with retries) and reply. */
+#define PING_CONNECT_MS 3000
+#define PING_REPLY_MS   5000
+/* Lines of console/QEMU log shown when a boot fails. */
+#define TAIL_LINES 15
+
+/* Append a labelled log tail to *msg when the log has anything. */
+static void
+add_tail(char **msg, const char *label, const char *path)
+{
+	char *tail = path != NULL ? file_tail(path, TAIL_LINES) : NULL, *s;
+
+	if (tail == NULL)
+		return;
+	xasprintf(&s, "%s\n--- last lines of %s ---\n%s", *msg, label, tail);
+	free(*msg);
+	free(tail);
+	*msg = s;
+}
+
+/* Kill what a failed launch started and remove its state. */
+static void
+launch_cleanup(struct session_record *r)
+{
+	proc_terminate(r->qemu_pid, r->console_log, 0);
+	if (!r->vsock_kernel)
+		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
+	if (r->sock_dir != NULL)
+		rmtree(r->sock_dir);
+	rmtree(r->dir);
+}
+
+/* Set the per-session paths in r (sockets may live in a runtime dir). */
+static int
+launch_paths(struct session_record *r, char **cause)
+{
+	char *sock = session_sock_dir(r->dir, cause);
+
+	if (sock == NULL)
+		return -1;
+	if (strcmp(sock, r->dir) != 0)
+		r->sock_dir = xstrdup(sock);
+	if (!r->vsock_kernel) {
+		xasprintf(&r->vsock_uds, "%s/%s", sock, SESSION_VSOCK_SOCK);
+		xasprintf(&r->vhost_user, "%s/%s", sock, SESSION_VHOST_SOCK);
+		xasprintf(&r->bridge_log, "%s/%s", r->dir, SESSION_BRIDGE_LOG);
+	}
+	xasprintf(&r->qmp, "%s/%s", sock, SESSION_QMP_SOCK);
+	xasprintf(&r->console_log, "%s/%s", r->dir, SESSION_CONSOLE);
+	xasprintf(&r->qemu_log, "%s/%s", r->dir, SESSION_QEMU_LOG);
+	free(sock);
+	return 0;
+}
+
+/*
+ * Claim the state directory and a CID, and write the first record, all
+ * under the home lock. On failure nothing is left (the dir is removed).
+ */
+static int
+launch_claim(
+    const struct launch_opts *o, struct session_record *r, char **cause)
+{
+	struct session_entry *v;
+	unsigned *used;
+	size_t n, i, nused = 0;
+	char *path;
+	int lock, rc = -1;
+
+	if (session_home_create(o->home, cause) != 0)
+		return -1;
+	lock = session_lock(o->home, cause);
+	if (lock < 0)
+		return -1;
+	if (mkdir(r->dir, 0700) != 0) {
+		if (errno == EEXIST)
+			xasprintf(
+			    cause, "session '%s' already exists", r->name);
+		else
+			xasprintf(cause, "cannot create %s: %s", r->dir,
+			    strerror(errno));
+		close(lock);
+		return -1;
+	}
+	if (session_list(o->home, &v, &n, cause) != 0)
+		goto out;
+	used = xcalloc(n + 1, sizeof *used);
+	for (i = 0; i < n; i++) {
+		if (v[i].ok)
+			used[nused++] = v[i].rec.cid;
+	}
+	r->cid = cid_pick(used, nused);
+	free(used);
+	session_list_free(v, n);
+	if (launch_paths(r, cause) != 0)
+		goto out;
+	path = record_path(r->dir);
+	rc = record_write(path, r, cause);
+	free(path);
+out:
+	if (rc != 0) {
+		if (r->sock_dir != NULL)
+			rmtree(r->sock_dir);
+		rmtree(r->dir);
+	}
+	close(lock);
+	return rc;
+}
+
+/* Rewrite the session's record. */
+static int
+launch_save(const struct session_record *r, char **cause)
+{
+	char *path = record_path(r->dir);
+	int rc = record_write(path, r, cause);
+
+	free(path);
+	return rc;
+}
+
+/* Start the bridge and wait for its "ready" line. */
+static int
+launch_bridge(const struct session_record *r, pid_t *pid, char **cause)
+{
+	char **argv, cid[16], *msg, buf[64];
+	size_t argc = 0, i, got = 0;
+	int ready[2], rc = -1;
+	uint64_t deadline;
+
+	unlink(r->vsock_uds);
+	unlink(r->vhost_user);
+	argv = xcalloc(12 + 2 * r->nallow_ports, sizeof *argv);
+	argv[argc++] = xstrdup(r->bridge_bin);
+	argv[argc++] = xstrdup("--vhost-user");
+	argv[argc++] = xstrdup(r->vhost_user);
+	argv[argc++] = xstrdup("--uds");
+	argv[argc++] = xstrdup(r->vsock_uds);
+	snprintf(cid, sizeof cid, "%u", r->cid);
+	argv[argc++] = xstrdup("--guest-cid");
+	argv[argc++] = xstrdup(cid);
+	for (i = 0; i < r->nallow_ports; i++) {
+		argv[argc++] = xstrdup("--allow-port");
+		xasprintf(&argv[argc++], "%u", r->allow_ports[i]);
+	}
+	argv[argc++] = xstrdup("--ready-fd");
+	argv[argc++] = xstrdup("3");
+	argv[argc] = NULL;
+
+	if (pipe2(ready, O_CLOEXEC) != 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		goto out;
+	}
+	*pid = proc_spawn(argv, ready[1], r->bridge_log, cause);
+	close(ready[1]);
+	if (*pid < 0) {
+		close(ready[0]);
+		*pid = 0;
+		goto out;
+	}
+	deadline = mono_ms() + BRIDGE_READY_MS;
+	while (got < sizeof buf - 1) {
+		ssize_t n;
+
+		if (wait_fd(ready[0], POLLIN, deadline) <= 0)
+			break;
+		n = read(ready[0], buf + got, sizeof buf - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memchr(buf, '\n', got) != NULL)
+			break;
+	}
+	close(ready[0]);
+	buf[got] = '\0';
+	if (strncmp(buf, "ready\n", 6) == 0)
+		rc = 0;
+	else {
+		xasprintf(&msg, "%s %s", SESSION_BRIDGE_NAME,
+		    got == 0 && !proc_matches(*pid, r->vsock_uds)
+		        ? "exited before it was ready"
+		        : "did not become ready");
+		add_tail(&msg, SESSION_BRIDGE_LOG, r->bridge_log);
+		*cause = msg;
+	}
+out:
+	for (i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+	return rc;
+}
+
+/* Start QEMU for r with the given accelerator. */
+static int
+launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
+{
+	struct qemu_config cfg;
+	char **argv;
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.qemu = r->qemu_bin;
+	cfg.accel = r->accel;
+	cfg.kernel = r->kernel;
+	cfg.initrd = r->initrd;
+	cfg.cpus = r->cpus;
+	cfg.memory_mb = r->memory_mb;
+	cfg.cid = r->cid;
+	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
+	cfg.console_log = r->console_log;
+	cfg.qmp = r->qmp;
+	cfg.append = NULL;
+	unlink(r->qmp);
+	argv = qemu_argv(&cfg);
+	if (argv == NULL || argv[0] == NULL) {
+		xasprintf(cause, "cannot build the QEMU command line");
+		if (argv != NULL)
+			argv_free(argv);
+		return -1;
+	}
+	*pid = proc_spawn(argv, -1, r->qemu_log, cause);
+	argv_free(argv);
+	if (*pid < 0) {
+		*pid = 0;
+		return -1;
+	}
+	return 0;
+}
+
+/* Outcomes of waiting for the agent. */
+enum boot_result { BOOT_READY, BOOT_TIMEOUT, BOOT_QEMU_DIED, BOOT_FAILED };
+
+/* Ping the agent until it answers, QEMU dies, or the deadline passes. */
+static enum boot_result
+launch_wait(const struct launch_opts *o, const struct session_record *r,
+    uint64_t deadline, char **cause)
+{
+	struct vsock_target t;
+	cJSON *req = cJSON_CreateObject(), *reply;
+	enum boot_result res = BOOT_TIMEOUT;
+
+	cJSON_AddStringToObject(req, "action", "ping");
+	session_target(r, &t);
+	for (;;) {
+		char *why = NULL;
+		uint64_t now = mono_ms(), cd, rd;
+
+		if (o->interrupted != NULL && *o->interrupted) {
+			xasprintf(cause, "interrupted");
+			res = BOOT_FAILED;
+			break;
+		}
+		if (!session_qemu_alive(r)) {
+			res = BOOT_QEMU_DIED;
+			break;
+		}
+		if (!r->vsock_kernel && !session_bridge_alive(r)) {
+			xasprintf(cause, "%s exited during boot",
+			    SESSION_BRIDGE_NAME);
+			add_tail(cause, SESSION_BRIDGE_LOG, r->bridge_log);
+			res = BOOT_FAILED;
+			break;
+		}
+		if (now >= deadline)
+			break;
+		cd = now + PING_CONNECT_MS < deadline ? now + PING_CONNECT_MS
+		                                      : deadline;
+		rd = now + PING_REPLY_MS < deadline ? now + PING_REPLY_MS
+		                                    : deadline;
+		reply = agent_call(&t, req, cd, rd, &why);
+		if (reply != NULL) {
+			cJSON_Delete(reply);
+			res = BOOT_READY;
+			break;
+		}
+		log_debug("boot %s: ping: %s", r->name, why);
+		free(why);
+		if (mono_ms() < cd) /* failed fast: don't spin */
+			usleep(100000);
+	}
+	cJSON_Delete(req);
+	return res;
+}
+
+/* Start the bridge and QEMU and wait for the agent; one boot attempt. */
+static enum boot_result
+launch_boot(const struct launch_opts *o, struct session_record *r,
+    uint64_t deadline, char **cause)
+{
+	pid_t pid;
+
+	if (!r->vsock_kernel) {
+		if (launch_bridge(r, &pid, cause) != 0)
+			return BOOT_FAILED;
+		r->bridge_pid = pid;
+		if (launch_save(r, cause) != 0)
+			return BOOT_FAILED;
+	}
+	if (launch_qemu(r, &pid, cause) != 0)
+		return BOOT_FAILED;
+	r->qemu_pid = pid;
+	if (launch_save(r, cause) != 0)
+		return BOOT_FAILED;
+	return launch_wait(o, r, deadline, cause);
+}
+
+/* Stop the processes of a failed attempt so the next one starts clean. */
+static void
+launch_reset(struct session_record *r)
+{
+	proc_terminate(r->qemu_pid, r->console_log, 0);
+	if (!r->vsock_kernel)
+		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
+	r->qemu_pid = r->bridge_pid = 0;
+}
+
+/* Tell the user something through the caller's notice hook. */
+static void
+notice(const struct launch_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	if (o->notice == NULL)
+		return;
+	va_start(ap, fmt);
+	xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	o->notice(s);
+	free(s);
+}
+
+/* Check what launching needs before anything is created. */
+static int
+launch_check(
+    const struct launch_opts *o, struct session_record *r, char **cause)
+{
+	const char *qemu = getenv("VMUX_QEMU");
+	char *why = NULL;
+	int from_env = 1;
+
+	if (session_name_valid(o->name, cause) != 0)
+		return -1;
+	if (qemu == NULL || *qemu == '\0') {
+		qemu = SESSION_QEMU_DEFAULT;
+		from_env = 0;
+	}
+	r->qemu_bin = find_in_path(qemu);
+	if (r->qemu_bin == NULL) {
+		xasprintf(cause,
+		    "%s not found%s (install the qemu-system-x86 package%s)",
+		    qemu, strchr(qemu, '/') == NULL ? " in PATH" : "",
+		    from_env ? ", or fix VMUX_QEMU" : " or set VMUX_QEMU");
+		return -1;
+	}
+	if (!r->vsock_kernel) {
+		r->bridge_bin =
+		    find_program(SESSION_BRIDGE_NAME, "VMUX_BRIDGE", cause);
+		if (r->bridge_bin == NULL)
+			return -1;
+	} else if (access("/dev/vhost-vsock", R_OK | W_OK) != 0) {
+		xasprintf(cause,
+		    "cannot use kernel vsock: /dev/vhost-vsock: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (guest_image_find(
+	        o->kernel, o->initrd, &r->kernel, &r->initrd, cause) != 0)
+		return -1;
+	if (o->accel != NULL)
+		r->accel = xstrdup(o->accel);
+	else {
+		const char *a = accel_detect(&why);
+		r->accel = xstrdup(a != NULL ? a : "tcg");
+		log_debug(
+		    "accel_detect: %s (%s)", r->accel, why != NULL ? why : "");
+		free(why);
+	}
+	return 0;
+}
+
+/* Boot a new session; on success *out is its record (caller frees). */
+int
+session_launch(
+    const struct launch_opts *o, struct session_record *out, char **cause)
+{
+	struct session_record r;
+	enum boot_result res;
+	uint64_t deadline, boot_ms = (uint64_t)o->boot_timeout_s * 1000;
+	int fallback;
+
+	memset(&r, 0, sizeof r);
+	memset(out, 0, sizeof *out);
+	r.vsock_kernel = o->vsock_kernel;
+	if (launch_check(o, &r, cause) != 0)
+		goto fail_early;
+	r.name = xstrdup(o->name);
+	r.dir = session_dir(o->home, o->name);
+	r.status = SESSION_STARTING;
+	r.created = (int64_t)time(NULL);
+	r.cpus = o->cpus;
+	r.memory_mb = o->memory_mb;
+	if (o->nallow_ports > 0) {
+		r.allow_ports =
+		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);
+		memcpy(r.allow_ports, o->allow_ports,
+		    o->nallow_ports * sizeof *r.allow_ports);
+		r.nallow_ports = o->nallow_ports;
+	}
+	if (launch_claim(o, &r, cause) != 0)
+		goto fail_early;
+
+	fallback = strcmp(r.accel, "kvm") == 0;
+	for (;;) {
+		uint64_t limit = boot_ms;
+		if (fallback && limit > KVM_READY_MS)
+			limit = KVM_READY_MS;
+		deadline = mono_ms() + limit;
+		res = launch_boot(o, &r, deadline, cause);
+		if (res == BOOT_READY)
+			break;
+		if (res == BOOT_FAILED)
+			goto fail;
+		if (fallback) {
+			notice(o, "KVM guest %s; falling back to TCG",
+			    res == BOOT_QEMU_DIED ? "failed to start"
+			                          : "was not ready in time");
+			launch_reset(&r);
+			free(r.accel);
+			r.accel = xstrdup("tcg");
+			fallback = 0;
+			continue;
+		}
+		if (res == BOOT_QEMU_DIED)
+			xasprintf(
+			    cause, "QEMU exited while booting '%s'", r.name);
+		else
+			xasprintf(cause,
+			    "guest agent of '%s' did not answer within %d s "
+			    "(accel %s)",
+			    r.name, o->boot_timeout_s, r.accel);
+		add_tail(cause, SESSION_QEMU_LOG, r.qemu_log);
+		add_tail(cause, SESSION_CONSOLE, r.console_log);
+		goto fail;
+	}
+	r.status = SESSION_READY;
+	if (launch_save(&r, cause) != 0)
+		goto fail;
+	*out = r;
+	return 0;
+fail:
+	launch_cleanup(&r);
+fail_early:
+	record_free(&r);
+	return -1;
+}

@@ -1,0 +1,407 @@
+/*
+ * paths.c: where sessions live and where vmux finds its helpers.
+ *
+ * The vmux home is $VMUX_HOME, else $XDG_STATE_HOME/vmux, else
+ * ~/.local/state/vmux; each session is a directory sessions/NAME under it.
+ * Unix socket paths are limited to 108 bytes, so a session whose directory
+ * is too deep puts its sockets in a short private runtime directory instead.
+ * QEMU, the bridge and the guest image are looked up here too.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+
+/* Longest name we put in a socket directory: "vsock.sock_<u32 port>". */
+#define SOCK_NAME_MAX (sizeof SESSION_VSOCK_SOCK + 11)
+
+/* Check a session name: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. 0 or -1. */
+int
+session_name_valid(const char *name, char **cause)
+{
+	size_t len = strlen(name), i;
+	const char *why = NULL;
+
+	if (len == 0)
+		why = "empty";
+	else if (len > SESSION_NAME_MAX)
+		why = "longer than 64 characters";
+	else if (!((name[0] >= 'a' && name[0] <= 'z') ||
+	             (name[0] >= 'A' && name[0] <= 'Z') ||
+	             (name[0] >= '0' && name[0] <= '9')))
+		why = "must start with a letter or digit";
+	for (i = 0; why == NULL && i < len; i++) {
+		char c = name[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')
+			continue;
+		why = "only letters, digits, '_', '.' and '-' are allowed";
+	}
+	if (why == NULL)
+		return 0;
+	if (cause != NULL) {
+		/* Quote at most 64 bytes of a bad name, printable only. */
+		char shown[SESSION_NAME_MAX + 1];
+		for (i = 0; i < len && i < SESSION_NAME_MAX; i++)
+			shown[i] =
+			    (name[i] >= 0x20 && name[i] < 0x7f) ? name[i] : '?';
+		shown[i] = '\0';
+		xasprintf(cause, "invalid session name '%s%s': %s", shown,
+		    len > SESSION_NAME_MAX ? "..." : "", why);
+	}
+	return -1;
+}
+
+/* Make a possibly relative path absolute against the current directory. */
+static char *
+absolute(const char *path)
+{
+	char cwd[PATH_MAX], *out;
+
+	if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+		return xstrdup(path);
+	xasprintf(&out, "%s/%s", cwd, path);
+	return out;
+}
+
+/* Resolve the vmux home from the environment (does not create it). */
+char *
+session_home(char **cause)
+{
+	const char *env = getenv("VMUX_HOME");
+	char *out;
+
+	if (env != NULL && *env != '\0')
+		return absolute(env);
+	env = getenv("XDG_STATE_HOME");
+	if (env != NULL && env[0] == '/') { /* XDG: relative ones are ignored */
+		xasprintf(&out, "%s/vmux", env);
+		return out;
+	}
+	env = getenv("HOME");
+	if (env == NULL || *env == '\0') {
+		struct passwd *pw = getpwuid(getuid());
+		env = pw != NULL ? pw->pw_dir : NULL;
+	}
+	if (env == NULL || *env == '\0') {
+		xasprintf(
+		    cause, "cannot find a state directory: set VMUX_HOME");
+		return NULL;
+	}
+	xasprintf(&out, "%s/.local/state/vmux", env);
+	return out;
+}
+
+/* mkdir -p with mode for the directories created; 0 or -errno. */
+int
+mkdir_p(const char *path, mode_t mode)
+{
+	char *copy = xstrdup(path), *p;
+	struct stat st;
+	int error = 0;
+
+	for (p = copy + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir(copy, mode) != 0 && errno != EEXIST) {
+			error = -errno;
+			break;
+		}
+		*p = saved;
+		if (saved == '\0')
+			break;
+	}
+	if (error == 0 && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
+		error = -ENOTDIR;
+	free(copy);
+	return error;
+}
+
+/* Create home and home/sessions (mode 0700 for what we create). */
+int
+session_home_create(const char *home, char **cause)
+{
+	char *sessions;
+	int error;
+
+	xasprintf(&sessions, "%s/sessions", home);
+	error = mkdir_p(sessions, 0700);
+	if (error != 0)
+		xasprintf(
+		    cause, "cannot create %s: %s", sessions, strerror(-error));
+	free(sessions);
+	return error == 0 ? 0 : -1;
+}
+
+/* The state directory of session name. */
+char *
+session_dir(const char *home, const char *name)
+{
+	char *out;
+
+	xasprintf(&out, "%s/sessions/%s", home, name);
+	return out;
+}
+
+/* 64-bit FNV-1a of a string (short stable names for runtime dirs). */
+uint64_t
+hash_fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* Is path a directory we own that nobody else can write? */
+static int
+private_dir(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	return st.st_uid == getuid() && (st.st_mode & 022) == 0;
+}
+
+/* Does dir leave room for our longest socket name under 108 bytes? */
+static int
+sock_dir_fits(const char *dir)
+{
+	struct sockaddr_un sun;
+
+	return strlen(dir) + 1 + SOCK_NAME_MAX <= sizeof sun.sun_path;
+}
+
+/*
+ * Pick the directory for a session's sockets: dir itself when paths fit,
+ * else $XDG_RUNTIME_DIR/vmux-HASH or /tmp/vmux-UID/HASH (created, 0700).
+ */
+char *
+session_sock_dir(const char *dir, char **cause)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	uint64_t h = hash_fnv1a(dir);
+	char *out = NULL, *parent;
+
+	if (sock_dir_fits(dir))
+		return xstrdup(dir);
+	if (rt != NULL && rt[0] == '/') {
+		xasprintf(&out, "%s/vmux-%016llx", rt, (unsigned long long)h);
+		if (sock_dir_fits(out) &&
+		    (mkdir(out, 0700) == 0 || errno == EEXIST) &&
+		    private_dir(out))
+			return out;
+		free(out);
+	}
+	xasprintf(&parent, "/tmp/vmux-%u", (unsigned)getuid());
+	if (mkdir(parent, 0700) != 0 && errno != EEXIST) {
+		xasprintf(
+		    cause, "cannot create %s: %s", parent, strerror(errno));
+		free(parent);
+		return NULL;
+	}
+	if (!private_dir(parent)) {
+		xasprintf(
+		    cause, "%s is not a private directory of ours", parent);
+		free(parent);
+		return NULL;
+	}
+	xasprintf(&out, "%s/%016llx", parent, (unsigned long long)h);
+	free(parent);
+	if ((mkdir(out, 0700) != 0 && errno != EEXIST) || !private_dir(out)) {
+		xasprintf(cause, "cannot create socket directory %s", out);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Directory of the running executable, or NULL. */
+char *
+exe_dir(void)
+{
+	char buf[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	slash = strrchr(buf, '/');
+	if (slash == NULL)
+		return NULL;
+	*slash = '\0';
+	return xstrdup(buf[0] == '\0' ? "/" : buf);
+}
+
+/* Find an executable in $PATH (or check a path with a slash); NULL if not. */
+char *
+find_in_path(const char *name)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char *cand;
+
+	if (strchr(name, '/') != NULL)
+		return access(name, X_OK) == 0 ? absolute(name) : NULL;
+	if (path == NULL)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path;; p = end + 1) {
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		if (end > p) {
+			xasprintf(&cand, "%.*s/%s", (int)(end - p), p, name);
+			if (access(cand, X_OK) == 0) {
+				struct stat st;
+				if (stat(cand, &st) == 0 && S_ISREG(st.st_mode))
+					return absolute(cand);
+			}
+			free(cand);
+		}
+		if (*end == '\0')
+			return NULL;
+	}
+}
+
+/*
+ * Find helper program name: $env when set, else beside the vmux binary,
+ * else in PATH.
+ */
+char *
+find_program(const char *name, const char *env, char **cause)
+{
+	const char *over = env != NULL ? getenv(env) : NULL;
+	char *dir, *cand;
+
+	if (over != NULL && *over != '\0') {
+		cand = find_in_path(over);
+		if (cand == NULL)
+			xasprintf(cause, "%s (from $%s) is not an executable",
+			    over, env);
+		return cand;
+	}
+	dir = exe_dir();
+	if (dir != NULL) {
+		xasprintf(&cand, "%s/%s", dir, name);
+		if (access(cand, X_OK) == 0) {
+			free(dir);
+			return cand;
+		}
+		free(cand);
+	}
+	cand = find_in_path(name);
+	if (cand == NULL)
+		xasprintf(cause, "%s not found beside vmux (%s) or in PATH",
+		    name, dir != NULL ? dir : "?");
+	free(dir);
+	return cand;
+}
+
+/* Look for file in the guest image directories; NULL if in none. */
+static char *
+guest_file(char *const *dirs, size_t ndirs, const char *file)
+{
+	char *cand;
+	size_t i;
+
+	for (i = 0; i < ndirs; i++) {
+		xasprintf(&cand, "%s/%s", dirs[i], file);
+		if (access(cand, R_OK) == 0) {
+			char *real = realpath(cand, NULL);
+			free(cand);
+			return real;
+		}
+		free(cand);
+	}
+	return NULL;
+}
+
+/* Check a user-given image file; absolute path or NULL with cause. */
+static char *
+given_file(const char *what, const char *path, char **cause)
+{
+	char *real;
+
+	if (access(path, R_OK) != 0) {
+		xasprintf(cause, "%s %s: %s", what, path, strerror(errno));
+		return NULL;
+	}
+	real = realpath(path, NULL);
+	if (real == NULL)
+		xasprintf(cause, "%s %s: %s", what, path, strerror(errno));
+	return real;
+}
+
+/*
+ * Find the guest kernel and initrd: the given files, else $VMUX_GUEST_DIR,
+ * else <exe dir>/../guest, then <exe dir>/../share/vmux/guest.
+ */
+int
+guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
+    char **initrd_out, char **cause)
+{
+	const char *env = getenv("VMUX_GUEST_DIR");
+	char *dirs[2] = {NULL, NULL}, *exe = NULL, *where = NULL;
+	size_t ndirs = 0, i;
+	int rc = -1;
+
+	*kernel_out = *initrd_out = NULL;
+	if (env != NULL && *env != '\0')
+		dirs[ndirs++] = xstrdup(env);
+	else if ((exe = exe_dir()) != NULL) {
+		xasprintf(&dirs[ndirs++], "%s/../guest", exe);
+		xasprintf(&dirs[ndirs++], "%s/../share/vmux/guest", exe);
+	}
+	if (kernel != NULL)
+		*kernel_out = given_file("kernel", kernel, cause);
+	else
+		*kernel_out = guest_file(dirs, ndirs, SESSION_KERNEL_NAME);
+	if (kernel != NULL && *kernel_out == NULL)
+		goto out;
+	if (initrd != NULL)
+		*initrd_out = given_file("initrd", initrd, cause);
+	else
+		*initrd_out = guest_file(dirs, ndirs, SESSION_INITRD_NAME);
+	if (initrd != NULL && *initrd_out == NULL)
+		goto out;
+	if (*kernel_out == NULL || *initrd_out == NULL) {
+		if (ndirs == 0)
+			where = xstrdup("(no image directory)");
+		else if (ndirs == 1)
+			where = xstrdup(dirs[0]);
+		else
+			xasprintf(&where, "%s or %s", dirs[0], dirs[1]);
+		xasprintf(cause,
+		    "guest image not found: no %s in %s (build it with make, "
+		    "set VMUX_GUEST_DIR, or pass --kernel and --initrd)",
+		    *kernel_out == NULL ? SESSION_KERNEL_NAME
+		                        : SESSION_INITRD_NAME,
+		    where);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc != 0) {
+		free(*kernel_out);
+		free(*initrd_out);
+		*kernel_out = *initrd_out = NULL;
+	}
+	for (i = 0; i < ndirs; i++)
+		free(dirs[i]);
+	free(exe);
+	free(where);
+	return rc;
+}

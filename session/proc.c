@@ -1,0 +1,307 @@
+/*
+ * proc.c: detached helper processes (QEMU, the bridge) and their identity.
+ *
+ * vmux starts QEMU and the bridge double-forked in a new session so they
+ * outlive the CLI, never get the terminal's SIGINT/SIGHUP and are not our
+ * children. Since they are not our children, a pid alone says little: a
+ * process counts as "ours" only while /proc/PID/cmdline contains a path
+ * unique to the session (the needle), and a zombie counts as gone. Every
+ * signal we send is guarded by that check, so a recycled pid is never hit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+
+/* Where the grandchild parks its exec-error pipe while it rearranges fds. */
+#define SPAWN_HIGH_FD 64
+
+/* Close fds lo..hi (inclusive), with close_range where the kernel has it. */
+static void
+close_fds(unsigned lo, unsigned hi)
+{
+	long max;
+	unsigned fd;
+
+	if (lo > hi)
+		return;
+	if (close_range(lo, hi, 0) == 0)
+		return;
+	max = sysconf(_SC_OPEN_MAX);
+	if (max < 0 || max > 65536)
+		max = 65536;
+	for (fd = lo; fd <= hi && fd < (unsigned)max; fd++)
+		close((int)fd);
+}
+
+/* In the grandchild: set up fds and signals, exec; never returns. */
+static void __attribute__((noreturn))
+spawn_exec(char *const argv[], int pass_fd, int null_fd, int log_fd, int err_fd)
+{
+	sigset_t set;
+	int sig, error, want_pass = pass_fd >= 0;
+
+	/* Park every fd we need above the ones we are about to fill. */
+	err_fd = fcntl(err_fd, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD);
+	null_fd = fcntl(null_fd, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD);
+	log_fd = fcntl(log_fd, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD);
+	if (want_pass)
+		pass_fd = fcntl(pass_fd, F_DUPFD_CLOEXEC, SPAWN_HIGH_FD);
+	if (err_fd < 0 || null_fd < 0 || log_fd < 0 ||
+	    (want_pass && pass_fd < 0))
+		goto fail;
+	if (dup2(null_fd, 0) < 0 || dup2(log_fd, 1) < 0 || dup2(log_fd, 2) < 0)
+		goto fail;
+	if (want_pass && dup2(pass_fd, 3) < 0)
+		goto fail;
+	close_fds(want_pass ? 4 : 3, (unsigned)err_fd - 1);
+	close_fds((unsigned)err_fd + 1, ~0U);
+
+	/* Ignored signals survive exec: give the child a clean slate. */
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigprocmask(SIG_SETMASK, &set, NULL);
+
+	execv(argv[0], argv);
+fail:
+	error = errno;
+	if (write(err_fd, &error, sizeof error) < 0) {
+		/* nothing more we can say */
+	}
+	_exit(127);
+}
+
+/*
+ * Start argv (argv[0] a path) detached: double fork, new session, stdin
+ * from /dev/null, stdout and stderr appended to log_path, pass_fd (if >= 0)
+ * as fd 3 and no other fd. Returns the pid or -1 with cause.
+ */
+pid_t
+proc_spawn(char *const argv[], int pass_fd, const char *log_path, char **cause)
+{
+	int pid_pipe[2], err_pipe[2], null_fd, log_fd, status, error = 0;
+	pid_t child, pid = -1;
+	ssize_t n;
+
+	log_fd =
+	    open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log_fd < 0) {
+		xasprintf(
+		    cause, "cannot open %s: %s", log_path, strerror(errno));
+		return -1;
+	}
+	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null_fd < 0) {
+		xasprintf(cause, "cannot open /dev/null: %s", strerror(errno));
+		close(log_fd);
+		return -1;
+	}
+	if (pipe2(pid_pipe, O_CLOEXEC) != 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		close(log_fd);
+		close(null_fd);
+		return -1;
+	}
+	if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		close(pid_pipe[0]);
+		close(pid_pipe[1]);
+		close(log_fd);
+		close(null_fd);
+		return -1;
+	}
+
+	child = fork();
+	if (child == 0) {
+		pid_t grandchild;
+
+		setsid();
+		grandchild = fork();
+		if (grandchild == 0)
+			spawn_exec(argv, pass_fd, null_fd, log_fd, err_pipe[1]);
+		if (write(pid_pipe[1], &grandchild, sizeof grandchild) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(pid_pipe[1]);
+	close(err_pipe[1]);
+	close(log_fd);
+	close(null_fd);
+	if (child < 0) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		close(pid_pipe[0]);
+		close(err_pipe[0]);
+		return -1;
+	}
+	n = read_full(pid_pipe[0], &pid, sizeof pid);
+	close(pid_pipe[0]);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != sizeof pid || pid <= 0) {
+		xasprintf(cause, "cannot start %s: fork failed", argv[0]);
+		close(err_pipe[0]);
+		return -1;
+	}
+	/* EOF means exec succeeded (the pipe was close-on-exec). */
+	n = read_full(err_pipe[0], &error, sizeof error);
+	close(err_pipe[0]);
+	if (n == sizeof error) {
+		xasprintf(cause, "cannot run %s: %s", argv[0], strerror(error));
+		return -1;
+	}
+	return pid;
+}
+
+/* Is pid alive (not a zombie) with needle somewhere in its command line? */
+int
+proc_matches(pid_t pid, const char *needle)
+{
+	char path[64], buf[65536], *paren;
+	ssize_t n;
+	int fd;
+
+	if (pid <= 0 || needle == NULL || *needle == '\0')
+		return 0;
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read_full(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	paren = strrchr(buf, ')');
+	if (paren == NULL || paren[1] != ' ' || paren[2] == 'Z' ||
+	    paren[2] == 'X' || paren[2] == 'x')
+		return 0;
+
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read_full(fd, buf, sizeof buf);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	return memmem(buf, (size_t)n, needle, strlen(needle)) != NULL;
+}
+
+/* Wait until pid is no longer ours-and-alive; 0, or -1 at the deadline. */
+int
+proc_wait_gone(pid_t pid, const char *needle, uint64_t deadline)
+{
+	useconds_t step = 10000;
+
+	while (proc_matches(pid, needle)) {
+		if (mono_ms() >= deadline)
+			return -1;
+		usleep(step);
+		if (step < 100000)
+			step *= 2;
+	}
+	return 0;
+}
+
+/*
+ * End pid if it is still ours: SIGTERM, then SIGKILL after term_ms (0: kill
+ * at once), then wait until it is really gone. 0, or -1 if it survived.
+ */
+int
+proc_terminate(pid_t pid, const char *needle, int term_ms)
+{
+	if (!proc_matches(pid, needle))
+		return 0;
+	if (term_ms > 0) {
+		kill(pid, SIGTERM);
+		if (proc_wait_gone(
+		        pid, needle, mono_ms() + (uint64_t)term_ms) == 0)
+			return 0;
+	}
+	if (proc_matches(pid, needle))
+		kill(pid, SIGKILL);
+	return proc_wait_gone(pid, needle, mono_ms() + 10000);
+}
+
+/*
+ * The last `lines` lines of a log file, with control characters (console
+ * escape sequences) shown as '?'. NULL if the file is missing or empty.
+ */
+char *
+file_tail(const char *path, int lines)
+{
+	char *buf, *p, *start;
+	struct stat st;
+	off_t off = 0;
+	ssize_t n;
+	int fd, seen = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && st.st_size > 16384)
+		off = st.st_size - 16384;
+	buf = xmalloc(16384 + 1);
+	n = pread(fd, buf, 16384, off);
+	close(fd);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	buf[n] = '\0';
+	if (n == 0) {
+		free(buf);
+		return NULL;
+	}
+	start = buf;
+	for (p = buf + n; p > buf; p--) {
+		if (p[-1] == '\n' && ++seen == lines) {
+			start = p;
+			break;
+		}
+	}
+	for (p = start; *p != '\0'; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '\r')
+			*p = ' ';
+		else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+			*p = '?';
+	}
+	p = xstrdup(start);
+	free(buf);
+	return p;
+}
+
+/* nftw callback: remove one entry (children come first with FTW_DEPTH). */
+static int
+rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (flag == FTW_DP || flag == FTW_D)
+		return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
+	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* rm -rf path without following symlinks or crossing mounts; 0 or -errno. */
+int
+rmtree(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (nftw(path, rmtree_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
+		return errno != 0 ? -errno : -EIO;
+	return 0;
+}

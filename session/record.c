@@ -1,0 +1,480 @@
+/*
+ * record.c: session records (session.json), listing and CID allocation.
+ *
+ * A record is written whole to a temporary file and renamed over the old
+ * one, so readers see either the old or the new record and a failed write
+ * (disk full, no permission) leaves the old record untouched. `vmux new`
+ * picks a CID and writes its first record while holding the home's lock
+ * file, so concurrent creations never share a CID.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+
+/* Records are small; anything bigger is not ours. */
+#define RECORD_MAX (1024 * 1024)
+
+/* Free what a record owns and zero it. */
+void
+record_free(struct session_record *r)
+{
+	free(r->name);
+	free(r->dir);
+	free(r->accel);
+	free(r->vsock_uds);
+	free(r->vhost_user);
+	free(r->qmp);
+	free(r->sock_dir);
+	free(r->console_log);
+	free(r->qemu_log);
+	free(r->bridge_log);
+	free(r->qemu_bin);
+	free(r->bridge_bin);
+	free(r->kernel);
+	free(r->initrd);
+	free(r->allow_ports);
+	memset(r, 0, sizeof *r);
+}
+
+/* Format seconds since the epoch as ISO-8601 UTC. */
+char *
+iso8601(int64_t t)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	char buf[64];
+
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		return xstrdup("?");
+	return xstrdup(buf);
+}
+
+/* Add a string, or null when s is NULL. */
+static void
+add_str(cJSON *o, const char *key, const char *s)
+{
+	if (s != NULL)
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+/* A record as JSON (the file format; `vmux ls --json` uses its own). */
+cJSON *
+record_to_json(const struct session_record *r)
+{
+	cJSON *o = cJSON_CreateObject(), *pids, *ports;
+	char *created = iso8601(r->created);
+	size_t i;
+
+	cJSON_AddNumberToObject(o, "version", SESSION_VERSION);
+	add_str(o, "name", r->name);
+	add_str(o, "dir", r->dir);
+	add_str(o, "status", r->status == SESSION_READY ? "ready" : "starting");
+	add_str(o, "accel", r->accel);
+	cJSON_AddNumberToObject(o, "cid", r->cid);
+	add_str(o, "vsock", r->vsock_kernel ? "kernel" : "bridge");
+	add_str(o, "vsock_uds", r->vsock_uds);
+	add_str(o, "vhost_user", r->vhost_user);
+	add_str(o, "qmp", r->qmp);
+	add_str(o, "sock_dir", r->sock_dir);
+	add_str(o, "console_log", r->console_log);
+	add_str(o, "qemu_log", r->qemu_log);
+	add_str(o, "bridge_log", r->bridge_log);
+	add_str(o, "qemu_bin", r->qemu_bin);
+	add_str(o, "bridge_bin", r->bridge_bin);
+	add_str(o, "kernel", r->kernel);
+	add_str(o, "initrd", r->initrd);
+	pids = cJSON_AddObjectToObject(o, "pids");
+	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
+	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
+	cJSON_AddStringToObject(o, "created", created);
+	cJSON_AddNumberToObject(o, "created_unix", (double)r->created);
+	cJSON_AddNumberToObject(o, "cpus", r->cpus);
+	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
+	ports = cJSON_AddArrayToObject(o, "allow_ports");
+	for (i = 0; i < r->nallow_ports; i++)
+		cJSON_AddItemToArray(
+		    ports, cJSON_CreateNumber(r->allow_ports[i]));
+	free(created);
+	return o;
+}
+
+/* Copy an optional string field; -1 if present but not a string or null. */
+static int
+get_str(const cJSON *o, const char *key, char **out, int required, char **cause)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*out = NULL;
+	if (cJSON_IsString(v) && v->valuestring != NULL) {
+		*out = xstrdup(v->valuestring);
+		return 0;
+	}
+	if (!required && (v == NULL || cJSON_IsNull(v)))
+		return 0;
+	xasprintf(cause, "bad or missing \"%s\"", key);
+	return -1;
+}
+
+/* Read an integer field in [min, max]; -1 if missing or out of range. */
+static int
+get_int(const cJSON *o, const char *key, double min, double max, int64_t *out,
+    char **cause)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < min ||
+	    v->valuedouble > max || v->valuedouble != (int64_t)v->valuedouble) {
+		xasprintf(cause, "bad or missing \"%s\"", key);
+		return -1;
+	}
+	*out = (int64_t)v->valuedouble;
+	return 0;
+}
+
+/* Fill r from a parsed record; on failure r is freed and cause set. */
+int
+record_from_json(const cJSON *o, struct session_record *r, char **cause)
+{
+	const cJSON *pids, *ports, *p;
+	char *status = NULL, *vsock = NULL;
+	int64_t n;
+
+	memset(r, 0, sizeof *r);
+	*cause = NULL;
+	if (!cJSON_IsObject(o)) {
+		xasprintf(cause, "not a JSON object");
+		return -1;
+	}
+	if (get_int(o, "version", 1, SESSION_VERSION, &n, cause) != 0 ||
+	    get_str(o, "name", &r->name, 1, cause) != 0 ||
+	    get_str(o, "dir", &r->dir, 1, cause) != 0 ||
+	    get_str(o, "status", &status, 1, cause) != 0 ||
+	    get_str(o, "accel", &r->accel, 1, cause) != 0 ||
+	    get_str(o, "vsock", &vsock, 1, cause) != 0 ||
+	    get_str(o, "vsock_uds", &r->vsock_uds, 0, cause) != 0 ||
+	    get_str(o, "vhost_user", &r->vhost_user, 0, cause) != 0 ||
+	    get_str(o, "qmp", &r->qmp, 0, cause) != 0 ||
+	    get_str(o, "sock_dir", &r->sock_dir, 0, cause) != 0 ||
+	    get_str(o, "console_log", &r->console_log, 0, cause) != 0 ||
+	    get_str(o, "qemu_log", &r->qemu_log, 0, cause) != 0 ||
+	    get_str(o, "bridge_log", &r->bridge_log, 0, cause) != 0 ||
+	    get_str(o, "qemu_bin", &r->qemu_bin, 0, cause) != 0 ||
+	    get_str(o, "bridge_bin", &r->bridge_bin, 0, cause) != 0 ||
+	    get_str(o, "kernel", &r->kernel, 0, cause) != 0 ||
+	    get_str(o, "initrd", &r->initrd, 0, cause) != 0)
+		goto fail;
+	if (session_name_valid(r->name, NULL) != 0) {
+		xasprintf(cause, "bad \"name\"");
+		goto fail;
+	}
+	if (strcmp(status, "ready") == 0)
+		r->status = SESSION_READY;
+	else if (strcmp(status, "starting") == 0)
+		r->status = SESSION_STARTING;
+	else {
+		xasprintf(cause, "bad \"status\"");
+		goto fail;
+	}
+	if (strcmp(vsock, "kernel") == 0)
+		r->vsock_kernel = 1;
+	else if (strcmp(vsock, "bridge") != 0) {
+		xasprintf(cause, "bad \"vsock\"");
+		goto fail;
+	}
+	if (get_int(o, "cid", SESSION_CID_FIRST, 0xfffffffe, &n, cause) != 0)
+		goto fail;
+	r->cid = (unsigned)n;
+	pids = cJSON_GetObjectItemCaseSensitive(o, "pids");
+	if (!cJSON_IsObject(pids)) {
+		xasprintf(cause, "bad or missing \"pids\"");
+		goto fail;
+	}
+	if (get_int(pids, "qemu", 0, 0x7fffffff, &n, cause) != 0)
+		goto fail;
+	r->qemu_pid = (pid_t)n;
+	if (get_int(pids, "bridge", 0, 0x7fffffff, &n, cause) != 0)
+		goto fail;
+	r->bridge_pid = (pid_t)n;
+	if (get_int(o, "created_unix", 0, 1e15, &r->created, cause) != 0)
+		goto fail;
+	if (get_int(o, "cpus", 1, 1024, &n, cause) != 0)
+		goto fail;
+	r->cpus = (int)n;
+	if (get_int(o, "memory_mb", 1, 1 << 24, &n, cause) != 0)
+		goto fail;
+	r->memory_mb = (int)n;
+	ports = cJSON_GetObjectItemCaseSensitive(o, "allow_ports");
+	if (ports != NULL && !cJSON_IsArray(ports)) {
+		xasprintf(cause, "bad \"allow_ports\"");
+		goto fail;
+	}
+	cJSON_ArrayForEach(p, ports)
+	{
+		if (!cJSON_IsNumber(p) || p->valuedouble < 0 ||
+		    p->valuedouble > 0xffffffffu) {
+			xasprintf(cause, "bad \"allow_ports\"");
+			goto fail;
+		}
+		r->allow_ports = xreallocarray(r->allow_ports,
+		    r->nallow_ports + 1, sizeof *r->allow_ports);
+		r->allow_ports[r->nallow_ports++] = (unsigned)p->valuedouble;
+	}
+	free(status);
+	free(vsock);
+	return 0;
+fail:
+	free(status);
+	free(vsock);
+	record_free(r);
+	return -1;
+}
+
+/* Path of the record file in a session directory. */
+char *
+record_path(const char *dir)
+{
+	char *out;
+
+	xasprintf(&out, "%s/%s", dir, SESSION_RECORD);
+	return out;
+}
+
+/* Write r to path atomically (temporary file, fsync, rename). */
+int
+record_write(const char *path, const struct session_record *r, char **cause)
+{
+	cJSON *o = record_to_json(r);
+	char *text = cJSON_Print(o), *tmp;
+	size_t len;
+	int fd, error = 0;
+
+	cJSON_Delete(o);
+	if (text == NULL)
+		fatalx("out of memory");
+	len = strlen(text);
+	text[len++] = '\n'; /* replaces the NUL; we write len bytes */
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		error = -errno;
+	else {
+		ssize_t n = write_all(fd, text, len);
+		if (n < 0)
+			error = (int)n;
+		else if (fsync(fd) != 0)
+			error = -errno;
+		if (close(fd) != 0 && error == 0)
+			error = -errno;
+		if (error == 0 && rename(tmp, path) != 0)
+			error = -errno;
+		if (error != 0)
+			unlink(tmp);
+	}
+	if (error != 0)
+		xasprintf(cause, "cannot write %s: %s", path, strerror(-error));
+	free(tmp);
+	cJSON_free(text);
+	return error == 0 ? 0 : -1;
+}
+
+/* Read and check the record at path. */
+int
+record_read(const char *path, struct session_record *r, char **cause)
+{
+	char *buf = NULL, *why = NULL;
+	cJSON *o;
+	int fd, rc;
+	ssize_t n;
+
+	memset(r, 0, sizeof *r);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		xasprintf(cause, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	buf = xmalloc(RECORD_MAX + 1);
+	n = read_full(fd, buf, RECORD_MAX + 1);
+	close(fd);
+	if (n < 0 || n > RECORD_MAX) {
+		xasprintf(cause, "cannot read %s: %s", path,
+		    n < 0 ? strerror((int)-n) : "too large");
+		free(buf);
+		return -1;
+	}
+	o = cJSON_ParseWithLength(buf, (size_t)n);
+	free(buf);
+	if (o == NULL) {
+		xasprintf(cause, "%s: not valid JSON", path);
+		return -1;
+	}
+	rc = record_from_json(o, r, &why);
+	cJSON_Delete(o);
+	if (rc != 0) {
+		xasprintf(cause, "%s: %s", path, why);
+		free(why);
+	}
+	return rc;
+}
+
+/* Load session name's record; a clear cause when there is no such session. */
+int
+record_load(
+    const char *home, const char *name, struct session_record *r, char **cause)
+{
+	char *dir, *path;
+	struct stat st;
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	if (session_name_valid(name, cause) != 0)
+		return -1;
+	dir = session_dir(home, name);
+	if (stat(dir, &st) != 0) {
+		xasprintf(cause, "no session named '%s'", name);
+		free(dir);
+		return -1;
+	}
+	path = record_path(dir);
+	if (access(path, F_OK) != 0) {
+		xasprintf(cause,
+		    "session '%s' has no record yet (still starting, or "
+		    "broken: vmux rm -f %s)",
+		    name, name);
+		rc = -1;
+	} else
+		rc = record_read(path, r, cause);
+	free(path);
+	free(dir);
+	return rc;
+}
+
+/* The lowest CID >= 3 not in used[]. */
+unsigned
+cid_pick(const unsigned *used, size_t n)
+{
+	unsigned cid;
+	size_t i;
+
+	for (cid = SESSION_CID_FIRST;; cid++) {
+		for (i = 0; i < n; i++) {
+			if (used[i] == cid)
+				break;
+		}
+		if (i == n)
+			return cid;
+	}
+}
+
+/* qsort comparator for entries by name. */
+static int
+entry_cmp(const void *a, const void *b)
+{
+	const struct session_entry *ea = a, *eb = b;
+
+	return strcmp(ea->name, eb->name);
+}
+
+/* List every session under home, sorted by name (unreadable ones too). */
+int
+session_list(
+    const char *home, struct session_entry **out, size_t *n, char **cause)
+{
+	struct session_entry *v = NULL;
+	struct dirent *de;
+	char *sessions, *dir, *path;
+	size_t count = 0;
+	DIR *d;
+
+	*out = NULL;
+	*n = 0;
+	xasprintf(&sessions, "%s/sessions", home);
+	d = opendir(sessions);
+	if (d == NULL) {
+		int error = errno;
+		free(sessions);
+		if (error == ENOENT)
+			return 0;
+		xasprintf(cause, "cannot list %s/sessions: %s", home,
+		    strerror(error));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (session_name_valid(de->d_name, NULL) != 0)
+			continue;
+		dir = session_dir(home, de->d_name);
+		struct stat st;
+		if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			free(dir);
+			continue;
+		}
+		v = xreallocarray(v, count + 1, sizeof *v);
+		memset(&v[count], 0, sizeof v[count]);
+		v[count].name = xstrdup(de->d_name);
+		path = record_path(dir);
+		if (record_read(path, &v[count].rec, &v[count].error) == 0)
+			v[count].ok = 1;
+		free(path);
+		free(dir);
+		count++;
+	}
+	closedir(d);
+	free(sessions);
+	if (count > 0)
+		qsort(v, count, sizeof *v, entry_cmp);
+	*out = v;
+	*n = count;
+	return 0;
+}
+
+/* Free a session list. */
+void
+session_list_free(struct session_entry *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		free(v[i].name);
+		free(v[i].error);
+		record_free(&v[i].rec);
+	}
+	free(v);
+}
+
+/* Take the home's exclusive lock; returns the fd (close it to unlock). */
+int
+session_lock(const char *home, char **cause)
+{
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s/lock", home);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		xasprintf(cause, "cannot open %s: %s", path, strerror(errno));
+		free(path);
+		return -1;
+	}
+	while (flock(fd, LOCK_EX) != 0) {
+		if (errno == EINTR)
+			continue;
+		xasprintf(cause, "cannot lock %s: %s", path, strerror(errno));
+		close(fd);
+		free(path);
+		return -1;
+	}
+	free(path);
+	return fd;
+}

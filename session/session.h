@@ -1,0 +1,167 @@
+/*
+ * session.h: the host side of vmux sessions (owned by the session/CLI helper).
+ *
+ * A session is one QEMU microVM plus its vsock bridge, described by a record
+ * (session.json) in its own state directory under the vmux home. This header
+ * covers: state paths and names (paths.c), records and CID allocation
+ * (record.c), detached processes (proc.c), launching (launch.c), liveness,
+ * stopping and removing (stop.c), the client transport to a guest vsock port
+ * (transport.c) and the agent's JSON request/reply client (agent_client.c).
+ * QEMU command lines come from qemu.h (guest helper); the bridge itself
+ * lives in bridge/ (bridge helper).
+ *
+ * Conventions: user-facing errors as `char **cause` (caller frees); times
+ * given as deadlines on the mono_ms() clock.
+ */
+#ifndef VMUX_SESSION_H
+#define VMUX_SESSION_H
+
+#include <sys/types.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#define SESSION_NAME_MAX  64
+#define SESSION_CID_FIRST 3
+#define SESSION_RECORD    "session.json"
+#define SESSION_VERSION   1
+
+/* File names inside a session directory (or its socket directory). */
+#define SESSION_VSOCK_SOCK "vsock.sock"
+#define SESSION_VHOST_SOCK "vhost-user.sock"
+#define SESSION_QMP_SOCK   "qmp.sock"
+#define SESSION_CONSOLE    "console.log"
+#define SESSION_QEMU_LOG   "qemu.log"
+#define SESSION_BRIDGE_LOG "bridge.log"
+
+/* Binary names found beside the vmux executable or in PATH. */
+#define SESSION_QEMU_DEFAULT "qemu-system-x86_64"
+#define SESSION_BRIDGE_NAME  "vmux-bridge"
+#define SESSION_KERNEL_NAME  "vmlinux"
+#define SESSION_INITRD_NAME  "initrd.img"
+
+/* paths.c */
+int session_name_valid(const char *name, char **cause);
+char *session_home(char **cause);
+int session_home_create(const char *home, char **cause);
+char *session_dir(const char *home, const char *name);
+char *session_sock_dir(const char *dir, char **cause);
+int mkdir_p(const char *path, mode_t mode);
+char *exe_dir(void);
+char *find_in_path(const char *name);
+char *find_program(const char *name, const char *env, char **cause);
+int guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
+    char **initrd_out, char **cause);
+uint64_t hash_fnv1a(const char *);
+
+/* record.c */
+enum session_status {
+	SESSION_STARTING, /* vmux new has not seen the agent answer yet */
+	SESSION_READY,    /* booted; the agent answered a ping */
+};
+
+struct session_record {
+	char *name;
+	char *dir;         /* the session's state directory */
+	int status;        /* enum session_status */
+	char *accel;       /* "tcg" or "kvm" */
+	unsigned cid;      /* guest CID, >= 3 */
+	int vsock_kernel;  /* 1: kernel vhost-vsock, 0: vmux-bridge */
+	char *vsock_uds;   /* bridge hybrid-vsock socket (NULL when kernel) */
+	char *vhost_user;  /* bridge vhost-user socket (NULL when kernel) */
+	char *qmp;         /* QMP socket */
+	char *sock_dir;    /* socket directory when not dir itself, else NULL */
+	char *console_log; /* guest serial console */
+	char *qemu_log;    /* QEMU's stdout and stderr */
+	char *bridge_log;  /* the bridge's stdout and stderr */
+	char *qemu_bin, *bridge_bin, *kernel, *initrd;
+	pid_t qemu_pid, bridge_pid; /* 0 when not (yet) started */
+	int64_t created;            /* seconds since the epoch */
+	int cpus, memory_mb;
+	unsigned *allow_ports;
+	size_t nallow_ports;
+};
+
+struct session_entry {
+	char *name;
+	int ok;      /* record read fine */
+	char *error; /* why not, when !ok */
+	struct session_record rec;
+};
+
+void record_free(struct session_record *);
+cJSON *record_to_json(const struct session_record *);
+int record_from_json(const cJSON *, struct session_record *, char **cause);
+char *record_path(const char *dir);
+int record_write(const char *path, const struct session_record *, char **cause);
+int record_read(const char *path, struct session_record *, char **cause);
+int record_load(
+    const char *home, const char *name, struct session_record *, char **cause);
+char *iso8601(int64_t t);
+unsigned cid_pick(const unsigned *used, size_t n);
+int session_list(
+    const char *home, struct session_entry **out, size_t *n, char **cause);
+void session_list_free(struct session_entry *, size_t);
+int session_lock(const char *home, char **cause);
+
+/* proc.c */
+pid_t proc_spawn(
+    char *const argv[], int pass_fd, const char *log_path, char **cause);
+int proc_matches(pid_t pid, const char *needle);
+int proc_wait_gone(pid_t pid, const char *needle, uint64_t deadline);
+int proc_terminate(pid_t pid, const char *needle, int term_ms);
+char *file_tail(const char *path, int lines);
+int rmtree(const char *path);
+
+/* launch.c */
+struct launch_opts {
+	const char *home, *name;
+	const char *accel; /* NULL: accel_detect() */
+	int cpus, memory_mb;
+	int boot_timeout_s;
+	const char *kernel, *initrd; /* NULL: the default guest image */
+	int vsock_kernel;            /* use /dev/vhost-vsock, no bridge */
+	const unsigned *allow_ports;
+	size_t nallow_ports;
+	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
+	volatile int *interrupted;    /* set by a signal handler; may be NULL */
+};
+
+int session_launch(
+    const struct launch_opts *, struct session_record *out, char **cause);
+
+/* stop.c */
+const char *session_state(const struct session_record *);
+int session_qemu_alive(const struct session_record *);
+int session_bridge_alive(const struct session_record *);
+int qmp_quit(const char *path, uint64_t deadline, char **cause);
+int session_stop(const struct session_record *, int force);
+int session_remove(const char *home, const char *name, int force, char **cause);
+
+/* transport.c */
+struct vsock_target {
+	unsigned cid;    /* AF_VSOCK CID (used when uds is NULL) */
+	const char *uds; /* bridge hybrid-vsock socket */
+};
+
+#define TRANSPORT_RETRY 1 /* transport_handshake: closed with zero bytes */
+
+void session_target(const struct session_record *, struct vsock_target *);
+int transport_handshake(int fd, unsigned port, uint64_t deadline,
+    unsigned *local_port, char **cause);
+int transport_connect(const struct vsock_target *, unsigned port,
+    uint64_t deadline, char **cause);
+int wait_fd(int fd, short events, uint64_t deadline);
+int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
+
+/* agent_client.c */
+#define AGENT_MAX_REPLY (256u * 1024 * 1024)
+
+cJSON *agent_parse_reply(const char *buf, size_t len, char **cause);
+cJSON *agent_exchange(
+    int fd, const cJSON *req, uint64_t deadline, char **cause);
+cJSON *agent_call(const struct vsock_target *, const cJSON *req,
+    uint64_t connect_deadline, uint64_t deadline, char **cause);
+
+#endif

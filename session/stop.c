@@ -1,0 +1,285 @@
+/*
+ * stop.c: is a session running; stop its VM and bridge, remove its state.
+ *
+ * Stopping escalates: ask the agent to power the guest off, then QMP
+ * "quit", then SIGTERM, then SIGKILL, each with a deadline, and waits until
+ * the process is really gone (not merely signalled). Every step checks that
+ * the pid still is that session's process. A record that cannot be read
+ * does not block removal: any process whose command line names the
+ * session's directory is ended instead.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+
+/* Deadlines of the polite steps. */
+#define STOP_AGENT_MS  3000 /* agent accepts the shutdown request */
+#define STOP_POWER_MS  8000 /* guest powers off, QEMU exits */
+#define STOP_QMP_MS    2000 /* QMP quit sent */
+#define STOP_QUIT_MS   3000 /* QEMU exits after quit */
+#define STOP_TERM_MS   2000 /* SIGTERM before SIGKILL */
+#define STOP_BRIDGE_MS 2000
+
+/* Is the session's QEMU alive (and really its QEMU)? */
+int
+session_qemu_alive(const struct session_record *r)
+{
+	return proc_matches(r->qemu_pid, r->console_log);
+}
+
+/* Is the session's bridge alive (and really its bridge)? */
+int
+session_bridge_alive(const struct session_record *r)
+{
+	return !r->vsock_kernel && proc_matches(r->bridge_pid, r->vsock_uds);
+}
+
+/* "running", "starting" or "stopped", from the record and /proc. */
+const char *
+session_state(const struct session_record *r)
+{
+	if (!session_qemu_alive(r))
+		return "stopped";
+	return r->status == SESSION_READY ? "running" : "starting";
+}
+
+/* Read one QMP line (discarded); 0 or -1 at EOF, error or deadline. */
+static int
+qmp_line(int fd, uint64_t deadline)
+{
+	char c;
+
+	for (;;) {
+		ssize_t n;
+
+		if (wait_fd(fd, POLLIN, deadline) <= 0)
+			return -1;
+		n = recv(fd, &c, 1, MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return -1;
+		if (c == '\n')
+			return 0;
+	}
+}
+
+/* Ask QEMU to quit over QMP; 0 once "quit" was sent. */
+int
+qmp_quit(const char *path, uint64_t deadline, char **cause)
+{
+	static const char caps[] = "{\"execute\":\"qmp_capabilities\"}\n";
+	static const char quit[] = "{\"execute\":\"quit\"}\n";
+	struct sockaddr_un sun;
+	int fd, rc = -1;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (path == NULL || strlen(path) >= sizeof sun.sun_path) {
+		xasprintf(cause, "no usable QMP socket");
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
+		xasprintf(cause, "QMP %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (qmp_line(fd, deadline) == 0 && /* greeting */
+	    send_all_deadline(fd, caps, sizeof caps - 1, deadline) == 0 &&
+	    qmp_line(fd, deadline) == 0 &&
+	    send_all_deadline(fd, quit, sizeof quit - 1, deadline) == 0)
+		rc = 0;
+	else
+		xasprintf(cause, "QMP %s: no answer", path);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Is pid one of the kinds of process a session starts? Judged by argv[0]:
+ * a qemu-system-* or vmux-bridge binary, or the record's own binaries. So a
+ * user's `tail -f .../console.log` is never taken for part of a session.
+ */
+static int
+session_kind(pid_t pid, const struct session_record *r)
+{
+	char path[64], argv0[4096], *base;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 0;
+	n = (ssize_t)fread(argv0, 1, sizeof argv0 - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return 0;
+	argv0[n] = '\0'; /* cmdline is NUL-separated: this is argv[0] */
+	base = strrchr(argv0, '/') != NULL ? strrchr(argv0, '/') + 1 : argv0;
+	if (strncmp(base, "qemu-system-", 12) == 0 ||
+	    strcmp(base, SESSION_BRIDGE_NAME) == 0)
+		return 1;
+	return (r->qemu_bin != NULL && strcmp(argv0, r->qemu_bin) == 0) ||
+	    (r->bridge_bin != NULL && strcmp(argv0, r->bridge_bin) == 0);
+}
+
+/* End every QEMU or bridge whose command line mentions needle. */
+static int
+kill_mentioning(const char *needle, const struct session_record *r)
+{
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int rc = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+
+		if (!isdigit((unsigned char)de->d_name[0]) || *end != '\0' ||
+		    pid <= 1 || pid == (long)getpid())
+			continue;
+		if (proc_matches((pid_t)pid, needle) &&
+		    session_kind((pid_t)pid, r)) {
+			log_debug(
+			    "stop: pid %ld still mentions %s", pid, needle);
+			if (proc_terminate((pid_t)pid, needle, STOP_TERM_MS) !=
+			    0)
+				rc = -1;
+		}
+	}
+	closedir(d);
+	return rc;
+}
+
+/*
+ * Stop a session's QEMU and bridge: politely unless force, and in every
+ * case until they are gone. 0, or -1 if something survived SIGKILL.
+ */
+int
+session_stop(const struct session_record *r, int force)
+{
+	int rc = 0;
+
+	if (session_qemu_alive(r) && !force) {
+		struct vsock_target t;
+		cJSON *req = cJSON_CreateObject(), *reply;
+		char *why = NULL;
+		uint64_t now = mono_ms();
+
+		cJSON_AddStringToObject(req, "action", "shutdown");
+		session_target(r, &t);
+		reply = agent_call(
+		    &t, req, now + STOP_AGENT_MS, now + STOP_AGENT_MS, &why);
+		cJSON_Delete(req);
+		cJSON_Delete(reply);
+		if (reply == NULL) {
+			log_debug("stop %s: shutdown: %s", r->name, why);
+			free(why);
+		} else
+			proc_wait_gone(r->qemu_pid, r->console_log,
+			    mono_ms() + STOP_POWER_MS);
+	}
+	if (session_qemu_alive(r)) {
+		char *why = NULL;
+
+		if (qmp_quit(r->qmp, mono_ms() + STOP_QMP_MS, &why) == 0)
+			proc_wait_gone(r->qemu_pid, r->console_log,
+			    mono_ms() + STOP_QUIT_MS);
+		else {
+			log_debug("stop %s: %s", r->name, why);
+			free(why);
+		}
+	}
+	if (proc_terminate(
+	        r->qemu_pid, r->console_log, force ? 0 : STOP_TERM_MS) != 0)
+		rc = -1;
+	/* The bridge exits by itself once QEMU is gone; help it along. */
+	if (!r->vsock_kernel) {
+		proc_wait_gone(r->bridge_pid, r->vsock_uds,
+		    mono_ms() + (force ? 0 : STOP_BRIDGE_MS));
+		if (proc_terminate(r->bridge_pid, r->vsock_uds, STOP_TERM_MS) !=
+		    0)
+			rc = -1;
+	}
+	return rc;
+}
+
+/* Stop session name and remove its state; force: no polite steps, and no
+ * error when there is no such session. */
+int
+session_remove(const char *home, const char *name, int force, char **cause)
+{
+	struct session_record r;
+	struct stat st;
+	char *dir, *path, *needle, *why = NULL;
+	int rc = 0, error;
+
+	if (session_name_valid(name, cause) != 0)
+		return -1;
+	dir = session_dir(home, name);
+	if (lstat(dir, &st) != 0) {
+		free(dir);
+		if (force)
+			return 0;
+		xasprintf(cause, "no session named '%s'", name);
+		return -1;
+	}
+	path = record_path(dir);
+	if (record_read(path, &r, &why) == 0) {
+		if (session_stop(&r, force) != 0)
+			rc = -1;
+	} else {
+		log_debug("rm %s: %s", name, why);
+		free(why);
+		memset(&r, 0, sizeof r);
+	}
+	/*
+	 * A QEMU or bridge still naming the state or socket directory is
+	 * ours too (a record written before its pid was, or none at all).
+	 */
+	xasprintf(&needle, "%s/", dir);
+	if (rc == 0 && kill_mentioning(needle, &r) != 0)
+		rc = -1;
+	free(needle);
+	if (r.sock_dir != NULL) {
+		xasprintf(&needle, "%s/", r.sock_dir);
+		if (rc == 0 && kill_mentioning(needle, &r) != 0)
+			rc = -1;
+		free(needle);
+	}
+	if (rc != 0) {
+		xasprintf(cause,
+		    "cannot stop session '%s' (QEMU pid %ld, bridge pid %ld)",
+		    name, (long)r.qemu_pid, (long)r.bridge_pid);
+		goto out;
+	}
+	if (r.sock_dir != NULL)
+		rmtree(r.sock_dir);
+	error = rmtree(dir);
+	if (error != 0) {
+		xasprintf(cause, "cannot remove %s: %s", dir, strerror(-error));
+		rc = -1;
+	}
+out:
+	record_free(&r);
+	free(path);
+	free(dir);
+	return rc;
+}

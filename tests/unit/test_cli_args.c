@@ -1,0 +1,305 @@
+/*
+ * test_cli_args.c: the command-line parser, usage lines, and `vmux exec`'s
+ * argument handling ("--", --env validation, the JSON request).
+ */
+#include <stdlib.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+#include "unit.h"
+
+static int
+no_exec(struct args *a)
+{
+	return 0;
+}
+
+static const struct cmd_opt demo_opts[] = {
+    {"cpus", 0, "N", 0, "cpus"},
+    {"force", 'f', NULL, 0, "force"},
+    {"port", 'p', "P", 1, "ports"},
+    {"json", 0, NULL, 0, "json"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+static const struct cmd_entry demo = {
+    .name = "demo",
+    .pre = "NAME",
+    .summary = "demo",
+    .opts = demo_opts,
+    .min_args = 1,
+    .max_args = 2,
+    .exec = no_exec,
+};
+
+/* Parse a NULL-terminated vector against e. */
+static int
+parse(const struct cmd_entry *e, const char **v, struct args *a, char **cause)
+{
+	int n = 0;
+
+	while (v[n] != NULL)
+		n++;
+	*cause = NULL;
+	return args_parse(e, n, (char **)v, a, cause);
+}
+
+TEST(args_options_anywhere)
+{
+	const char *v[] = {"demo", "--cpus", "2", "box", "-f", "--port=7",
+	    "-p8", "-p", "9", NULL};
+	struct args a;
+	char *cause, **ports;
+	int n;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	CHECK_INT(a.argc, 1);
+	CHECK_STR(a.argv[0], "box");
+	CHECK_STR(args_get(&a, "cpus"), "2");
+	CHECK(args_has(&a, "force"));
+	CHECK(!args_has(&a, "json"));
+	ports = args_values(&a, "port", &n);
+	CHECK_INT(n, 3);
+	CHECK_STR(ports[0], "7");
+	CHECK_STR(ports[1], "8");
+	CHECK_STR(ports[2], "9");
+	args_free(&a);
+}
+
+TEST(args_value_may_look_like_option)
+{
+	const char *v[] = {"demo", "box", "--cpus", "-5", NULL};
+	struct args a;
+	char *cause;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	CHECK_STR(args_get(&a, "cpus"), "-5");
+	args_free(&a);
+}
+
+TEST(args_errors)
+{
+	static const char *const cases[][6] = {
+	    {"demo", "box", "--bogus", NULL},
+	    {"demo", "box", "-x", NULL},
+	    {"demo", "box", "--cpus", NULL},
+	    {"demo", "box", "--json=1", NULL},
+	    {"demo", "box", "-fx", NULL},
+	    {"demo", NULL},
+	    {"demo", "a", "b", "c", NULL},
+	};
+	static const char *want[] = {"unknown option --bogus",
+	    "unknown option -x", "--cpus needs a value (N)",
+	    "--json takes no value", "-f takes no value",
+	    "missing arguments (usage: vmux demo NAME [--cpus N] [-f] "
+	    "[--port P]... [--json])",
+	    "too many arguments"};
+	size_t i;
+
+	for (i = 0; i < nitems(cases); i++) {
+		struct args a;
+		char *cause;
+		CHECK(parse(&demo, (const char **)cases[i], &a, &cause) == -1);
+		if (strncmp(cause, want[i], strlen(want[i])) != 0) {
+			unit_fail(
+			    __FILE__, __LINE__, "case %zu: '%s'", i, cause);
+			return;
+		}
+		free(cause);
+	}
+}
+
+TEST(args_help_skips_count_checks)
+{
+	const char *v[] = {"demo", "--help", NULL};
+	struct args a;
+	char *cause;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	CHECK(a.help);
+	args_free(&a);
+}
+
+TEST(args_dashdash_ends_options)
+{
+	const char *v[] = {"demo", "--", "-f", NULL};
+	struct args a;
+	char *cause;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	CHECK_INT(a.argc, 1);
+	CHECK_STR(a.argv[0], "-f");
+	CHECK(!args_has(&a, "force"));
+	args_free(&a);
+}
+
+TEST(args_number_checks)
+{
+	long long v;
+	char *cause = NULL;
+
+	CHECK(args_number("--cpus", "4", 1, 64, &v, &cause) == 0);
+	CHECK_INT(v, 4);
+	static const char *bad[] = {
+	    "abc", "", "4x", " 4", "0", "65", "-5", "99999999999999999999999"};
+	for (size_t i = 0; i < nitems(bad); i++) {
+		cause = NULL;
+		CHECK(args_number("--cpus", bad[i], 1, 64, &v, &cause) == -1);
+		CHECK(strstr(cause, "invalid --cpus") != NULL);
+		free(cause);
+	}
+}
+
+TEST(args_env_validation)
+{
+	static const char *good[] = {
+	    "A=1", "_x=", "PATH=/bin:/usr/bin", "a1=b=c", "X=a b"};
+	static const char *bad[] = {"=1", "A", "1A=x", "A-B=x", "", "A B=1"};
+	char *cause = NULL;
+	size_t i;
+
+	for (i = 0; i < nitems(good); i++)
+		CHECK(args_env_valid(good[i], &cause) == 0);
+	for (i = 0; i < nitems(bad); i++) {
+		cause = NULL;
+		CHECK(args_env_valid(bad[i], &cause) == -1);
+		CHECK(strstr(cause, "invalid --env") != NULL);
+		free(cause);
+	}
+}
+
+TEST(usage_line_from_table)
+{
+	char *u = cmd_usage(&demo);
+
+	CHECK_STR(u, "vmux demo NAME [--cpus N] [-f] [--port P]... [--json]");
+	free(u);
+	u = cmd_usage(&cmd_exec_entry);
+	CHECK_STR(u,
+	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] "
+	    "-- CMD [ARG...]");
+	free(u);
+}
+
+/* Parse an exec command line and build its request. */
+static cJSON *
+exec_req(const char **v, int *timeout, char **cause)
+{
+	struct args a;
+	cJSON *req = NULL;
+
+	if (parse(&cmd_exec_entry, v, &a, cause) != 0)
+		return NULL;
+	if (cmd_exec_request(&a, timeout, &req, cause) != 0)
+		req = NULL;
+	args_free(&a);
+	return req;
+}
+
+/* The request as compact JSON text. */
+static char *
+text(cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o), *out = xstrdup(s);
+
+	cJSON_free(s);
+	cJSON_Delete(o);
+	return out;
+}
+
+TEST(exec_dashdash_argv)
+{
+	const char *v[] = {"exec", "t1", "--", "uname", "-a", NULL};
+	char *cause = NULL, *s;
+	int timeout = 0;
+	cJSON *o = exec_req(v, &timeout, &cause);
+
+	CHECK(o != NULL);
+	CHECK_INT(timeout, 600);
+	s = text(o);
+	CHECK_STR(
+	    s, "{\"command\":[\"uname\",\"-a\"],\"timeout_seconds\":600}");
+	free(s);
+}
+
+TEST(exec_options_then_command)
+{
+	const char *v[] = {"exec", "--timeout=5", "t1", "-e", "A=1", "--env",
+	    "B=x y", "--env", "A=2", "--cwd", "/tmp", "--", "sh", "-c",
+	    "echo $A", NULL};
+	char *cause = NULL, *s;
+	int timeout = 0;
+	cJSON *o = exec_req(v, &timeout, &cause);
+
+	CHECK(o != NULL);
+	CHECK_INT(timeout, 5);
+	s = text(o);
+	CHECK_STR(s,
+	    "{\"command\":[\"sh\",\"-c\",\"echo $A\"],"
+	    "\"timeout_seconds\":5,\"env\":{\"B\":\"x y\",\"A\":\"2\"},"
+	    "\"cwd\":\"/tmp\"}");
+	free(s);
+}
+
+TEST(exec_without_dashdash_command_keeps_its_flags)
+{
+	const char *v[] = {"exec", "t1", "ls", "-l", "--timeout", "5", NULL};
+	char *cause = NULL, *s;
+	int timeout = 0;
+	cJSON *o = exec_req(v, &timeout, &cause);
+
+	CHECK(o != NULL);
+	CHECK_INT(timeout, 600);
+	s = text(o);
+	CHECK_STR(s,
+	    "{\"command\":[\"ls\",\"-l\",\"--timeout\",\"5\"],"
+	    "\"timeout_seconds\":600}");
+	free(s);
+}
+
+TEST(exec_dashdash_then_dashdash_is_argv)
+{
+	const char *v[] = {"exec", "t1", "--", "echo", "--", "x", NULL};
+	char *cause = NULL, *s;
+	int timeout;
+	cJSON *o = exec_req(v, &timeout, &cause);
+
+	CHECK(o != NULL);
+	s = text(o);
+	CHECK(strstr(s, "[\"echo\",\"--\",\"x\"]") != NULL);
+	free(s);
+}
+
+TEST(exec_usage_errors)
+{
+	static const char *const cases[][8] = {
+	    {"exec", "t1", NULL},
+	    {"exec", "t1", "--", NULL},
+	    {"exec", "t1", "--env", "NOEQ", "--", "true", NULL},
+	    {"exec", "t1", "--env", "1X=2", "--", "true", NULL},
+	    {"exec", "t1", "--timeout", "abc", "--", "true", NULL},
+	    {"exec", "t1", "--timeout", "0", "--", "true", NULL},
+	    {"exec", "bad/name", "--", "true", NULL},
+	    {"exec", "t1", "--cwd", "", "--", "true", NULL},
+	};
+	static const char *want[] = {"missing arguments", "missing arguments",
+	    "invalid --env 'NOEQ'", "invalid --env '1X=2'",
+	    "invalid --timeout 'abc'", "invalid --timeout '0'",
+	    "invalid session name 'bad/name'", "--cwd needs a directory"};
+	size_t i;
+
+	for (i = 0; i < nitems(cases); i++) {
+		char *cause = NULL;
+		int timeout;
+		cJSON *o = exec_req((const char **)cases[i], &timeout, &cause);
+		CHECK(o == NULL);
+		if (cause == NULL ||
+		    strncmp(cause, want[i], strlen(want[i])) != 0) {
+			unit_fail(__FILE__, __LINE__, "case %zu: '%s'", i,
+			    cause != NULL ? cause : "(null)");
+			return;
+		}
+		free(cause);
+	}
+}

@@ -1,0 +1,271 @@
+/*
+ * test_session_agent.c: the agent client: reply parsing and error mapping,
+ * request framing, reading to EOF, deadlines, and a call through a fake
+ * bridge.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+#include "unit.h"
+
+/* Parse s as a reply; the cause (or "OK") for comparisons. */
+static char *
+parse(const char *s, cJSON **out)
+{
+	char *cause = NULL;
+	cJSON *o = agent_parse_reply(s, strlen(s), &cause);
+
+	if (out != NULL)
+		*out = o;
+	else
+		cJSON_Delete(o);
+	if (o != NULL)
+		return xstrdup("OK");
+	return cause;
+}
+
+TEST(reply_error_object)
+{
+	char *c = parse("{\"error\":\"no such file: /x\"}", NULL);
+
+	CHECK_STR(c, "agent: no such file: /x");
+	free(c);
+	c = parse("{\"error\":{\"code\":3}}", NULL);
+	CHECK_STR(c, "agent: {\"code\":3}");
+	free(c);
+}
+
+TEST(reply_non_object)
+{
+	static const char *v[] = {
+	    "[]", "42", "\"str\"", "null", "true", "[{\"stdout\":\"x\"}]"};
+	size_t i;
+
+	for (i = 0; i < nitems(v); i++) {
+		char *c = parse(v[i], NULL);
+		CHECK_STR(
+		    c, "agent returned a non-object (expected a JSON object)");
+		free(c);
+	}
+}
+
+TEST(reply_invalid_json)
+{
+	static const char *v[] = {"{not json", "{\"a\":", "}", "{\"a\":1} x",
+	    "{\"a\":1}{\"b\":2}", "\x01\x02"};
+	size_t i;
+
+	for (i = 0; i < nitems(v); i++) {
+		char *c = parse(v[i], NULL);
+		CHECK(strncmp(c, "agent returned invalid JSON", 27) == 0);
+		free(c);
+	}
+}
+
+TEST(reply_empty)
+{
+	char *c = parse("", NULL);
+
+	CHECK_STR(c, "agent closed the connection without a reply");
+	free(c);
+	c = parse(" \n", NULL);
+	CHECK_STR(c, "agent closed the connection without a reply");
+	free(c);
+}
+
+TEST(reply_ok_object)
+{
+	cJSON *o;
+	char *c = parse("{\"stdout\":\"hi\\n\",\"exit_code\":0,"
+	                "\"error\":null}\n",
+	    &o);
+
+	CHECK_STR(c, "OK");
+	CHECK_STR(cJSON_GetObjectItem(o, "stdout")->valuestring, "hi\n");
+	cJSON_Delete(o);
+	free(c);
+}
+
+/*
+ * A fake agent in a child on fd: read one line (must end with '\n' and be
+ * the JSON object want), then send reply in chunks of `chunk` bytes.
+ */
+static pid_t
+fake_agent(int fd, const char *want, const char *reply, size_t chunk)
+{
+	pid_t pid = fork();
+
+	if (pid != 0)
+		return pid;
+	char line[4096];
+	size_t n = 0;
+	while (n + 1 < sizeof line) {
+		if (read(fd, line + n, 1) != 1)
+			_exit(3);
+		if (line[n++] == '\n')
+			break;
+	}
+	line[n] = '\0';
+	if (want != NULL && strcmp(line, want) != 0)
+		_exit(4);
+	for (size_t off = 0; reply != NULL && off < strlen(reply);
+	     off += chunk) {
+		size_t len = strlen(reply) - off;
+		if (len > chunk)
+			len = chunk;
+		if (write_all(fd, reply + off, len) < 0)
+			_exit(5);
+	}
+	close(fd);
+	_exit(0);
+}
+
+/* Wait for a child; its exit status. */
+static int
+reap(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+TEST(exchange_sends_one_line_reads_to_eof)
+{
+	int sv[2];
+	char *cause = NULL;
+	cJSON *req = cJSON_CreateObject(), *o;
+	pid_t pid;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	cJSON_AddStringToObject(req, "action", "ping");
+	pid = fake_agent(sv[1], "{\"action\":\"ping\"}\n",
+	    "{\"version\":\"0.1.0\",\"uptime\":1.5}", 3);
+	close(sv[1]);
+	o = agent_exchange(sv[0], req, mono_ms() + 5000, &cause);
+	CHECK(o != NULL);
+	CHECK_STR(cJSON_GetObjectItem(o, "version")->valuestring, "0.1.0");
+	CHECK_INT(reap(pid), 0);
+	cJSON_Delete(o);
+	cJSON_Delete(req);
+	close(sv[0]);
+}
+
+TEST(exchange_large_reply)
+{
+	size_t big = 3 * 1024 * 1024, i;
+	char *reply = xmalloc(big + 64), *cause = NULL;
+	cJSON *req = cJSON_CreateObject(), *o;
+	int sv[2];
+	pid_t pid;
+
+	strcpy(reply, "{\"stdout\":\"");
+	for (i = strlen(reply); i < big; i++)
+		reply[i] = 'x';
+	strcpy(reply + big, "\",\"exit_code\":0}");
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	pid = fake_agent(sv[1], NULL, reply, 65536);
+	close(sv[1]);
+	o = agent_exchange(sv[0], req, mono_ms() + 10000, &cause);
+	CHECK(o != NULL);
+	CHECK_INT(strlen(cJSON_GetObjectItem(o, "stdout")->valuestring),
+	    big - strlen("{\"stdout\":\""));
+	CHECK_INT(reap(pid), 0);
+	cJSON_Delete(o);
+	cJSON_Delete(req);
+	free(reply);
+	close(sv[0]);
+}
+
+TEST(exchange_error_reply_maps_cause)
+{
+	int sv[2];
+	char *cause = NULL;
+	cJSON *req = cJSON_CreateObject();
+	pid_t pid;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	pid = fake_agent(sv[1], NULL, "{\"error\":\"unknown action\"}\n", 100);
+	close(sv[1]);
+	CHECK(agent_exchange(sv[0], req, mono_ms() + 5000, &cause) == NULL);
+	CHECK_STR(cause, "agent: unknown action");
+	CHECK_INT(reap(pid), 0);
+	free(cause);
+	cJSON_Delete(req);
+	close(sv[0]);
+}
+
+TEST(exchange_deadline)
+{
+	int sv[2];
+	char *cause = NULL;
+	cJSON *req = cJSON_CreateObject();
+	uint64_t start = mono_ms();
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	/* the peer reads nothing and never answers */
+	CHECK(agent_exchange(sv[0], req, start + 200, &cause) == NULL);
+	CHECK(mono_ms() >= start + 200);
+	CHECK(strstr(cause, "timed out") != NULL);
+	free(cause);
+	cJSON_Delete(req);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST(call_through_fake_bridge)
+{
+	char d[] = "/tmp/vmux-unit-XXXXXX", *path, *cause = NULL;
+	struct sockaddr_un sun;
+	struct vsock_target t;
+	cJSON *req = cJSON_CreateObject(), *o;
+	int lfd;
+	pid_t pid;
+
+	CHECK(mkdtemp(d) != NULL);
+	xasprintf(&path, "%s/vsock.sock", d);
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	strcpy(sun.sun_path, path);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(bind(lfd, (struct sockaddr *)&sun, sizeof sun) == 0);
+	CHECK(listen(lfd, 4) == 0);
+	pid = fork();
+	if (pid == 0) {
+		/* CONNECT line, OK line, then the agent's exchange. */
+		int c = accept(lfd, NULL, NULL);
+		char line[64];
+		size_t n = 0;
+		while (n + 1 < sizeof line && read(c, line + n, 1) == 1 &&
+		    line[n++] != '\n')
+			;
+		line[n] = '\0';
+		if (strcmp(line, "CONNECT 5005\n") != 0)
+			_exit(2);
+		write_all(c, "OK 1073741824\n", 14);
+		pid_t g = fake_agent(
+		    c, "{\"action\":\"ping\"}\n", "{\"kernel\":\"6.1.0\"}", 5);
+		close(c);
+		_exit(reap(g));
+	}
+	cJSON_AddStringToObject(req, "action", "ping");
+	t.cid = 3;
+	t.uds = path;
+	o = agent_call(&t, req, mono_ms() + 5000, mono_ms() + 5000, &cause);
+	CHECK(o != NULL);
+	CHECK_STR(cJSON_GetObjectItem(o, "kernel")->valuestring, "6.1.0");
+	CHECK_INT(reap(pid), 0);
+	cJSON_Delete(o);
+	cJSON_Delete(req);
+	close(lfd);
+	unlink(path);
+	rmdir(d);
+	free(path);
+}

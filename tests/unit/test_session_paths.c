@@ -1,0 +1,290 @@
+/*
+ * test_session_paths.c: session names, the vmux home from the environment,
+ * socket directories for deep homes, finding programs and the guest image.
+ */
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+#include "unit.h"
+
+/* A fresh temporary directory. */
+static char *
+tmpdir(void)
+{
+	char *d = xstrdup("/tmp/vmux-unit-XXXXXX");
+
+	if (mkdtemp(d) == NULL)
+		fatal("mkdtemp");
+	return d;
+}
+
+/* Create an empty file (mode 0755 when exec). */
+static void
+touch(const char *path, int exec)
+{
+	int fd = open(path, O_WRONLY | O_CREAT, exec ? 0755 : 0644);
+
+	if (fd < 0)
+		fatal("touch %s", path);
+	close(fd);
+}
+
+TEST(name_valid_accepts)
+{
+	static const char *good[] = {"a", "Z", "0", "web-1", "a.b_c-d",
+	    "9lives",
+	    "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl"};
+	size_t i;
+
+	for (i = 0; i < nitems(good); i++) {
+		char *cause = NULL;
+		if (session_name_valid(good[i], &cause) != 0) {
+			unit_fail(__FILE__, __LINE__, "rejected '%s': %s",
+			    good[i], cause);
+			return;
+		}
+	}
+	CHECK_INT(strlen(good[nitems(good) - 1]), 64);
+}
+
+TEST(name_valid_rejects)
+{
+	static const char *bad[] = {"", "-a", ".a", "_a", "a/b", "a b", "..",
+	    ".", "a\n", "ä", "a:b", "a*",
+	    "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl"
+	    "m"};
+	size_t i;
+
+	for (i = 0; i < nitems(bad); i++) {
+		char *cause = NULL;
+		if (session_name_valid(bad[i], &cause) == 0) {
+			unit_fail(__FILE__, __LINE__, "accepted '%s'", bad[i]);
+			return;
+		}
+		CHECK(cause != NULL &&
+		    strstr(cause, "invalid session name") != NULL);
+		CHECK(strchr(cause, '\n') == NULL); /* one line */
+		free(cause);
+	}
+}
+
+TEST(home_from_vmux_home)
+{
+	char *h, *cause = NULL, cwd[PATH_MAX], *want;
+
+	setenv("VMUX_HOME", "/srv/vmux-state", 1);
+	setenv("XDG_STATE_HOME", "/xdg", 1);
+	h = session_home(&cause);
+	CHECK_STR(h, "/srv/vmux-state");
+	free(h);
+	/* a relative VMUX_HOME is made absolute */
+	setenv("VMUX_HOME", "rel/dir", 1);
+	h = session_home(&cause);
+	CHECK(getcwd(cwd, sizeof cwd) != NULL);
+	xasprintf(&want, "%s/rel/dir", cwd);
+	CHECK_STR(h, want);
+	free(h);
+	free(want);
+}
+
+TEST(home_from_xdg_then_home)
+{
+	char *h, *cause = NULL;
+
+	unsetenv("VMUX_HOME");
+	setenv("XDG_STATE_HOME", "/xdg/state", 1);
+	setenv("HOME", "/home/u", 1);
+	h = session_home(&cause);
+	CHECK_STR(h, "/xdg/state/vmux");
+	free(h);
+	setenv("XDG_STATE_HOME", "relative", 1); /* ignored, as XDG says */
+	h = session_home(&cause);
+	CHECK_STR(h, "/home/u/.local/state/vmux");
+	free(h);
+	unsetenv("XDG_STATE_HOME");
+	setenv("VMUX_HOME", "", 1); /* empty counts as unset */
+	h = session_home(&cause);
+	CHECK_STR(h, "/home/u/.local/state/vmux");
+	free(h);
+}
+
+TEST(home_create_and_session_dir)
+{
+	char *d = tmpdir(), *home, *cause = NULL, *sd;
+	struct stat st;
+
+	xasprintf(&home, "%s/a/b", d);
+	CHECK(session_home_create(home, &cause) == 0);
+	sd = session_dir(home, "x");
+	CHECK(strncmp(sd, home, strlen(home)) == 0);
+	CHECK_STR(sd + strlen(home), "/sessions/x");
+	*strrchr(sd, '/') = '\0';
+	CHECK(stat(sd, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK_INT(st.st_mode & 0777, 0700);
+	free(sd);
+	free(home);
+	rmtree(d);
+	free(d);
+}
+
+TEST(sock_dir_short_is_state_dir)
+{
+	char *cause = NULL, *s = session_sock_dir("/tmp/x/sessions/a", &cause);
+
+	CHECK_STR(s, "/tmp/x/sessions/a");
+	free(s);
+}
+
+TEST(sock_dir_long_uses_runtime_dir)
+{
+	char *d = tmpdir(), *rt, *deep, *s, *t, *cause = NULL;
+	struct stat st;
+
+	xasprintf(&rt, "%s/rt", d);
+	CHECK(mkdir(rt, 0700) == 0);
+	setenv("XDG_RUNTIME_DIR", rt, 1);
+	xasprintf(&deep, "%s/%0100d/sessions/a", d, 0);
+	s = session_sock_dir(deep, &cause);
+	CHECK(s != NULL);
+	CHECK(strncmp(s, rt, strlen(rt)) == 0);
+	CHECK(strlen(s) + strlen("/vsock.sock_4294967295") < 108);
+	CHECK(stat(s, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK_INT(st.st_mode & 0777, 0700);
+	/* stable for the same session, different for another */
+	t = session_sock_dir(deep, &cause);
+	CHECK_STR(t, s);
+	free(t);
+	deep[strlen(deep) - 1] = 'b';
+	t = session_sock_dir(deep, &cause);
+	CHECK(t != NULL && strcmp(t, s) != 0);
+	free(t);
+	free(s);
+	free(deep);
+	free(rt);
+	rmtree(d);
+	free(d);
+}
+
+TEST(sock_dir_long_falls_back_to_tmp)
+{
+	char *d = tmpdir(), *deep, *s, *cause = NULL, *parent;
+	struct stat st;
+
+	unsetenv("XDG_RUNTIME_DIR");
+	xasprintf(&deep, "%s/%0100d/sessions/a", d, 0);
+	xasprintf(&parent, "/tmp/vmux-%u/", (unsigned)getuid());
+	s = session_sock_dir(deep, &cause);
+	CHECK(s != NULL);
+	CHECK(strncmp(s, parent, strlen(parent)) == 0);
+	CHECK(stat(s, &st) == 0 && S_ISDIR(st.st_mode));
+	CHECK(rmdir(s) == 0);
+	free(s);
+	free(parent);
+	free(deep);
+	rmtree(d);
+	free(d);
+}
+
+TEST(mkdir_p_nested)
+{
+	char *d = tmpdir(), *p;
+
+	xasprintf(&p, "%s/a/b/c", d);
+	CHECK(mkdir_p(p, 0700) == 0);
+	CHECK(mkdir_p(p, 0700) == 0); /* exists: fine */
+	CHECK(access(p, F_OK) == 0);
+	free(p);
+	xasprintf(&p, "%s/file", d);
+	touch(p, 0);
+	free(p);
+	xasprintf(&p, "%s/file/sub", d);
+	CHECK(mkdir_p(p, 0700) < 0);
+	free(p);
+	rmtree(d);
+	free(d);
+}
+
+TEST(find_in_path_and_programs)
+{
+	char *d = tmpdir(), *p, *cause = NULL, *tool;
+
+	xasprintf(&tool, "%s/mytool", d);
+	touch(tool, 1);
+	setenv("PATH", d, 1);
+	p = find_in_path("mytool");
+	CHECK_STR(p, tool);
+	free(p);
+	CHECK(find_in_path("nosuchtool") == NULL);
+	setenv("PATH", "/var/empty", 1);
+	CHECK(find_in_path("mytool") == NULL);
+	p = find_in_path(tool); /* a path is checked directly */
+	CHECK_STR(p, tool);
+	free(p);
+	/* $env overrides; a bad override is an error, not a fallback */
+	setenv("VMUX_TEST_TOOL", tool, 1);
+	p = find_program("whatever", "VMUX_TEST_TOOL", &cause);
+	CHECK_STR(p, tool);
+	free(p);
+	setenv("VMUX_TEST_TOOL", "/no/such", 1);
+	CHECK(find_program("whatever", "VMUX_TEST_TOOL", &cause) == NULL);
+	CHECK(strstr(cause, "VMUX_TEST_TOOL") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(find_program("vmux-no-such-helper", NULL, &cause) == NULL);
+	CHECK(strstr(cause, "vmux-no-such-helper not found") != NULL);
+	free(cause);
+	free(tool);
+	rmtree(d);
+	free(d);
+}
+
+TEST(guest_image_from_env_dir)
+{
+	char *d = tmpdir(), *k, *i, *cause = NULL, *p;
+
+	setenv("VMUX_GUEST_DIR", d, 1);
+	CHECK(guest_image_find(NULL, NULL, &k, &i, &cause) == -1);
+	CHECK(strstr(cause, "guest image not found") != NULL);
+	CHECK(strstr(cause, "vmlinux") != NULL);
+	CHECK(strchr(cause, '\n') == NULL);
+	free(cause);
+	cause = NULL;
+	xasprintf(&p, "%s/vmlinux", d);
+	touch(p, 0);
+	free(p);
+	CHECK(guest_image_find(NULL, NULL, &k, &i, &cause) == -1);
+	CHECK(strstr(cause, "initrd.img") != NULL);
+	free(cause);
+	cause = NULL;
+	xasprintf(&p, "%s/initrd.img", d);
+	touch(p, 0);
+	CHECK(guest_image_find(NULL, NULL, &k, &i, &cause) == 0);
+	CHECK(strstr(k, "/vmlinux") != NULL && k[0] == '/');
+	CHECK_STR(i, p);
+	free(k);
+	free(i);
+	/* explicit files win; a missing explicit file is an error */
+	CHECK(guest_image_find(NULL, "/no/such/initrd", &k, &i, &cause) == -1);
+	CHECK(strstr(cause, "/no/such/initrd") != NULL);
+	free(cause);
+	cause = NULL;
+	setenv("VMUX_GUEST_DIR", "/var/empty", 1);
+	CHECK(guest_image_find(p, p, &k, &i, &cause) == 0);
+	CHECK_STR(k, p);
+	free(k);
+	free(i);
+	free(p);
+	rmtree(d);
+	free(d);
+}
+
+TEST(fnv1a_known_values)
+{
+	CHECK(hash_fnv1a("") == 0xcbf29ce484222325ULL);
+	CHECK(hash_fnv1a("a") == 0xaf63dc4c8601ec8cULL);
+}
