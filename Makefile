@@ -39,6 +39,7 @@ all:
 
 -include proto/proto.mk
 -include agent/agent.mk
+-include agent/archive.mk
 -include session/session.mk
 -include session/bridge/bridge.mk
 -include cli/cli.mk
@@ -46,6 +47,7 @@ all:
 -include guest/guest.mk
 -include tests/tests.mk
 -include bench/bench.mk
+-include fuzz/fuzz.mk
 
 all: $(PROGRAMS) $(GUEST)
 
