@@ -1,0 +1,221 @@
+/*
+ * main.c: vmux-agent's command line and listener.
+ *
+ *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
+ *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
+ *	    [--poweroff-pid PID]
+ *
+ * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
+ * if the vsock transport is not up yet. --unix listens on a Unix socket
+ * instead (host-side testing); there "shutdown" ends the agent rather than
+ * signalling PID 1 (unless --poweroff-pid says otherwise).
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <linux/vm_sockets.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define LISTEN_RETRY_MS 10000
+
+/* Print usage and exit with status. */
+__attribute__((noreturn)) static void
+usage(int status)
+{
+	fprintf(status ? stderr : stdout,
+	    "usage: vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]\n"
+	    "                  [--max-conns N] [--max-shells N] "
+	    "[--scrollback BYTES]\n"
+	    "                  [--poweroff-pid PID] [--version]\n");
+	exit(status);
+}
+
+/* A number option in [min, max], or exit. */
+static long long
+number(const char *opt, const char *arg, long long min, long long max)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(arg, &end, 10);
+	if (errno != 0 || *arg == '\0' || *end != '\0' || v < min || v > max) {
+		fprintf(stderr,
+		    "vmux-agent: %s must be a number from %lld to "
+		    "%lld\n",
+		    opt, min, max);
+		exit(2);
+	}
+	return v;
+}
+
+/* Listen on AF_VSOCK; fd or -errno. */
+static int
+listen_vsock(unsigned port)
+{
+	struct sockaddr_vm sa;
+	int fd, err;
+
+	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&sa, 0, sizeof sa);
+	sa.svm_family = AF_VSOCK;
+	sa.svm_cid = VMADDR_CID_ANY;
+	sa.svm_port = port;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(fd, 128) < 0) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* Listen on a Unix socket (replacing a stale one); fd or -errno. */
+static int
+listen_unix(const char *path)
+{
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd, err;
+
+	if (strlen(path) >= sizeof sa.sun_path)
+		return -ENAMETOOLONG;
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+		unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	strcpy(sa.sun_path, path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(fd, 128) < 0) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/* Make sure fds 0-2 are open so no socket or pipe ever lands there. */
+static void
+sane_stdio(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	    {"port", required_argument, NULL, 'p'},
+	    {"unix", required_argument, NULL, 'u'},
+	    {"idle-timeout", required_argument, NULL, 'i'},
+	    {"max-conns", required_argument, NULL, 'c'},
+	    {"max-shells", required_argument, NULL, 's'},
+	    {"scrollback", required_argument, NULL, 'b'},
+	    {"poweroff-pid", required_argument, NULL, 'P'},
+	    {"version", no_argument, NULL, 'V'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	struct agent_opts opts;
+	const char *unix_path = NULL;
+	unsigned port = VMUX_AGENT_PORT;
+	long long poweroff = -1;
+	uint64_t give_up;
+	char *desc;
+	int ch, fd, rc;
+
+	memset(&opts, 0, sizeof opts);
+	opts.idle_timeout_ms = AGENT_IDLE_TIMEOUT_MS;
+	opts.max_conns = AGENT_MAX_CONNS;
+	opts.max_shells = AGENT_MAX_SHELLS;
+	opts.scrollback = SHELL_DEFAULT_SCROLLBACK;
+	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'p':
+			port =
+			    (unsigned)number("--port", optarg, 1, 0xfffffffe);
+			break;
+		case 'u':
+			unix_path = optarg;
+			break;
+		case 'i':
+			opts.idle_timeout_ms =
+			    (int)number("--idle-timeout", optarg, 1, 86400) *
+			    1000;
+			break;
+		case 'c':
+			opts.max_conns =
+			    (int)number("--max-conns", optarg, 1, 4096);
+			break;
+		case 's':
+			opts.max_shells =
+			    (int)number("--max-shells", optarg, 1, 4096);
+			break;
+		case 'b':
+			opts.scrollback = (size_t)number("--scrollback", optarg,
+			    SHELL_MIN_SCROLLBACK, SHELL_MAX_SCROLLBACK);
+			break;
+		case 'P':
+			poweroff = number("--poweroff-pid", optarg, 0, 1 << 22);
+			break;
+		case 'V':
+			printf("vmux-agent %s\n", VMUX_VERSION);
+			return 0;
+		case 'h':
+			usage(0);
+		default:
+			usage(2);
+		}
+	}
+	if (optind != argc)
+		usage(2);
+	opts.poweroff_pid =
+	    (pid_t)(poweroff >= 0 ? poweroff : (unix_path ? 0 : 1));
+	sane_stdio();
+	log_open("vmux-agent");
+
+	if (unix_path != NULL) {
+		fd = listen_unix(unix_path);
+		xasprintf(&desc, "unix %s", unix_path);
+	} else {
+		/* The vsock transport may still be loading: retry a while. */
+		give_up = mono_ms() + LISTEN_RETRY_MS;
+		while ((fd = listen_vsock(port)) < 0 && mono_ms() < give_up)
+			usleep(100000);
+		xasprintf(&desc, "vsock port %u", port);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "vmux-agent: listen on %s: %s\n", desc,
+		    strerror(-fd));
+		return 1;
+	}
+	opts.listen_desc = desc;
+	fprintf(stderr, "vmux-agent: listening on %s\n", desc);
+	log_debug("listening on %s", desc);
+	rc = agent_serve(fd, &opts);
+	close(fd);
+	if (unix_path != NULL)
+		unlink(unix_path);
+	free(desc);
+	return rc;
+}

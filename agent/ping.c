@@ -1,0 +1,72 @@
+/*
+ * ping.c: the ping action, a cheap health and identity report: agent
+ * version, kernel, uptime, host name, memory and what the agent is doing.
+ */
+#include <sys/sysinfo.h>
+#include <sys/utsname.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* Seconds since boot from /proc/uptime (sysinfo as a fallback). */
+static double
+uptime_seconds(void)
+{
+	struct sysinfo si;
+	double up;
+	FILE *f;
+
+	if ((f = fopen("/proc/uptime", "re")) != NULL) {
+		if (fscanf(f, "%lf", &up) == 1) {
+			fclose(f);
+			return up;
+		}
+		fclose(f);
+	}
+	if (sysinfo(&si) == 0)
+		return (double)si.uptime;
+	return -1;
+}
+
+/* The ping reply; the caller deletes it. */
+cJSON *
+ping_info(int shells, int execs)
+{
+	static const char *actions[] = {"exec", "ping", "shutdown",
+	    "open_shell", "read_shell", "write_shell", "signal_shell",
+	    "resize_shell", "close_shell", "list_shells", "attach_shell"};
+	cJSON *obj = cJSON_CreateObject();
+	struct utsname u;
+	struct sysinfo si;
+	char host[256];
+
+	cJSON_AddBoolToObject(obj, "ok", 1);
+	cJSON_AddStringToObject(obj, "version", VMUX_VERSION);
+	cJSON_AddNumberToObject(obj, "protocol", 1);
+	if (uname(&u) == 0) {
+		json_add_str(obj, "os", u.sysname);
+		json_add_str(obj, "kernel", u.release);
+		json_add_str(obj, "machine", u.machine);
+	}
+	cJSON_AddNumberToObject(obj, "uptime_seconds", uptime_seconds());
+	if (gethostname(host, sizeof host) == 0) {
+		host[sizeof host - 1] = '\0';
+		json_add_str(obj, "hostname", host);
+	}
+	cJSON_AddNumberToObject(obj, "pid", getpid());
+	cJSON_AddNumberToObject(obj, "time", wall_time());
+	if (sysinfo(&si) == 0) {
+		cJSON_AddNumberToObject(
+		    obj, "mem_total_bytes", (double)si.totalram * si.mem_unit);
+		cJSON_AddNumberToObject(
+		    obj, "mem_free_bytes", (double)si.freeram * si.mem_unit);
+	}
+	cJSON_AddNumberToObject(obj, "shells", shells);
+	cJSON_AddNumberToObject(obj, "execs", execs);
+	cJSON_AddItemToObject(obj, "actions",
+	    cJSON_CreateStringArray(actions, (int)nitems(actions)));
+	return obj;
+}

@@ -1,0 +1,311 @@
+/*
+ * spawn.c: start a process in its own session with a clean environment.
+ *
+ * The agent is multithreaded, so the child between fork and exec calls only
+ * async-signal-safe functions; everything it needs (argv, envp, the file to
+ * run) is prepared before fork. A close-on-exec pipe carries the child's
+ * failure (which step, errno) back, so "failed before it ran" is an error
+ * with a message and never an exit status. Also here: the helpers that find
+ * and signal the processes of a session.
+ */
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define DEFAULT_PATH                                                           \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+enum spawn_step { STEP_SETUP = 1, STEP_CWD, STEP_EXEC };
+
+/* Free a NULL-terminated string list (NULL is fine). */
+void
+env_free(char **list)
+{
+	if (list == NULL)
+		return;
+	for (char **p = list; *p != NULL; p++)
+		free(*p);
+	free(list);
+}
+
+/* Length of the NAME part of NAME=value. */
+static size_t
+env_name_len(const char *s)
+{
+	const char *eq = strchr(s, '=');
+
+	return eq != NULL ? (size_t)(eq - s) : strlen(s);
+}
+
+/*
+ * Build an environment: the defaults (NAME=value strings), each replaced or
+ * extended by the request's. Returns a new list the caller frees (env_free).
+ */
+char **
+env_build(char *const *request_env, const char *const *defaults)
+{
+	size_t n = 0, m = 0, i, j;
+	char **out;
+
+	while (defaults != NULL && defaults[n] != NULL)
+		n++;
+	while (request_env != NULL && request_env[m] != NULL)
+		m++;
+	out = xcalloc(n + m + 1, sizeof *out);
+	for (i = 0; i < n; i++)
+		out[i] = xstrdup(defaults[i]);
+	for (j = 0; j < m; j++) {
+		size_t len = env_name_len(request_env[j]), k;
+
+		for (k = 0; k < n; k++) {
+			if (env_name_len(out[k]) == len &&
+			    strncmp(out[k], request_env[j], len) == 0)
+				break;
+		}
+		if (k < n) {
+			free(out[k]);
+			out[k] = xstrdup(request_env[j]);
+		} else
+			out[n++] = xstrdup(request_env[j]);
+	}
+	return out;
+}
+
+/*
+ * Find `name` on the PATH of envp, as execvp would. A name with a slash is
+ * returned as is (the exec reports if it is missing). Returns a new string,
+ * or NULL with *cause.
+ */
+char *
+path_resolve(const char *name, char *const *envp, char **cause)
+{
+	const char *path = DEFAULT_PATH, *p, *colon;
+	char *file;
+	struct stat st;
+
+	if (strchr(name, '/') != NULL)
+		return xstrdup(name);
+	for (; envp != NULL && *envp != NULL; envp++) {
+		if (strncmp(*envp, "PATH=", 5) == 0)
+			path = *envp + 5;
+	}
+	for (p = path;; p = colon + 1) {
+		colon = strchr(p, ':');
+		if (colon == NULL)
+			colon = p + strlen(p);
+		xasprintf(&file, "%.*s/%s", (int)(colon - p),
+		    colon == p ? "." : p, name);
+		if (stat(file, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access(file, X_OK) == 0)
+			return file;
+		free(file);
+		if (*colon == '\0')
+			break;
+	}
+	xasprintf(cause, "command not found: %s", name);
+	return NULL;
+}
+
+/* The default working directory: /root (made if missing), else /. */
+const char *
+default_cwd(void)
+{
+	struct stat st;
+
+	if (stat("/root", &st) == 0 && S_ISDIR(st.st_mode))
+		return "/root";
+	if (mkdir("/root", 0700) == 0 || errno == EEXIST)
+		return "/root";
+	return "/";
+}
+
+/* pidfd_open(2): a pollable handle on a child; fd or -errno. */
+int
+pidfd_open_compat(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	return fd < 0 ? -errno : fd;
+#else
+	return -ENOSYS;
+#endif
+}
+
+/* Exit status as a code (128+signal when killed); *sig gets the signal. */
+int
+wait_status_code(int status, int *sig)
+{
+	*sig = 0;
+	if (WIFSIGNALED(status)) {
+		*sig = WTERMSIG(status);
+		return 128 + *sig;
+	}
+	return WEXITSTATUS(status);
+}
+
+/* Move fd to target in the child (async-signal-safe). */
+static int
+child_dup(int fd, int target)
+{
+	if (fd == target)
+		return fcntl(fd, F_SETFD, 0); /* keep it across exec */
+	return dup2(fd, target) < 0 ? -1 : 0;
+}
+
+/* Report a failed step to the parent and exit (child only). */
+__attribute__((noreturn)) static void
+child_fail(int errfd, int step)
+{
+	int msg[2] = {step, errno};
+	ssize_t n;
+
+	n = write(errfd, msg, sizeof msg);
+	(void)n;
+	_exit(127);
+}
+
+/* The child between fork and exec. */
+__attribute__((noreturn)) static void
+child_run(const struct spawn *sp, int errfd)
+{
+	struct sigaction sa;
+	sigset_t none;
+
+	/*
+	 * Masks and ignored signals survive exec: undo the agent's (and
+	 * whatever it inherited, e.g. SIGINT ignored by a background start).
+	 */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	if (setsid() < 0)
+		child_fail(errfd, STEP_SETUP);
+	if (sp->ctty && ioctl(sp->fd_in, TIOCSCTTY, 0) < 0)
+		child_fail(errfd, STEP_SETUP);
+	if (child_dup(sp->fd_in, 0) < 0 || child_dup(sp->fd_out, 1) < 0 ||
+	    child_dup(sp->fd_err, 2) < 0)
+		child_fail(errfd, STEP_SETUP);
+		/* Everything else is close-on-exec already; this is belt and
+		 * braces. */
+#ifdef SYS_close_range
+	if (errfd > 3)
+		syscall(SYS_close_range, 3, errfd - 1, 0);
+	syscall(SYS_close_range, errfd + 1, ~0U, 0);
+#endif
+	if (sp->cwd != NULL && chdir(sp->cwd) < 0)
+		child_fail(errfd, STEP_CWD);
+	execve(sp->path, sp->argv, sp->envp);
+	child_fail(errfd, STEP_EXEC);
+}
+
+/*
+ * Start sp->path in a new session (pgid = sid = pid). Returns the pid, or -1
+ * with *cause when it could not start (the child is reaped then).
+ */
+pid_t
+spawn_start(const struct spawn *sp, char **cause)
+{
+	int errpipe[2], msg[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(errpipe, O_CLOEXEC) < 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		close(errpipe[0]);
+		close(errpipe[1]);
+		return -1;
+	}
+	if (pid == 0)
+		child_run(sp, errpipe[1]);
+	close(errpipe[1]);
+	do
+		n = read(errpipe[0], msg, sizeof msg);
+	while (n < 0 && errno == EINTR);
+	close(errpipe[0]);
+	if (n <= 0)
+		return pid; /* exec closed the pipe: it runs */
+
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (n != sizeof msg)
+		xasprintf(cause, "spawn %s: child failed", sp->path);
+	else if (msg[0] == STEP_CWD)
+		xasprintf(cause, "cwd %s: %s", sp->cwd, strerror(msg[1]));
+	else if (msg[0] == STEP_EXEC)
+		xasprintf(cause, "exec %s: %s", sp->path, strerror(msg[1]));
+	else
+		xasprintf(cause, "spawn %s: %s", sp->path, strerror(msg[1]));
+	return -1;
+}
+
+/* The session id of a process from /proc/PID/stat, or -1. */
+static pid_t
+proc_session(const char *pid)
+{
+	char path[64], buf[512], *p;
+	int fd, sid;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "/proc/%s/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "pid (comm) state ppid pgrp session ...": comm may hold anything. */
+	if ((p = strrchr(buf, ')')) == NULL ||
+	    sscanf(p + 1, " %*c %*d %*d %d", &sid) != 1)
+		return -1;
+	return sid;
+}
+
+/*
+ * Send sig to every process of session sid (the shell's, whatever process
+ * group it put them in). The leader must not be reaped yet, or sid could
+ * name someone else's session.
+ */
+void
+kill_session(pid_t sid, int sig)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (sid <= 1)
+		NEVER("kill_session of init");
+	kill(-sid, sig);
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		if (proc_session(de->d_name) == sid)
+			kill((pid_t)atoi(de->d_name), sig);
+	}
+	closedir(d);
+}

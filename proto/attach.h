@@ -1,0 +1,144 @@
+/*
+ * attach.h: the framing of an attached shell stream (host and guest share it).
+ *
+ * A client sends {"action": "attach_shell", "shell_id": ID, "cursor": N}\n.
+ * The agent answers with one JSON line (the shell record plus "cursor", the
+ * byte offset the replay starts from, and "attached": true), or with an
+ * {"error": ...} line and a close. After a successful answer the connection
+ * carries binary frames both ways:
+ *
+ *	u8 type | u32 length (little endian) | length bytes of payload
+ *
+ * Agent to client:
+ *   DATA      u64 cursor (offset of the first byte) + raw output bytes. Output
+ *             is replayed from the requested cursor, then sent live; bytes are
+ *             the PTY's, untouched (no UTF-8 repair).
+ *   TRUNCATED u64 from, u64 to: the ring evicted [from, to) before this client
+ *             read it (a slow client or an old cursor); DATA resumes at `to`.
+ *   RESIZE    u16 cols, u16 rows: the PTY size changed (any client's doing).
+ *   EXIT      i32 exit_code (-1 unknown), i32 signal number (0 none), u64
+ *             cursor (end of output): the shell ended or was closed; sent
+ *             after all output up to the cursor, then the agent closes.
+ *   ERROR     UTF-8 text: a bad frame or a refused action; the stream goes on
+ *             unless the frame could not be parsed (then the agent closes).
+ *   DETACH    empty: answer to the client's DETACH, then the agent closes.
+ * Client to agent:
+ *   INPUT     raw bytes to type into the PTY (Ctrl-C is just 0x03).
+ *   RESIZE    u16 cols, u16 rows (1..4096): resize the PTY (SIGWINCH).
+ *   SIGNAL    signal name ("INT", "SIGTERM", ...) for the foreground group.
+ *   DETACH    empty: stop streaming; the shell keeps running. Closing the
+ *             socket does the same.
+ * Unknown frame types are answered with ERROR and otherwise ignored, so
+ * either side may add types later. A length over VMUX_ATTACH_MAX_PAYLOAD is a
+ * broken stream.
+ *
+ * The agent writes output to each client from the shell's ring by cursor, so
+ * a slow client lags behind (and gets TRUNCATED) instead of buffering without
+ * bound, and reading client frames never waits on writing output.
+ */
+#ifndef VMUX_ATTACH_H
+#define VMUX_ATTACH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VMUX_ATTACH_HDR         5
+#define VMUX_ATTACH_MAX_PAYLOAD (1024 * 1024)
+
+enum vmux_attach_type {
+	VMUX_ATTACH_DATA = 1,
+	VMUX_ATTACH_INPUT = 2,
+	VMUX_ATTACH_RESIZE = 3,
+	VMUX_ATTACH_SIGNAL = 4,
+	VMUX_ATTACH_EXIT = 5,
+	VMUX_ATTACH_TRUNCATED = 6,
+	VMUX_ATTACH_ERROR = 7,
+	VMUX_ATTACH_DETACH = 8,
+};
+
+/* Store v little endian at p. */
+static inline void
+vmux_put_u16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+/* Store v little endian at p. */
+static inline void
+vmux_put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Store v little endian at p. */
+static inline void
+vmux_put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Load a little-endian u16. */
+static inline uint16_t
+vmux_get_u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+/* Load a little-endian u32. */
+static inline uint32_t
+vmux_get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Load a little-endian u64. */
+static inline uint64_t
+vmux_get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Fill a frame header for a payload of len bytes. */
+static inline void
+vmux_attach_header(uint8_t hdr[VMUX_ATTACH_HDR], uint8_t type, uint32_t len)
+{
+	hdr[0] = type;
+	vmux_put_u32(hdr + 1, len);
+}
+
+/*
+ * Look at the start of buf for a whole frame. Returns the frame's total size
+ * (header + payload) with *type and *len set, 0 if more bytes are needed, -1
+ * if the declared length is over VMUX_ATTACH_MAX_PAYLOAD.
+ */
+static inline ssize_t
+vmux_attach_parse(
+    const uint8_t *buf, size_t avail, uint8_t *type, uint32_t *len)
+{
+	uint32_t n;
+
+	if (avail < VMUX_ATTACH_HDR)
+		return 0;
+	n = vmux_get_u32(buf + 1);
+	if (n > VMUX_ATTACH_MAX_PAYLOAD)
+		return -1;
+	if (avail - VMUX_ATTACH_HDR < n)
+		return 0;
+	*type = buf[0];
+	*len = n;
+	return (ssize_t)(VMUX_ATTACH_HDR + n);
+}
+
+#endif

@@ -1,0 +1,196 @@
+/*
+ * test_agent_client.c: a tiny client and a disposable agent for tests (see
+ * test_agent_client.h). Everything here blocks with timeouts: a test that
+ * goes wrong fails instead of hanging.
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_agent_client.h"
+
+/* Start an agent serving a fresh Unix socket; 0 or -1. */
+int
+ta_start(struct test_agent *ta, int idle_timeout_ms)
+{
+	struct sockaddr_un sa;
+	pid_t parent = getpid();
+	int fd;
+
+	memset(ta, 0, sizeof *ta);
+	snprintf(ta->dir, sizeof ta->dir, "/tmp/vmux-agent-test.XXXXXX");
+	if (mkdtemp(ta->dir) == NULL)
+		return -1;
+	snprintf(ta->path, sizeof ta->path, "%s/agent.sock", ta->dir);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	strcpy(sa.sun_path, ta->path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(fd, 128) < 0)
+		return -1;
+	ta->opts.idle_timeout_ms = idle_timeout_ms;
+	ta->opts.max_conns = 32;
+	ta->opts.max_shells = 64;
+	ta->opts.scrollback = SHELL_DEFAULT_SCROLLBACK;
+	ta->opts.poweroff_pid = 0;
+	fflush(NULL);
+	ta->pid = fork();
+	if (ta->pid < 0)
+		return -1;
+	if (ta->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(1);
+		_exit(agent_serve(fd, &ta->opts));
+	}
+	close(fd);
+	return 0;
+}
+
+/* Stop the agent (SIGTERM), wait for it; returns its exit status. */
+int
+ta_stop(struct test_agent *ta)
+{
+	int status = -1;
+
+	if (ta->pid > 0) {
+		kill(ta->pid, SIGTERM);
+		waitpid(ta->pid, &status, 0);
+		ta->pid = 0;
+	}
+	unlink(ta->path);
+	rmdir(ta->dir);
+	return status;
+}
+
+/* A new connection to the agent (10 s send/receive timeouts), or -1. */
+int
+ta_connect(struct test_agent *ta)
+{
+	struct timeval tv = {10, 0};
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(&sa, 0, sizeof sa);
+	sa.sun_family = AF_UNIX;
+	strcpy(sa.sun_path, ta->path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	return fd;
+}
+
+/* Send data on a new connection and read the reply to EOF (NUL-ended). */
+char *
+ta_raw(struct test_agent *ta, const char *data, size_t len)
+{
+	struct buf b;
+	char chunk[65536];
+	ssize_t n;
+	int fd = ta_connect(ta);
+
+	if (fd < 0)
+		return NULL;
+	if (write_all(fd, data, len) < 0) {
+		close(fd);
+		return NULL;
+	}
+	buf_init(&b);
+	while ((n = read(fd, chunk, sizeof chunk)) > 0)
+		buf_add(&b, chunk, (size_t)n);
+	close(fd);
+	return buf_cstr(&b);
+}
+
+/* Send one request line; the parsed reply or NULL. */
+cJSON *
+ta_request(struct test_agent *ta, const char *json)
+{
+	char *line, *reply;
+	cJSON *obj;
+
+	xasprintf(&line, "%s\n", json);
+	reply = ta_raw(ta, line, strlen(line));
+	free(line);
+	if (reply == NULL)
+		return NULL;
+	obj = cJSON_Parse(reply);
+	free(reply);
+	return obj;
+}
+
+/* ta_request with printf formatting. */
+cJSON *
+ta_requestf(struct test_agent *ta, const char *fmt, ...)
+{
+	va_list ap;
+	char *json;
+	cJSON *obj;
+
+	va_start(ap, fmt);
+	xvasprintf(&json, fmt, ap);
+	va_end(ap);
+	obj = ta_request(ta, json);
+	free(json);
+	return obj;
+}
+
+/* A string member, or NULL. */
+const char *
+ta_str(const cJSON *obj, const char *name)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A number member, or -1e9 when missing. */
+double
+ta_num(const cJSON *obj, const char *name)
+{
+	cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1e9;
+}
+
+/* Is pid gone (or a zombie)? Polls up to ms; 1 if dead. */
+int
+ta_wait_dead(pid_t pid, int ms)
+{
+	char path[64], buf[512], *p;
+	uint64_t until = mono_ms() + (uint64_t)ms;
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	for (;;) {
+		if ((fd = open(path, O_RDONLY)) < 0)
+			return 1;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			return 1;
+		buf[n] = '\0';
+		if ((p = strrchr(buf, ')')) != NULL && p[2] == 'Z')
+			return 1;
+		if (mono_ms() >= until)
+			return 0;
+		usleep(20000);
+	}
+}

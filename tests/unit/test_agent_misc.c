@@ -1,0 +1,114 @@
+/* test_agent_misc.c: signal names and the attach frame encoding. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "attach.h"
+#include "unit.h"
+
+TEST(signame_parse_names)
+{
+	CHECK_INT(signame_parse("INT"), SIGINT);
+	CHECK_INT(signame_parse("SIGINT"), SIGINT);
+	CHECK_INT(signame_parse("int"), SIGINT);
+	CHECK_INT(signame_parse("HUP"), SIGHUP);
+	CHECK_INT(signame_parse("QUIT"), SIGQUIT);
+	CHECK_INT(signame_parse("TERM"), SIGTERM);
+	CHECK_INT(signame_parse("KILL"), SIGKILL);
+	CHECK_INT(signame_parse("USR1"), SIGUSR1);
+	CHECK_INT(signame_parse("USR2"), SIGUSR2);
+	CHECK_INT(signame_parse("TSTP"), SIGTSTP);
+	CHECK_INT(signame_parse("CONT"), SIGCONT);
+	CHECK_INT(signame_parse("SIGWINCH"), SIGWINCH);
+	CHECK_INT(signame_parse("SEGV"), -1);
+	CHECK_INT(signame_parse("SIG"), -1);
+	CHECK_INT(signame_parse(""), -1);
+	CHECK_INT(signame_parse("2"), -1);
+	CHECK_INT(signame_parse(NULL), -1);
+}
+
+TEST(signame_names)
+{
+	CHECK_STR(signame_name(SIGINT), "INT");
+	CHECK_STR(signame_name(SIGKILL), "KILL");
+	CHECK_STR(signame_name(SIGSEGV), "SEGV");
+	CHECK(signame_name(0) == NULL);
+}
+
+TEST(attach_frame_round_trip)
+{
+	uint8_t buf[64], type = 0;
+	uint32_t len = 0;
+
+	vmux_attach_header(buf, VMUX_ATTACH_INPUT, 3);
+	memcpy(buf + VMUX_ATTACH_HDR, "abc", 3);
+	CHECK_INT(buf[0], 2);
+	CHECK_INT(buf[1], 3);
+	CHECK_INT(buf[2] | buf[3] | buf[4], 0);
+	for (size_t n = 0; n < VMUX_ATTACH_HDR + 3; n++)
+		CHECK_INT(vmux_attach_parse(buf, n, &type, &len), 0);
+	CHECK_INT(vmux_attach_parse(buf, VMUX_ATTACH_HDR + 3, &type, &len),
+	    VMUX_ATTACH_HDR + 3);
+	CHECK_INT(type, VMUX_ATTACH_INPUT);
+	CHECK_INT(len, 3);
+	/* a frame followed by another: only the first is measured */
+	vmux_attach_header(buf + 8, VMUX_ATTACH_DETACH, 0);
+	CHECK_INT(vmux_attach_parse(buf, 13, &type, &len), 8);
+}
+
+TEST(attach_frame_too_large)
+{
+	uint8_t buf[VMUX_ATTACH_HDR], type;
+	uint32_t len;
+
+	vmux_attach_header(buf, VMUX_ATTACH_INPUT, VMUX_ATTACH_MAX_PAYLOAD + 1);
+	CHECK_INT(vmux_attach_parse(buf, sizeof buf, &type, &len), -1);
+	vmux_attach_header(buf, VMUX_ATTACH_INPUT, 0xffffffffu);
+	CHECK_INT(vmux_attach_parse(buf, sizeof buf, &type, &len), -1);
+}
+
+TEST(attach_little_endian_helpers)
+{
+	uint8_t p[8];
+
+	vmux_put_u16(p, 0x1234);
+	CHECK(p[0] == 0x34 && p[1] == 0x12);
+	CHECK_INT(vmux_get_u16(p), 0x1234);
+	vmux_put_u32(p, 0xdeadbeef);
+	CHECK(p[0] == 0xef && p[3] == 0xde);
+	CHECK_INT(vmux_get_u32(p), 0xdeadbeef);
+	vmux_put_u64(p, 0x0102030405060708ull);
+	CHECK(p[0] == 0x08 && p[7] == 0x01);
+	CHECK(vmux_get_u64(p) == 0x0102030405060708ull);
+}
+
+TEST(env_build_overrides_defaults)
+{
+	const char *defaults[] = {"PATH=/bin", "HOME=/root", NULL};
+	char *req[] = {"HOME=/tmp", "NEW=1", NULL};
+	char **env = env_build(req, defaults);
+
+	CHECK_STR(env[0], "PATH=/bin");
+	CHECK_STR(env[1], "HOME=/tmp");
+	CHECK_STR(env[2], "NEW=1");
+	CHECK(env[3] == NULL);
+	env_free(env);
+}
+
+TEST(path_resolve_uses_path)
+{
+	char *env[] = {"PATH=/nonexistent:/bin:/usr/bin", NULL};
+	char *cause = NULL, *p;
+
+	p = path_resolve("sh", env, &cause);
+	CHECK(p != NULL);
+	CHECK(strcmp(p, "/bin/sh") == 0 || strcmp(p, "/usr/bin/sh") == 0);
+	free(p);
+	CHECK(path_resolve("no-such-command-x", env, &cause) == NULL);
+	CHECK_STR(cause, "command not found: no-such-command-x");
+	free(cause);
+	p = path_resolve("/x/y", env, &cause);
+	CHECK_STR(p, "/x/y");
+	free(p);
+}
