@@ -3,7 +3,7 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/args.c cli/cmd-new.c cli/cmd-exec.c \
             cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c cli/cmd-ping.c \
             cli/cmd-help.c
 
-# vmux needs session/qemu*.c (guest helper) to link; until it lands in the
+# vmux needs session/qemu.c (guest helper) to link; until it lands in the
 # tree vmux is not built.
 ifneq ($(SESSION_QEMU_SRCS),)
 PROGRAMS += $(BIN)/vmux

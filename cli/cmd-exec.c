@@ -17,8 +17,8 @@
 #include "session.h"
 #include "cli.h"
 
-#define EXEC_TIMEOUT_DEFAULT 600
-#define EXEC_TIMEOUT_MAX     (7 * 86400)
+#define EXEC_TIMEOUT_DEFAULT 300
+#define EXEC_TIMEOUT_MAX     86400 /* the agent's limit */
 #define EXEC_CONNECT_MS      10000 /* agent should accept at once */
 #define EXEC_SLACK_MS        30000 /* beyond the timeout: kill + reply */
 
@@ -26,7 +26,7 @@ static int cmd_exec_exec(struct args *);
 
 static const struct cmd_opt cmd_exec_opts[] = {
     {"timeout", 't', "S", 0,
-        "kill the command after S seconds, exit 124 (default 600)"},
+        "kill the command after S seconds, exit 124 (default 300)"},
     {"env", 'e', "K=V", 1, "set an environment variable"},
     {"cwd", 'C', "DIR", 0, "working directory in the guest"},
     {NULL, 0, NULL, 0, NULL},
@@ -113,6 +113,22 @@ exec_output(const cJSON *reply, const char *key, int fd)
 		write_all(fd, v->valuestring, strlen(v->valuestring));
 }
 
+/* Say so when the agent cut a stream at its output limit. */
+static void
+exec_truncated(const cJSON *reply, const char *stream)
+{
+	const cJSON *t, *n;
+	char key[32];
+
+	snprintf(key, sizeof key, "%s_truncated", stream);
+	t = cJSON_GetObjectItemCaseSensitive(reply, key);
+	snprintf(key, sizeof key, "%s_bytes", stream);
+	n = cJSON_GetObjectItemCaseSensitive(reply, key);
+	if (cJSON_IsTrue(t))
+		cli_error("%s truncated by the agent (%.0f bytes in all)",
+		    stream, cJSON_IsNumber(n) ? n->valuedouble : 0.0);
+}
+
 /* Map the agent's reply to our exit status. */
 static int
 exec_status(const cJSON *reply, int timeout_s)
@@ -126,6 +142,7 @@ exec_status(const cJSON *reply, int timeout_s)
 		cli_error("command timed out after %d s", timeout_s);
 		return VMUX_EXIT_TIMEOUT;
 	}
+	/* "signal" may be a name ("KILL"); exit_code is then 128+N anyway */
 	if (cJSON_IsNumber(sig) && sig->valuedouble >= 1 &&
 	    sig->valuedouble < 128)
 		return 128 + (int)sig->valuedouble;
@@ -191,6 +208,8 @@ cmd_exec_exec(struct args *a)
 	fflush(stdout);
 	exec_output(reply, "stdout", STDOUT_FILENO);
 	exec_output(reply, "stderr", STDERR_FILENO);
+	exec_truncated(reply, "stdout");
+	exec_truncated(reply, "stderr");
 	rc = exec_status(reply, timeout_s);
 	cJSON_Delete(reply);
 	record_free(&r);

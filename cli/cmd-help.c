@@ -1,6 +1,8 @@
 /*
  * cmd-help.c: `vmux help [COMMAND]`.
  */
+#include <sys/types.h>
+
 #include "common.h"
 #include "cli.h"
 

@@ -22,9 +22,9 @@ static const struct cmd_opt cmd_ls_opts[] = {
 
 const struct cmd_entry cmd_ls_entry = {
     .name = "ls",
-    .summary = "List sessions: name, state (running, starting, stopped, "
-               "broken), accelerator, CID, pids, creation time, CPUs, "
-               "memory and the vsock socket.",
+    .summary = "List sessions. Shows each one's name, state (running, "
+               "starting, stopped or broken), accelerator, CID, CPUs, "
+               "memory, pids, creation time and vsock socket.",
     .opts = cmd_ls_opts,
     .min_args = 0,
     .max_args = 0,

@@ -22,22 +22,55 @@ static const struct cmd_opt cmd_ping_opts[] = {
 const struct cmd_entry cmd_ping_entry = {
     .name = "ping",
     .pre = "NAME",
-    .summary = "Ask session NAME's guest agent for its version, the guest "
-               "kernel and uptime.",
+    .summary = "Ask the guest agent of session NAME who it is. Prints the "
+               "agent's version, the guest kernel, uptime and more.",
     .opts = cmd_ping_opts,
     .min_args = 1,
     .max_args = 1,
     .exec = cmd_ping_exec,
 };
 
-/* Print each field of the reply as "key: value". */
+/* A string field of the reply, or NULL. */
+static const char *
+ping_str(const cJSON *reply, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/*
+ * Print "vmux-agent VERSION, OS KERNEL MACHINE, up N s" when the agent
+ * says so, then any other scalar field as "key: value".
+ */
 static void
 ping_print(const cJSON *reply)
 {
+	static const char *shown[] = {"version", "os", "kernel", "machine",
+	    "uptime_seconds", "ok", "actions"};
+	const char *version = ping_str(reply, "version");
+	const char *os = ping_str(reply, "os");
+	const char *kernel = ping_str(reply, "kernel");
+	const char *machine = ping_str(reply, "machine");
+	const cJSON *up =
+	    cJSON_GetObjectItemCaseSensitive(reply, "uptime_seconds");
 	const cJSON *f;
+	size_t i;
 
+	printf("vmux-agent %s, %s %s %s", version != NULL ? version : "?",
+	    os != NULL ? os : "?", kernel != NULL ? kernel : "?",
+	    machine != NULL ? machine : "");
+	if (cJSON_IsNumber(up))
+		printf(", up %.1f s", up->valuedouble);
+	printf("\n");
 	cJSON_ArrayForEach(f, reply)
 	{
+		for (i = 0; i < nitems(shown); i++) {
+			if (strcmp(f->string, shown[i]) == 0)
+				break;
+		}
+		if (i < nitems(shown) || cJSON_IsObject(f) || cJSON_IsArray(f))
+			continue;
 		if (cJSON_IsString(f))
 			printf("%s: %s\n", f->string, f->valuestring);
 		else {

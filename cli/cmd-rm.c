@@ -22,8 +22,9 @@ static const struct cmd_opt cmd_rm_opts[] = {
 const struct cmd_entry cmd_rm_entry = {
     .name = "rm",
     .pre = "NAME...",
-    .summary = "Stop each session (guest power-off, then QMP quit, "
-               "SIGTERM, SIGKILL), end its bridge and remove its state.",
+    .summary = "Stop sessions and remove their state. The guest is asked to "
+               "power off, then QEMU gets QMP quit, SIGTERM and SIGKILL "
+               "until it is gone; the bridge is ended too.",
     .opts = cmd_rm_opts,
     .min_args = 1,
     .max_args = -1,

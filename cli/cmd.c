@@ -55,28 +55,70 @@ cmd_usage(const struct cmd_entry *e)
 	return buf;
 }
 
+/* Print text wrapped at 78 columns, each line indented by indent. */
+static void
+print_wrapped(const char *text, int indent)
+{
+	const char *p = text;
+	int col = 0;
+
+	while (*p != '\0') {
+		size_t word = strcspn(p, " ");
+		if (col > 0 && col + 1 + (int)word > 78) {
+			putchar('\n');
+			col = 0;
+		}
+		if (col == 0)
+			col = printf("%*s", indent, "");
+		else
+			col += printf(" ");
+		col += printf("%.*s", (int)word, p);
+		p += word;
+		while (*p == ' ')
+			p++;
+	}
+	putchar('\n');
+}
+
+/* The left column of an option's help line. */
+static char *
+opt_left(const struct cmd_opt *o)
+{
+	char *left;
+
+	xasprintf(&left, "%s%c%s--%s%s%s", o->short_name != 0 ? "-" : " ",
+	    o->short_name != 0 ? o->short_name : ' ',
+	    o->short_name != 0 ? ", " : "  ", o->name,
+	    o->arg != NULL ? " " : "", o->arg != NULL ? o->arg : "");
+	return left;
+}
+
 /* Print one command's help to stdout. */
 void
 cmd_print_help(const struct cmd_entry *e)
 {
 	const struct cmd_opt *o;
-	char *usage = cmd_usage(e), *left;
+	char *usage = cmd_usage(e), *left, *help;
+	int w = (int)strlen("-h, --help");
 
-	printf("usage: %s\n\n%s\n\noptions:\n", usage, e->summary);
 	for (o = e->opts; o != NULL && o->name != NULL; o++) {
-		if (o->short_name != 0)
-			xasprintf(&left, "-%c, --%s%s%s", o->short_name,
-			    o->name, o->arg != NULL ? " " : "",
-			    o->arg != NULL ? o->arg : "");
-		else
-			xasprintf(&left, "    --%s%s%s", o->name,
-			    o->arg != NULL ? " " : "",
-			    o->arg != NULL ? o->arg : "");
-		printf("  %-24s %s%s\n", left, o->help,
-		    o->repeat ? " (repeatable)" : "");
+		left = opt_left(o);
+		if ((int)strlen(left) > w)
+			w = (int)strlen(left);
 		free(left);
 	}
-	printf("  %-24s %s\n", "-h, --help", "show this help");
+	printf("usage: %s\n\n", usage);
+	print_wrapped(e->summary, 0);
+	printf("\noptions:\n");
+	for (o = e->opts; o != NULL && o->name != NULL; o++) {
+		left = opt_left(o);
+		xasprintf(
+		    &help, "%s%s", o->help, o->repeat ? " (repeatable)" : "");
+		printf("  %-*s  %s\n", w, left, help);
+		free(help);
+		free(left);
+	}
+	printf("  %-*s  %s\n", w, "-h, --help", "show this help");
 	free(usage);
 }
 

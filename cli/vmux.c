@@ -52,6 +52,8 @@ cmd_print_overview(int to_stderr)
 		dot = strstr(first, ". ");
 		if (dot != NULL)
 			dot[0] = '\0';
+		else if (*first != '\0' && first[strlen(first) - 1] == '.')
+			first[strlen(first) - 1] = '\0';
 		fprintf(f, "  %-9s %s\n", cmd_table[i]->name, first);
 		free(first);
 	}

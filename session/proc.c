@@ -2,11 +2,14 @@
  * proc.c: detached helper processes (QEMU, the bridge) and their identity.
  *
  * vmux starts QEMU and the bridge double-forked in a new session so they
- * outlive the CLI, never get the terminal's SIGINT/SIGHUP and are not our
- * children. Since they are not our children, a pid alone says little: a
- * process counts as "ours" only while /proc/PID/cmdline contains a path
- * unique to the session (the needle), and a zombie counts as gone. Every
- * signal we send is guarded by that check, so a recycled pid is never hit.
+ * outlive the CLI and never get the terminal's SIGINT/SIGHUP. The middle
+ * process stays as a tiny reaper (comm "vmux-reap", every fd closed) that
+ * waits for the program and exits with it: some init processes (containers,
+ * sandboxes) never reap orphans, and a zombie QEMU would keep its pid.
+ * Since these are not our children, a pid alone says little: a process
+ * counts as "ours" only while /proc/PID/cmdline contains a path unique to
+ * the session (the needle), and a zombie counts as gone. Every signal we
+ * send is guarded by that check, so a recycled pid is never hit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +28,8 @@
 
 /* Where the grandchild parks its exec-error pipe while it rearranges fds. */
 #define SPAWN_HIGH_FD 64
+/* How long a dead process may stay a zombie before we stop waiting. */
+#define ZOMBIE_GRACE_MS 2000
 
 /* Close fds lo..hi (inclusive), with close_range where the kernel has it. */
 static void
@@ -81,6 +87,23 @@ fail:
 	_exit(127);
 }
 
+/* In the middle process: wait for pid (our only child), then exit. */
+static void __attribute__((noreturn)) spawn_reap(pid_t pid)
+{
+	int status;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	close_fds(0, ~0U);
+	prctl(PR_SET_NAME, "vmux-reap", 0, 0, 0);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	_exit(0);
+}
+
 /*
  * Start argv (argv[0] a path) detached: double fork, new session, stdin
  * from /dev/null, stdout and stderr appended to log_path, pass_fd (if >= 0)
@@ -129,9 +152,10 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path, char **cause)
 		grandchild = fork();
 		if (grandchild == 0)
 			spawn_exec(argv, pass_fd, null_fd, log_fd, err_pipe[1]);
-		if (write(pid_pipe[1], &grandchild, sizeof grandchild) < 0)
+		if (write(pid_pipe[1], &grandchild, sizeof grandchild) < 0 ||
+		    grandchild < 0)
 			_exit(1);
-		_exit(0);
+		spawn_reap(grandchild);
 	}
 	close(pid_pipe[1]);
 	close(err_pipe[1]);
@@ -145,9 +169,9 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path, char **cause)
 	}
 	n = read_full(pid_pipe[0], &pid, sizeof pid);
 	close(pid_pipe[0]);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
 	if (n != sizeof pid || pid <= 0) {
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
 		xasprintf(cause, "cannot start %s: fork failed", argv[0]);
 		close(err_pipe[0]);
 		return -1;
@@ -162,49 +186,79 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path, char **cause)
 	return pid;
 }
 
-/* Is pid alive (not a zombie) with needle somewhere in its command line? */
-int
-proc_matches(pid_t pid, const char *needle)
+/* Process states as proc_state() sees them. */
+enum { PROC_GONE, PROC_OURS, PROC_ZOMBIE };
+
+/*
+ * PROC_OURS if pid is alive with needle in its command line, PROC_ZOMBIE
+ * if it is dead but not yet reaped, else PROC_GONE (missing, or someone
+ * else's process).
+ */
+static int
+proc_state(pid_t pid, const char *needle)
 {
 	char path[64], buf[65536], *paren;
 	ssize_t n;
 	int fd;
 
 	if (pid <= 0 || needle == NULL || *needle == '\0')
-		return 0;
+		return PROC_GONE;
 	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return PROC_GONE;
 	n = read_full(fd, buf, sizeof buf - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return PROC_GONE;
 	buf[n] = '\0';
 	paren = strrchr(buf, ')');
-	if (paren == NULL || paren[1] != ' ' || paren[2] == 'Z' ||
-	    paren[2] == 'X' || paren[2] == 'x')
-		return 0;
+	if (paren == NULL || paren[1] != ' ')
+		return PROC_GONE;
+	if (paren[2] == 'Z' || paren[2] == 'X' || paren[2] == 'x')
+		return PROC_ZOMBIE;
 
 	snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return PROC_GONE;
 	n = read_full(fd, buf, sizeof buf);
 	close(fd);
 	if (n <= 0)
-		return 0;
-	return memmem(buf, (size_t)n, needle, strlen(needle)) != NULL;
+		return PROC_GONE;
+	if (memmem(buf, (size_t)n, needle, strlen(needle)) == NULL)
+		return PROC_GONE;
+	return PROC_OURS;
 }
 
-/* Wait until pid is no longer ours-and-alive; 0, or -1 at the deadline. */
+/* Is pid alive (not a zombie) with needle somewhere in its command line? */
+int
+proc_matches(pid_t pid, const char *needle)
+{
+	return proc_state(pid, needle) == PROC_OURS;
+}
+
+/*
+ * Wait until pid is no longer ours-and-alive, and (for up to
+ * ZOMBIE_GRACE_MS) until its reaper has reaped it, so its pid is really
+ * gone when we return. 0, or -1 if still alive at the deadline.
+ */
 int
 proc_wait_gone(pid_t pid, const char *needle, uint64_t deadline)
 {
-	useconds_t step = 10000;
+	useconds_t step = 5000;
+	uint64_t zombie_until = 0;
+	int st;
 
-	while (proc_matches(pid, needle)) {
-		if (mono_ms() >= deadline)
+	while ((st = proc_state(pid, needle)) != PROC_GONE) {
+		uint64_t now = mono_ms();
+
+		if (st == PROC_ZOMBIE) {
+			if (zombie_until == 0)
+				zombie_until = now + ZOMBIE_GRACE_MS;
+			if (now >= zombie_until)
+				return 0; /* nobody reaps it: dead is enough */
+		} else if (now >= deadline)
 			return -1;
 		usleep(step);
 		if (step < 100000)

@@ -1,11 +1,11 @@
 # session.mk: the host side of sessions (records, launch, stop, transport,
 # agent client), linked into vmux and into the session unit tests.
-# session/qemu*.c (QEMU command lines) belongs to the guest helper; it is
-# linked in when present.
+# session/qemu.c and accel.c (QEMU command lines, accelerator detection)
+# belong to the guest helper; they are linked into vmux when present.
 SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/launch.c session/stop.c session/transport.c \
                 session/agent_client.c
-SESSION_QEMU_SRCS := $(wildcard session/qemu*.c)
+SESSION_QEMU_SRCS := $(wildcard session/qemu.c session/accel.c)
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
 # Everything but launch.c (which needs qemu_argv) is testable without QEMU.
@@ -16,5 +16,6 @@ UNIT_session_SRCS := tests/unit/test_session_record.c \
                      tests/unit/test_session_paths.c \
                      tests/unit/test_session_transport.c \
                      tests/unit/test_session_agent.c \
+                     tests/unit/test_session_proc.c \
                      $(SESSION_UNIT_SRCS)
 UNIT_session_LIBS := $(SESSION_LIBS)

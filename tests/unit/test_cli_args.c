@@ -216,10 +216,10 @@ TEST(exec_dashdash_argv)
 	cJSON *o = exec_req(v, &timeout, &cause);
 
 	CHECK(o != NULL);
-	CHECK_INT(timeout, 600);
+	CHECK_INT(timeout, 300);
 	s = text(o);
 	CHECK_STR(
-	    s, "{\"command\":[\"uname\",\"-a\"],\"timeout_seconds\":600}");
+	    s, "{\"command\":[\"uname\",\"-a\"],\"timeout_seconds\":300}");
 	free(s);
 }
 
@@ -250,11 +250,11 @@ TEST(exec_without_dashdash_command_keeps_its_flags)
 	cJSON *o = exec_req(v, &timeout, &cause);
 
 	CHECK(o != NULL);
-	CHECK_INT(timeout, 600);
+	CHECK_INT(timeout, 300);
 	s = text(o);
 	CHECK_STR(s,
 	    "{\"command\":[\"ls\",\"-l\",\"--timeout\",\"5\"],"
-	    "\"timeout_seconds\":600}");
+	    "\"timeout_seconds\":300}");
 	free(s);
 }
 

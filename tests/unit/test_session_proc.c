@@ -1,0 +1,212 @@
+/*
+ * test_session_proc.c: detached processes: spawning (fds, log, exec
+ * failure), identity by command line, termination until really gone (no
+ * zombie left with the pid), log tails and rmtree.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+#include "unit.h"
+
+/* A fresh temporary directory. */
+static char *
+tmpdir(void)
+{
+	char *d = xstrdup("/tmp/vmux-unit-XXXXXX");
+
+	if (mkdtemp(d) == NULL)
+		fatal("mkdtemp");
+	return d;
+}
+
+/* The whole content of a file (NUL-terminated), or NULL. */
+static char *
+slurp(const char *path)
+{
+	char *buf = xcalloc(1, 65536);
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0) {
+		free(buf);
+		return NULL;
+	}
+	if (read_full(fd, buf, 65535) < 0) {
+		free(buf);
+		buf = NULL;
+	}
+	close(fd);
+	return buf;
+}
+
+/* Does /proc/pid exist at all (zombies included)? */
+static int
+pid_exists(pid_t pid)
+{
+	return kill(pid, 0) == 0;
+}
+
+TEST(spawn_detached_with_log_and_fd3)
+{
+	char *d = tmpdir(), *log, *text, *marker, buf[16];
+	int p[2], n;
+	pid_t pid;
+
+	xasprintf(&log, "%s/out.log", d);
+	/* a sleep whose command line is unique: a link named marker */
+	xasprintf(&marker, "%s/marker", d);
+	CHECK(symlink("/bin/sleep", marker) == 0);
+	/* sid != ours, fd 3 is the pipe, nothing else but 0-2 is open */
+	char *script;
+	xasprintf(&script,
+	    "echo sid=$(cut -d' ' -f6 /proc/$$/stat) ppid-is-ours=$([ "
+	    "$PPID = %ld ] && echo yes || echo no); "
+	    "ls /proc/$$/fd | tr '\\n' ' '; echo; echo ready >&3; "
+	    "exec %s 30",
+	    (long)getpid(), marker);
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	CHECK(pipe(p) == 0);
+	pid = proc_spawn(argv, p[1], log, NULL);
+	close(p[1]);
+	CHECK(pid > 0);
+	n = (int)read_full(p[0], buf, 6);
+	CHECK_INT(n, 6);
+	CHECK_MEM(buf, "ready\n", 6);
+	close(p[0]);
+	/* the shell is about to exec the marker; give it a moment */
+	for (int i = 0; i < 200 && !proc_matches(pid, marker); i++)
+		usleep(10000);
+	CHECK(proc_matches(pid, marker));
+	CHECK(!proc_matches(pid, "/no/such/needle"));
+	CHECK_INT(proc_terminate(pid, marker, 2000), 0);
+	CHECK(!proc_matches(pid, marker));
+	CHECK(!pid_exists(pid)); /* reaped, not a zombie */
+	text = slurp(log);
+	CHECK(text != NULL);
+	CHECK(strstr(text, "ppid-is-ours=no") != NULL);
+	CHECK(strstr(text, "0 1 2 3 \n") != NULL);
+	{
+		char *sid;
+		xasprintf(&sid, "sid=%ld\n", (long)getsid(0));
+		CHECK(strstr(text, sid) == NULL);
+		free(sid);
+	}
+	free(text);
+	free(script);
+	free(marker);
+	free(log);
+	rmtree(d);
+	free(d);
+	while (waitpid(-1, NULL, WNOHANG) > 0) /* the reaper */
+		;
+}
+
+TEST(spawn_exec_failure_is_reported)
+{
+	char *d = tmpdir(), *log, *cause = NULL;
+	char *argv[] = {"/no/such/program", NULL};
+
+	xasprintf(&log, "%s/out.log", d);
+	CHECK_INT(proc_spawn(argv, -1, log, &cause), -1);
+	CHECK(cause != NULL && strstr(cause, "/no/such/program") != NULL);
+	free(cause);
+	cause = NULL;
+	char *argv2[] = {"/bin/true", NULL};
+	CHECK_INT(proc_spawn(argv2, -1, "/no/such/dir/log", &cause), -1);
+	CHECK(strstr(cause, "/no/such/dir/log") != NULL);
+	free(cause);
+	free(log);
+	rmtree(d);
+	free(d);
+}
+
+TEST(terminate_escalates_to_sigkill)
+{
+	char *d = tmpdir(), *log, *needle;
+	pid_t pid;
+
+	xasprintf(&log, "%s/out.log", d);
+	xasprintf(&needle, "%s/needle", d);
+	char *script;
+	xasprintf(
+	    &script, "trap '' TERM; while :; do sleep 1; done # %s", needle);
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	pid = proc_spawn(argv, -1, log, NULL);
+	CHECK(pid > 0);
+	usleep(200000); /* let the shell set its trap */
+	CHECK_INT(proc_terminate(pid, needle, 300), 0);
+	CHECK(!pid_exists(pid));
+	/* not ours any more: nothing to do */
+	CHECK_INT(proc_terminate(pid, needle, 300), 0);
+	CHECK_INT(proc_wait_gone(pid, needle, mono_ms() + 10), 0);
+	free(script);
+	free(needle);
+	free(log);
+	rmtree(d);
+	free(d);
+}
+
+TEST(proc_matches_rejects_bad_input)
+{
+	CHECK(!proc_matches(0, "x"));
+	CHECK(!proc_matches(-5, "x"));
+	CHECK(!proc_matches(getpid(), NULL));
+	CHECK(!proc_matches(getpid(), ""));
+	CHECK(proc_matches(getpid(), "unit-session"));
+}
+
+TEST(file_tail_last_lines_sanitized)
+{
+	char *d = tmpdir(), *path, *t;
+	int fd;
+
+	xasprintf(&path, "%s/log", d);
+	CHECK(file_tail(path, 3) == NULL); /* missing */
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(file_tail(path, 3) == NULL); /* empty */
+	const char text[] = "one\ntwo\nthree\x1b[0m\r\nfour\nfive\n\n";
+	CHECK(write_all(fd, text, sizeof text - 1) > 0);
+	close(fd);
+	t = file_tail(path, 3);
+	CHECK_STR(t, "three?[0m \nfour\nfive");
+	free(t);
+	t = file_tail(path, 100);
+	CHECK(strncmp(t, "one\n", 4) == 0);
+	free(t);
+	free(path);
+	rmtree(d);
+	free(d);
+}
+
+TEST(rmtree_removes_without_following_links)
+{
+	char *d = tmpdir(), *keep = tmpdir(), *p;
+	struct stat st;
+
+	xasprintf(&p, "%s/a/b", d);
+	CHECK(mkdir_p(p, 0700) == 0);
+	free(p);
+	xasprintf(&p, "%s/a/b/file", d);
+	close(open(p, O_WRONLY | O_CREAT, 0600));
+	free(p);
+	xasprintf(&p, "%s/kept", keep);
+	close(open(p, O_WRONLY | O_CREAT, 0600));
+	free(p);
+	xasprintf(&p, "%s/a/link", d);
+	CHECK(symlink(keep, p) == 0);
+	free(p);
+	CHECK_INT(rmtree(d), 0);
+	CHECK(lstat(d, &st) != 0);
+	xasprintf(&p, "%s/kept", keep);
+	CHECK(stat(p, &st) == 0); /* the link's target survived */
+	free(p);
+	CHECK_INT(rmtree(d), 0); /* already gone: fine */
+	rmtree(keep);
+	free(keep);
+	free(d);
+}
