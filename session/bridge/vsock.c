@@ -573,6 +573,7 @@ guest_rw(struct vsock *vs, struct vconn *c, const struct vsock_hdr *h,
 		return 0;
 	if (c->sock < 0) {
 		c->fwd_cnt += len; /* the client is gone: discard */
+		credit_check(vs, c);
 		return 0;
 	}
 	if (c->buf_len == 0 && c->ok_off == c->ok_len && c->writable) {
