@@ -38,8 +38,8 @@ COMMON_SRCS := common/xmalloc.c common/log.c common/util.c
 all:
 
 -include proto/proto.mk
--include agent/agent.mk
 -include agent/archive.mk
+-include agent/agent.mk
 -include session/session.mk
 -include session/bridge/bridge.mk
 -include cli/cli.mk

@@ -549,7 +549,10 @@ tar_export_exclude(struct tar_export *te, dev_t dev, ino_t ino)
 	te->ex_ino = ino;
 }
 
-/* Fill buf with up to len archive bytes; 0 at the end, -1 with cause. */
+/*
+ * Fill buf with up to len archive bytes: returns how many, 0 at the end,
+ * -1 with cause on error (after handing out the bytes made before it).
+ */
 ssize_t
 tar_export_read(struct tar_export *te, void *buf, size_t len, char **cause)
 {
@@ -581,9 +584,15 @@ tar_export_read(struct tar_export *te, void *buf, size_t len, char **cause)
 			r = read(te->fd, out + got, n);
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r < 0)
-				return xp_fail(te, cause, "read '%s': %s",
-				    te->cur, strerror(errno));
+			if (r < 0) {
+				xp_fail(te, cause, "read '%s': %s", te->cur,
+				    strerror(errno));
+				if (got == 0)
+					return -1;
+				free(*cause); /* the next call reports it */
+				*cause = NULL;
+				break;
+			}
 			if (r == 0) {
 				/* Shrunk: keep the promise with zeros. */
 				log_debug("%s: '%s' shrank", __func__, te->cur);
@@ -603,8 +612,13 @@ tar_export_read(struct tar_export *te, void *buf, size_t len, char **cause)
 			te->fd = -1;
 		} else if (te->ended)
 			break;
-		else if (xp_next(te, cause) != 0)
-			return -1;
+		else if (xp_next(te, cause) != 0) {
+			if (got == 0)
+				return -1;
+			free(*cause); /* the next call reports it */
+			*cause = NULL;
+			break;
+		}
 	}
 	return (ssize_t)got;
 }
