@@ -47,43 +47,12 @@ t_init(struct t *t)
 	return 0;
 }
 
-/* Send one message as QEMU does (fds attached to the header). */
-static int
-send_msg(int fd, uint32_t req, uint32_t flags, const void *p, uint32_t size,
-    const int *fds, int nfds)
-{
-	uint8_t buf[12 + 1024];
-	uint32_t h[3] = {req, flags, size};
-	char cbuf[CMSG_SPACE(sizeof(int) * 8)];
-	struct iovec iov = {buf, 12 + size};
-	struct msghdr mh = {0};
-
-	memcpy(buf, h, 12);
-	if (size > 0)
-		memcpy(buf + 12, p, size);
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	if (nfds > 0) {
-		struct cmsghdr *c;
-
-		memset(cbuf, 0, sizeof cbuf);
-		mh.msg_control = cbuf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-	}
-	return sendmsg(fd, &mh, 0) == (ssize_t)(12 + size) ? 0 : -1;
-}
-
 /* Send a message and let the device handle it; vhu_dispatch's result. */
 static int
 roundtrip(struct t *t, uint32_t req, uint32_t flags, const void *p,
     uint32_t size, const int *fds, int nfds)
 {
-	if (send_msg(t->qemu, req, flags, p, size, fds, nfds) != 0)
+	if (fv_send(t->qemu, req, flags, p, size, fds, nfds) != 0)
 		return -999;
 	return vhu_dispatch(&t->d);
 }
