@@ -103,14 +103,20 @@ cmd_exec_request(
 	return 0;
 }
 
-/* Write a reply's output string to fd (missing or non-string: nothing). */
+/*
+ * Write a reply's output string to fd, decoded from the raw reply so NUL
+ * bytes survive (missing or not a string: nothing).
+ */
 static void
-exec_output(const cJSON *reply, const char *key, int fd)
+exec_output(const char *raw, size_t raw_len, const char *key, int fd)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, key);
+	char *bytes;
+	size_t len;
 
-	if (cJSON_IsString(v) && v->valuestring != NULL)
-		write_all(fd, v->valuestring, strlen(v->valuestring));
+	if (agent_reply_bytes(raw, raw_len, key, &bytes, &len) != 0)
+		return;
+	write_all(fd, bytes, len);
+	free(bytes);
 }
 
 /* Say so when the agent cut a stream at its output limit. */
@@ -164,8 +170,9 @@ cmd_exec_exec(struct args *a)
 	struct session_record r;
 	struct vsock_target t;
 	cJSON *req, *reply;
-	char *cause = NULL, *home;
+	char *cause = NULL, *home, *raw = NULL;
 	const char *state;
+	size_t raw_len = 0;
 	int timeout_s, rc;
 	uint64_t now;
 
@@ -197,7 +204,8 @@ cmd_exec_exec(struct args *a)
 	session_target(&r, &t);
 	now = mono_ms();
 	reply = agent_call(&t, req, now + EXEC_CONNECT_MS,
-	    now + (uint64_t)timeout_s * 1000 + EXEC_SLACK_MS, &cause);
+	    now + (uint64_t)timeout_s * 1000 + EXEC_SLACK_MS, &raw, &raw_len,
+	    &cause);
 	cJSON_Delete(req);
 	if (reply == NULL) {
 		cli_error("%s", cause);
@@ -206,8 +214,9 @@ cmd_exec_exec(struct args *a)
 		return 1;
 	}
 	fflush(stdout);
-	exec_output(reply, "stdout", STDOUT_FILENO);
-	exec_output(reply, "stderr", STDERR_FILENO);
+	exec_output(raw, raw_len, "stdout", STDOUT_FILENO);
+	exec_output(raw, raw_len, "stderr", STDERR_FILENO);
+	free(raw);
 	exec_truncated(reply, "stdout");
 	exec_truncated(reply, "stderr");
 	rc = exec_status(reply, timeout_s);

@@ -115,8 +115,8 @@ cmd_ping_exec(struct args *a)
 	cJSON_AddStringToObject(req, "action", "ping");
 	session_target(&r, &t);
 	now = mono_ms();
-	reply = agent_call(
-	    &t, req, now + PING_CONNECT_MS, now + PING_REPLY_MS, &cause);
+	reply = agent_call(&t, req, now + PING_CONNECT_MS, now + PING_REPLY_MS,
+	    NULL, NULL, &cause);
 	cJSON_Delete(req);
 	record_free(&r);
 	if (reply == NULL) {

@@ -277,7 +277,8 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		uint64_t now = mono_ms(), cd, rd;
 
 		if (o->interrupted != NULL && *o->interrupted) {
-			xasprintf(cause, "interrupted");
+			xasprintf(
+			    cause, "interrupted while booting '%s'", r->name);
 			res = BOOT_FAILED;
 			break;
 		}
@@ -298,7 +299,7 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		                                      : deadline;
 		rd = now + PING_REPLY_MS < deadline ? now + PING_REPLY_MS
 		                                    : deadline;
-		reply = agent_call(&t, req, cd, rd, &why);
+		reply = agent_call(&t, req, cd, rd, NULL, NULL, &why);
 		if (reply != NULL) {
 			cJSON_Delete(reply);
 			res = BOOT_READY;
@@ -453,9 +454,15 @@ session_launch(
 		if (res == BOOT_FAILED)
 			goto fail;
 		if (fallback) {
-			notice(o, "KVM guest %s; falling back to TCG",
-			    res == BOOT_QEMU_DIED ? "failed to start"
-			                          : "was not ready in time");
+			if (res == BOOT_QEMU_DIED)
+				notice(o,
+				    "KVM guest failed to start; falling "
+				    "back to TCG");
+			else
+				notice(o,
+				    "KVM guest not ready after %d s; falling "
+				    "back to TCG",
+				    (int)(limit / 1000));
 			launch_reset(&r);
 			free(r.accel);
 			r.accel = xstrdup("tcg");

@@ -159,9 +159,12 @@ int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
 #define AGENT_MAX_REPLY (256u * 1024 * 1024)
 
 cJSON *agent_parse_reply(const char *buf, size_t len, char **cause);
-cJSON *agent_exchange(
-    int fd, const cJSON *req, uint64_t deadline, char **cause);
+cJSON *agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
+    size_t *raw_len, char **cause);
 cJSON *agent_call(const struct vsock_target *, const cJSON *req,
-    uint64_t connect_deadline, uint64_t deadline, char **cause);
+    uint64_t connect_deadline, uint64_t deadline, char **raw, size_t *raw_len,
+    char **cause);
+int agent_reply_bytes(
+    const char *buf, size_t len, const char *key, char **out, size_t *out_len);
 
 #endif

@@ -185,8 +185,8 @@ session_stop(const struct session_record *r, int force)
 
 		cJSON_AddStringToObject(req, "action", "shutdown");
 		session_target(r, &t);
-		reply = agent_call(
-		    &t, req, now + STOP_AGENT_MS, now + STOP_AGENT_MS, &why);
+		reply = agent_call(&t, req, now + STOP_AGENT_MS,
+		    now + STOP_AGENT_MS, NULL, NULL, &why);
 		cJSON_Delete(req);
 		cJSON_Delete(reply);
 		if (reply == NULL) {
