@@ -1,0 +1,480 @@
+/*
+ * init.c: vmux-init, PID 1 of the default vmux guest.
+ *
+ * Owns the guest's early life: console, pseudo file systems, hostname,
+ * kernel modules, loopback, the agent (restarted with backoff when it dies),
+ * zombie reaping and a clean power-off. Built fully static so it runs before
+ * anything else exists. Console lines all start with "vmux-init: "; the host
+ * waits for "vmux-init: start" (kernel reached /init) and
+ * "vmux-init: agent started".
+ *
+ * Signals (as busybox init): SIGUSR1, SIGUSR2 and SIGPWR power off; SIGTERM
+ * and SIGINT (Ctrl-Alt-Del) reboot. Both end QEMU, which runs with
+ * -no-reboot. Either way every process gets SIGTERM, then SIGKILL after a
+ * grace period, then file systems are synced.
+ *
+ * Kernel command line: vmux.hostname=NAME sets the host name (default vmux).
+ */
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+
+#include <net/if.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+#define BACKOFF_MIN_MS  100
+#define BACKOFF_MAX_MS  5000
+#define AGENT_STABLE_MS 10000 /* an agent that lived this long resets backoff  \
+	                       */
+#define GRACE_MS 2000         /* SIGTERM to SIGKILL at shutdown */
+
+static pid_t agent_pid = -1;
+static sigset_t init_sigs;
+
+/* Milliseconds since boot (CLOCK_BOOTTIME needs no /proc). */
+static long long
+uptime_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Print one "vmux-init: ..." line on the console in a single write. */
+static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(buf, sizeof buf, "vmux-init: ");
+	va_start(ap, fmt);
+	n += vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof buf - 2)
+		n = (int)sizeof buf - 2;
+	buf[n++] = '\n';
+	if (write(2, buf, (size_t)n) < 0) {
+		/* Nowhere left to report to. */
+	}
+}
+
+/*
+ * Make sure fds 0-2 are the console. An initramfs built without root has no
+ * /dev/console node, so the kernel hands us no fds: mount devtmpfs early.
+ */
+static void
+console_setup(void)
+{
+	int fd;
+
+	if (fcntl(2, F_GETFD) >= 0)
+		return;
+	mkdir("/dev", 0755);
+	mount("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
+	if ((fd = open("/dev/console", O_RDWR | O_NOCTTY)) < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+/* Mount one file system, creating the mount point; already mounted is ok. */
+static void
+mount_one(const char *src, const char *dst, const char *type,
+    unsigned long flags, const char *data, mode_t mode)
+{
+	if (mkdir(dst, mode) < 0 && errno != EEXIST)
+		say("mkdir %s: %s", dst, strerror(errno));
+	if (mount(src, dst, type, flags, data) < 0 && errno != EBUSY)
+		say("mount %s on %s: %s", type, dst, strerror(errno));
+}
+
+/* The pseudo file systems every program expects. */
+static void
+mount_all(void)
+{
+	const unsigned long nse = MS_NOSUID | MS_NODEV | MS_NOEXEC;
+
+	mount_one("proc", "/proc", "proc", nse, NULL, 0555);
+	mount_one("sysfs", "/sys", "sysfs", nse, NULL, 0555);
+	mount_one("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755", 0755);
+	mount_one("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	    "gid=5,mode=0620,ptmxmode=0666", 0755);
+	mount_one("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+	    "mode=1777", 01777);
+	mount_one(
+	    "tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777", 01777);
+	mount_one(
+	    "tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755", 0755);
+
+	/* devtmpfs has a ptmx node; fall back to the devpts one. */
+	if (access("/dev/ptmx", F_OK) < 0)
+		symlink("pts/ptmx", "/dev/ptmx");
+	symlink("/proc/self/fd", "/dev/fd");
+	symlink("/proc/self/fd/0", "/dev/stdin");
+	symlink("/proc/self/fd/1", "/dev/stdout");
+	symlink("/proc/self/fd/2", "/dev/stderr");
+	mkdir("/root", 0700);
+}
+
+/* Read a small file into buf (NUL-terminated); length or -1. */
+static ssize_t
+read_small(const char *path, char *buf, size_t size)
+{
+	ssize_t n, done = 0;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	while ((size_t)done < size - 1) {
+		n = read(fd, buf + done, size - 1 - (size_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += n;
+	}
+	close(fd);
+	buf[done] = '\0';
+	return done;
+}
+
+/* Host name from vmux.hostname= on the kernel command line, else "vmux". */
+static void
+set_hostname(void)
+{
+	char cmdline[4096], name[65] = "vmux", *p, hosts[256];
+	size_t len;
+	int fd;
+
+	if (read_small("/proc/cmdline", cmdline, sizeof cmdline) > 0) {
+		for (p = strtok(cmdline, " \n"); p != NULL;
+		     p = strtok(NULL, " \n")) {
+			if (strncmp(p, "vmux.hostname=", 14) != 0)
+				continue;
+			len = strlen(p + 14);
+			if (len > 0 && len < sizeof name)
+				memcpy(name, p + 14, len + 1);
+		}
+	}
+	if (sethostname(name, strlen(name)) < 0)
+		say("sethostname %s: %s", name, strerror(errno));
+
+	/* Resolvers want their own name in /etc/hosts. */
+	mkdir("/etc", 0755);
+	fd = open("/etc/hosts", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		len = (size_t)snprintf(hosts, sizeof hosts,
+		    "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t%s\n",
+		    name);
+		if (write(fd, hosts, len) < 0)
+			say("/etc/hosts: %s", strerror(errno));
+		close(fd);
+	}
+}
+
+/*
+ * Load the modules listed, in dependency order, in
+ * /lib/modules/<release>/vmux.load (written when the image was built).
+ * A failure is reported and the rest still load.
+ */
+static void
+load_modules(void)
+{
+	struct utsname u;
+	char dir[300], list[8192], path[600], *line, *save;
+	int fd, loaded = 0, failed = 0;
+	long long t0 = uptime_ms();
+
+	if (uname(&u) < 0)
+		return;
+	snprintf(dir, sizeof dir, "/lib/modules/%s", u.release);
+	snprintf(path, sizeof path, "%s/vmux.load", dir);
+	if (read_small(path, list, sizeof list) < 0) {
+		say("no module list %s: %s", path, strerror(errno));
+		return;
+	}
+	for (line = strtok_r(list, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (*line == '\0' || *line == '#')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, line);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			say("module %s: %s", line, strerror(errno));
+			failed++;
+			continue;
+		}
+		if (syscall(SYS_finit_module, fd, "", 0) < 0 &&
+		    errno != EEXIST) {
+			say("module %s: %s", line, strerror(errno));
+			failed++;
+		} else
+			loaded++;
+		close(fd);
+	}
+	if (failed != 0)
+		say("%d modules loaded, %d FAILED (%lld ms)", loaded, failed,
+		    uptime_ms() - t0);
+	else
+		say("%d modules loaded (%lld ms)", loaded, uptime_ms() - t0);
+}
+
+/* Bring the loopback interface up (the kernel then adds 127.0.0.1, ::1). */
+static void
+loopback_up(void)
+{
+	struct ifreq ifr;
+	int s;
+
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+		say("lo: socket: %s", strerror(errno));
+		return;
+	}
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr) == 0) {
+			close(s);
+			return;
+		}
+	}
+	say("lo: %s", strerror(errno));
+	close(s);
+}
+
+/*
+ * Start the agent through vmux's own loader so it runs whatever libc the
+ * root file system has (or none). Returns the pid, or -1 if exec failed
+ * (reported through a close-on-exec pipe, so "started" means exec'd).
+ */
+static pid_t
+agent_start(void)
+{
+	char *const argv[] = {
+	    (char *)VMUX_GUEST_LOADER, (char *)VMUX_AGENT_PATH, NULL};
+	const char *prog = VMUX_GUEST_LOADER;
+	int p[2], err = 0, fd, direct = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (access(VMUX_GUEST_LOADER, X_OK) < 0)
+		direct = 1; /* a static agent needs no loader */
+	if (direct)
+		prog = VMUX_AGENT_PATH;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		say("agent: pipe: %s", strerror(errno));
+		return -1;
+	}
+	if ((pid = fork()) < 0) {
+		say("agent: fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		sigprocmask(SIG_UNBLOCK, &init_sigs, NULL);
+		setsid();
+		if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
+			dup2(fd, 0);
+			if (fd != 0)
+				close(fd);
+		}
+		execv(prog, direct ? argv + 1 : argv);
+		err = errno;
+		if (write(p[1], &err, sizeof err) < 0) {
+			/* The parent sees EOF and believes exec worked. */
+		}
+		_exit(127);
+	}
+	close(p[1]);
+	do
+		n = read(p[0], &err, sizeof err);
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n == (ssize_t)sizeof err) {
+		say("agent: exec %s: %s", prog, strerror(err));
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	say("agent started (pid %d, uptime %lld ms)", (int)pid, uptime_ms());
+	return pid;
+}
+
+/* Describe how a child ended, for the console. */
+static void
+describe_exit(int status, char *buf, size_t size)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, size, "exited %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, size, "killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, size, "status %#x", status);
+}
+
+/* Reap every dead child; returns 1 if the agent was among them. */
+static int
+reap(void)
+{
+	char how[64];
+	int status, agent_died = 0;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid != agent_pid)
+			continue;
+		describe_exit(status, how, sizeof how);
+		say("agent (pid %d) %s", (int)pid, how);
+		agent_pid = -1;
+		agent_died = 1;
+	}
+	return agent_died;
+}
+
+/* When to try the agent again; doubles the delay for next time. */
+static long long
+backoff_next(int *backoff)
+{
+	long long at = uptime_ms() + *backoff;
+
+	say("restarting agent in %d ms", *backoff);
+	*backoff =
+	    *backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : *backoff * 2;
+	return at;
+}
+
+/* Stop everything and power off or reboot; never returns. */
+static void __attribute__((noreturn)) shutdown_now(int cmd)
+{
+	long long deadline;
+	pid_t pid;
+
+	say("%s", cmd == RB_POWER_OFF ? "powering off" : "rebooting");
+	kill(-1, SIGTERM);
+	deadline = uptime_ms() + GRACE_MS;
+	for (;;) {
+		pid = waitpid(-1, NULL, WNOHANG);
+		if (pid > 0)
+			continue;
+		if (pid < 0 && errno == ECHILD)
+			break; /* everyone is gone */
+		if (uptime_ms() >= deadline)
+			break;
+		usleep(20 * 1000);
+	}
+	kill(-1, SIGKILL);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	sync();
+	reboot(cmd);
+	say("reboot: %s", strerror(errno));
+	for (;;)
+		pause();
+}
+
+/* PID 1: set the guest up, then supervise the agent until told to stop. */
+int
+main(void)
+{
+	struct timespec ts, *timeout;
+	long long next_start = 0, started_at = 0;
+	int backoff = BACKOFF_MIN_MS, sig, have_agent;
+
+	console_setup();
+	say("start (uptime %lld ms)", uptime_ms());
+	if (getpid() != 1) {
+		say("must run as PID 1");
+		return 1;
+	}
+
+	/* Signals are taken synchronously in the loop below. */
+	sigemptyset(&init_sigs);
+	sigaddset(&init_sigs, SIGCHLD);
+	sigaddset(&init_sigs, SIGTERM);
+	sigaddset(&init_sigs, SIGINT);
+	sigaddset(&init_sigs, SIGUSR1);
+	sigaddset(&init_sigs, SIGUSR2);
+	sigaddset(&init_sigs, SIGPWR);
+	sigaddset(&init_sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &init_sigs, NULL);
+	reboot(RB_DISABLE_CAD); /* Ctrl-Alt-Del becomes SIGINT */
+
+	umask(022);
+	if (chdir("/") < 0)
+		say("chdir /: %s", strerror(errno));
+	mount_all();
+	set_hostname();
+	setenv("PATH",
+	    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin",
+	    1);
+	setenv("HOME", "/root", 1);
+	setenv("TERM", "xterm-256color", 1);
+	load_modules();
+	loopback_up();
+
+	have_agent = access(VMUX_AGENT_PATH, F_OK) == 0;
+	if (!have_agent)
+		say("no agent at %s", VMUX_AGENT_PATH);
+
+	for (;;) {
+		if (have_agent && agent_pid < 0 && uptime_ms() >= next_start) {
+			started_at = uptime_ms();
+			if ((agent_pid = agent_start()) < 0)
+				next_start = backoff_next(&backoff);
+		}
+
+		timeout = NULL;
+		if (have_agent && agent_pid < 0) {
+			long long wait = next_start - uptime_ms();
+			if (wait < 0)
+				wait = 0;
+			ts.tv_sec = wait / 1000;
+			ts.tv_nsec = (wait % 1000) * 1000000;
+			timeout = &ts;
+		}
+		sig = sigtimedwait(&init_sigs, NULL, timeout);
+		if (sig < 0)
+			continue; /* timeout or EINTR */
+
+		switch (sig) {
+		case SIGCHLD:
+			if (!reap())
+				break;
+			if (uptime_ms() - started_at >= AGENT_STABLE_MS)
+				backoff = BACKOFF_MIN_MS;
+			next_start = backoff_next(&backoff);
+			break;
+		case SIGUSR1:
+		case SIGUSR2:
+		case SIGPWR:
+			shutdown_now(RB_POWER_OFF);
+		case SIGTERM:
+		case SIGINT:
+			shutdown_now(RB_AUTOBOOT);
+		default:
+			break; /* SIGHUP: nothing to reload */
+		}
+	}
+}
