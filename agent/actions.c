@@ -53,7 +53,8 @@ read_reply(struct agent *a, struct conn *c, struct shell *s, uint64_t from,
 	    truncated && skip < take && skip < 3 && (tmp[skip] & 0xc0) == 0x80)
 		skip++;
 	/* No more output can come: a cut character at the end is invalid. */
-	final = s->state != SHELL_RUNNING && s->master < 0 && take == avail;
+	final = s->state != SHELL_RUNNING && (s->master < 0 || s->pty_eof) &&
+	    take == avail;
 
 	buf_init(&b);
 	utf8_json_string(&b, tmp + skip, take - skip, max_chars, final, &used);

@@ -243,8 +243,9 @@ struct shell {
 	char **argv;   /* argv form, or NULL */
 	char *path;    /* what was executed */
 	pid_t pid;
-	int pidfd;  /* -1: poll with waitpid */
-	int master; /* -1 once hung up */
+	int pidfd;   /* -1: poll with waitpid */
+	int master;  /* -1 once hung up */
+	int pty_eof; /* every slave fd closed (master kept till exit) */
 	int cols, rows;
 	enum shell_state state;
 	int exited; /* seen with WNOWAIT: a zombie keeps the pid */

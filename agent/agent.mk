@@ -33,3 +33,8 @@ UNIT_TESTS += agent_serve
 UNIT_agent_serve_SRCS := tests/unit/test_agent_serve.c \
 	tests/unit/test_agent_client.c $(AGENT_SRCS)
 UNIT_agent_serve_LIBS := $(AGENT_LIBS)
+
+UNIT_TESTS += agent_shell
+UNIT_agent_shell_SRCS := tests/unit/test_agent_shell.c \
+	tests/unit/test_agent_client.c $(AGENT_SRCS)
+UNIT_agent_shell_LIBS := $(AGENT_LIBS)

@@ -361,7 +361,7 @@ build_pollset(struct agent *a, struct pollset *ps)
 	for (struct shell *s = a->shells; s != NULL; s = s->next) {
 		if (s->dead)
 			continue;
-		if (s->master >= 0) {
+		if (s->master >= 0 && !s->pty_eof) {
 			ev = POLLIN | (s->input.len ? POLLOUT : 0);
 			pollset_add(ps, s->master, ev, REF_PTY, s);
 		}

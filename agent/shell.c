@@ -286,7 +286,8 @@ shell_stopped(struct agent *a, struct shell *s)
 	s->stop_cursor = s->ring.end;
 	s->stop_deadline = 0;
 	s->input.len = 0;
-	log_debug("shell %s: stopped, exit %d", s->id, s->exit_code);
+	log_debug("shell %s: stopped, exit %d, signal %d", s->id, s->exit_code,
+	    s->exit_signal);
 	for (struct conn *c = s->clients; c != NULL; c = c->snext) {
 		if (c->state == CONN_ATTACHED)
 			attach_write(a, c);
@@ -300,7 +301,7 @@ shell_read_pty(struct agent *a, struct shell *s)
 	static uint8_t chunk[SHELL_READ_CHUNK];
 	ssize_t n;
 
-	if (s->master < 0)
+	if (s->master < 0 || s->pty_eof)
 		return;
 	n = read(s->master, chunk, sizeof chunk);
 	if (n > 0) {
@@ -313,11 +314,17 @@ shell_read_pty(struct agent *a, struct shell *s)
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	/* EIO: every slave fd is closed. */
-	close(s->master);
-	s->master = -1;
-	if (s->exited)
+	/*
+	 * EIO: every slave fd is closed. Closing the master now would hang
+	 * up a shell that is still on its way out (SIGHUP after it closed
+	 * its fds), so keep it until the process has exited.
+	 */
+	s->pty_eof = 1;
+	if (s->exited) {
+		close(s->master);
+		s->master = -1;
 		shell_stopped(a, s);
+	}
 }
 
 /* Write what the PTY takes of the pending input. */
@@ -395,6 +402,8 @@ shell_check_exit(struct agent *a, struct shell *s)
 	} else if (si.si_pid != s->pid)
 		return;
 	s->exited = 1;
+	log_debug("shell %s: pid %d code %d status %d", s->id, (int)s->pid,
+	    si.si_code, si.si_status);
 	s->ended_at = wall_time();
 	if (si.si_code == CLD_EXITED)
 		s->exit_code = si.si_status;
@@ -411,6 +420,10 @@ shell_check_exit(struct agent *a, struct shell *s)
 		return;
 	}
 	shell_read_pty(a, s); /* what is already there */
+	if (s->master >= 0 && s->pty_eof) {
+		close(s->master);
+		s->master = -1;
+	}
 	if (s->master < 0)
 		shell_stopped(a, s);
 	else

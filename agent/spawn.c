@@ -298,6 +298,7 @@ kill_session(pid_t sid, int sig)
 
 	if (sid <= 1)
 		NEVER("kill_session of init");
+	log_debug("kill_session %d: signal %d", (int)sid, sig);
 	kill(-sid, sig);
 	if ((d = opendir("/proc")) == NULL)
 		return;

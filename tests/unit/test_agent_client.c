@@ -51,6 +51,7 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 		return -1;
 	if (ta->pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		log_open("vmux-agent-test");
 		if (getppid() != parent)
 			_exit(1);
 		_exit(agent_serve(fd, &ta->opts));
