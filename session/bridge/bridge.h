@@ -44,6 +44,7 @@ void mem_init(struct mem *);
 int mem_add(struct mem *, uint64_t gpa, uint64_t size, uint64_t uva,
     uint64_t offset, int fd);
 void mem_clear(struct mem *);
+void mem_trim(const struct mem *);
 void *mem_gpa(const struct mem *, uint64_t gpa, uint64_t *avail);
 void *mem_uva(const struct mem *, uint64_t uva, uint64_t len);
 
@@ -289,9 +290,11 @@ int pump_rx(struct vhu *, struct vsock *, uint64_t now, int budget);
 
 /* loop.c */
 #define BRIDGE_MAX_ALLOW               64
-#define BRIDGE_MAX_PENDING             64 /* sockets still sending their CONNECT line */
+#define BRIDGE_MAX_PENDING             64 /* clients before CONNECT */
 #define BRIDGE_DEFAULT_CONNECT_TIMEOUT 5000
 #define BRIDGE_LINE_TIMEOUT            5000
+#define BRIDGE_TRIM_IDLE_MS            1000 /* mem_trim after this quiet */
+#define BRIDGE_TRIM_CHAINS             256  /* or after this many chains */
 
 struct bridge_cfg {
 	const char *vhu_path, *uds_path;

@@ -58,6 +58,8 @@ struct bridge {
 	uint64_t pending_deadline[BRIDGE_MAX_PENDING];
 	int npending;
 	int quit, status;
+	uint64_t last_activity; /* for mem_trim */
+	unsigned since_trim;    /* chains processed since the last trim */
 };
 
 #define SOCK_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
@@ -507,11 +509,34 @@ next_timeout(struct bridge *b, uint64_t now)
 		if (d == 0 || b->pending_deadline[i] < d)
 			d = b->pending_deadline[i];
 	}
+	if (b->since_trim > 0) {
+		uint64_t t = b->last_activity + BRIDGE_TRIM_IDLE_MS;
+
+		if (d == 0 || t < d)
+			d = t;
+	}
 	if (d == 0)
 		return -1;
 	if (d <= now)
 		return 0;
 	return d - now > 60000 ? 60000 : (int)(d - now);
+}
+
+/*
+ * Keep guest pages out of our RSS: after a quiet second, or every few
+ * hundred chains while busy (each chain touches a page or two of guest
+ * memory; refaulting them costs little next to moving the data).
+ */
+static void
+maybe_trim(struct bridge *b, uint64_t now)
+{
+	if (b->since_trim == 0)
+		return;
+	if (b->since_trim < BRIDGE_TRIM_CHAINS &&
+	    now - b->last_activity < BRIDGE_TRIM_IDLE_MS)
+		return;
+	mem_trim(&b->vhu.mem);
+	b->since_trim = 0;
 }
 
 /* Run until QEMU goes away or a signal; the exit status. */
@@ -540,8 +565,18 @@ bridge_run(struct bridge *b)
 		}
 		busy = 0;
 		if (b->vhu_up) {
+			uint16_t rx = b->vhu.vq[0].last_avail;
+			uint16_t tx = b->vhu.vq[1].last_avail;
+
 			busy |= pump_tx(&b->vhu, b->vs, now, 256);
 			busy |= pump_rx(&b->vhu, b->vs, now, 256);
+			rx = (uint16_t)(b->vhu.vq[0].last_avail - rx);
+			tx = (uint16_t)(b->vhu.vq[1].last_avail - tx);
+			if (rx + tx > 0) {
+				b->last_activity = now;
+				b->since_trim += rx + tx;
+			}
+			maybe_trim(b, now);
 		}
 	}
 	return b->status;

@@ -6,6 +6,8 @@
  * the mappings; mem_add does not keep the fd (the caller closes it).
  * Translations never return a pointer outside a mapped region, and report
  * how many bytes are contiguous from there, so callers clamp every access.
+ * Mappings are always MAP_SHARED (never MADV_REMOVE: that would punch holes
+ * in the guest's RAM).
  */
 #include <errno.h>
 #include <string.h>
@@ -51,6 +53,19 @@ mem_add(struct mem *m, uint64_t gpa, uint64_t size, uint64_t uva,
 	r->map_len = (size_t)len;
 	r->host = (uint8_t *)p + offset;
 	return 0;
+}
+
+/*
+ * Drop our page-table entries for guest memory (MADV_DONTNEED on a shared
+ * mapping keeps the contents: the pages stay in QEMU's memfd). Guest pages
+ * the bridge touched otherwise stay in its RSS although they are the
+ * guest's RAM, not the bridge's; the next access simply faults them back.
+ */
+void
+mem_trim(const struct mem *m)
+{
+	for (int i = 0; i < m->n; i++)
+		madvise(m->r[i].map, m->r[i].map_len, MADV_DONTNEED);
 }
 
 /* Unmap everything. */
