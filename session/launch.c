@@ -319,13 +319,15 @@ static enum boot_result
 launch_boot(const struct launch_opts *o, struct session_record *r,
     uint64_t deadline, char **cause)
 {
-	pid_t pid;
+	pid_t pid = 0;
+	int rc;
 
 	if (!r->vsock_kernel) {
-		if (launch_bridge(r, &pid, cause) != 0)
-			return BOOT_FAILED;
+		/* keep the pid even when it never got ready: cleanup needs it
+		 */
+		rc = launch_bridge(r, &pid, cause);
 		r->bridge_pid = pid;
-		if (launch_save(r, cause) != 0)
+		if (rc != 0 || launch_save(r, cause) != 0)
 			return BOOT_FAILED;
 	}
 	if (launch_qemu(r, &pid, cause) != 0)
