@@ -318,6 +318,16 @@ conn_timers(struct agent *a, struct conn *c)
 		actions_wait_check(a, c);
 		return;
 	}
+	if (c->state == CONN_ATTACHED && c->closing) {
+		/* Last frames out, but a client that does not read them
+		 * must not keep the connection forever. */
+		if (c->deadline == 0 ||
+		    c->deadline > a->now + AGENT_WRITE_TIMEOUT_MS)
+			c->deadline = a->now + AGENT_WRITE_TIMEOUT_MS;
+		else if (a->now >= c->deadline)
+			conn_kill(a, c);
+		return;
+	}
 	if (c->state == CONN_ATTACHED) {
 		/* A client that stopped sending may be gone (vsock gives no
 		 * POLLHUP): probe now and then. */
@@ -533,6 +543,8 @@ agent_serve(int listen_fd, const struct agent_opts *opts)
 	a.opts = opts;
 	a.listen_fd = listen_fd;
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);  /* a console hangup must not end us */
+	signal(SIGCHLD, SIG_DFL); /* ignored, children would reap themselves */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
