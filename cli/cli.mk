@@ -9,8 +9,9 @@ ifneq ($(SESSION_QEMU_SRCS),)
 PROGRAMS += $(BIN)/vmux
 endif
 
-$(BIN)/vmux: $(call objs,$(CLI_SRCS) $(SESSION_SRCS) $(SESSION_QEMU_SRCS) \
-             $(COMMON_SRCS))
+# (Object paths spelled out: objs is defined after the fragments are read.)
+$(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
+             $(SESSION_QEMU_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS)

@@ -54,7 +54,10 @@ add_tail(char **msg, const char *label, const char *path)
 static void
 launch_cleanup(struct session_record *r)
 {
-	proc_terminate(r->qemu_pid, r->console_log, 0);
+	char *needle = session_qemu_needle(r);
+
+	proc_terminate(r->qemu_pid, needle, 0);
+	free(needle);
 	if (!r->vsock_kernel)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
 	if (r->sock_dir != NULL)
@@ -342,7 +345,10 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 static void
 launch_reset(struct session_record *r)
 {
-	proc_terminate(r->qemu_pid, r->console_log, 0);
+	char *needle = session_qemu_needle(r);
+
+	proc_terminate(r->qemu_pid, needle, 0);
+	free(needle);
 	if (!r->vsock_kernel)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
 	r->qemu_pid = r->bridge_pid = 0;

@@ -132,6 +132,7 @@ int session_launch(
     const struct launch_opts *, struct session_record *out, char **cause);
 
 /* stop.c */
+char *session_qemu_needle(const struct session_record *);
 const char *session_state(const struct session_record *);
 int session_qemu_alive(const struct session_record *);
 int session_bridge_alive(const struct session_record *);

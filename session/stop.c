@@ -31,11 +31,34 @@
 #define STOP_TERM_MS   2000 /* SIGTERM before SIGKILL */
 #define STOP_BRIDGE_MS 2000
 
+/*
+ * What identifies the session's QEMU in /proc/PID/cmdline: its console log
+ * path, as QEMU's option syntax spells it (every ',' doubled). Free it.
+ */
+char *
+session_qemu_needle(const struct session_record *r)
+{
+	const char *s = r->console_log != NULL ? r->console_log : "";
+	char *out = xmalloc(2 * strlen(s) + 1), *p = out;
+
+	for (; *s != '\0'; s++) {
+		*p++ = *s;
+		if (*s == ',')
+			*p++ = ',';
+	}
+	*p = '\0';
+	return out;
+}
+
 /* Is the session's QEMU alive (and really its QEMU)? */
 int
 session_qemu_alive(const struct session_record *r)
 {
-	return proc_matches(r->qemu_pid, r->console_log);
+	char *needle = session_qemu_needle(r);
+	int alive = proc_matches(r->qemu_pid, needle);
+
+	free(needle);
+	return alive;
 }
 
 /* Is the session's bridge alive (and really its bridge)? */
@@ -175,6 +198,7 @@ kill_mentioning(const char *needle, const struct session_record *r)
 int
 session_stop(const struct session_record *r, int force)
 {
+	char *needle = session_qemu_needle(r);
 	int rc = 0;
 
 	if (session_qemu_alive(r) && !force) {
@@ -193,22 +217,21 @@ session_stop(const struct session_record *r, int force)
 			log_debug("stop %s: shutdown: %s", r->name, why);
 			free(why);
 		} else
-			proc_wait_gone(r->qemu_pid, r->console_log,
-			    mono_ms() + STOP_POWER_MS);
+			proc_wait_gone(
+			    r->qemu_pid, needle, mono_ms() + STOP_POWER_MS);
 	}
 	if (session_qemu_alive(r)) {
 		char *why = NULL;
 
 		if (qmp_quit(r->qmp, mono_ms() + STOP_QMP_MS, &why) == 0)
-			proc_wait_gone(r->qemu_pid, r->console_log,
-			    mono_ms() + STOP_QUIT_MS);
+			proc_wait_gone(
+			    r->qemu_pid, needle, mono_ms() + STOP_QUIT_MS);
 		else {
 			log_debug("stop %s: %s", r->name, why);
 			free(why);
 		}
 	}
-	if (proc_terminate(
-	        r->qemu_pid, r->console_log, force ? 0 : STOP_TERM_MS) != 0)
+	if (proc_terminate(r->qemu_pid, needle, force ? 0 : STOP_TERM_MS) != 0)
 		rc = -1;
 	/* The bridge exits by itself once QEMU is gone; help it along. */
 	if (!r->vsock_kernel) {
@@ -218,6 +241,7 @@ session_stop(const struct session_record *r, int force)
 		    0)
 			rc = -1;
 	}
+	free(needle);
 	return rc;
 }
 
@@ -258,6 +282,15 @@ session_remove(const char *home, const char *name, int force, char **cause)
 	if (rc == 0 && kill_mentioning(needle, &r) != 0)
 		rc = -1;
 	free(needle);
+	if (strchr(dir, ',') != NULL) { /* as QEMU's options spell it */
+		struct session_record tmp = {.console_log = dir};
+		char *doubled = session_qemu_needle(&tmp);
+		xasprintf(&needle, "%s/", doubled);
+		if (rc == 0 && kill_mentioning(needle, &r) != 0)
+			rc = -1;
+		free(needle);
+		free(doubled);
+	}
 	if (r.sock_dir != NULL) {
 		xasprintf(&needle, "%s/", r.sock_dir);
 		if (rc == 0 && kill_mentioning(needle, &r) != 0)
