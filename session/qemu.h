@@ -1,0 +1,39 @@
+/*
+ * qemu.h: QEMU command lines for vmux guests and the choice of accelerator.
+ *
+ * Owned by the guest side (session/qemu.c, session/accel.c); the session
+ * code fills a qemu_config, spawns the argv it gets back and frees it.
+ * Guests always boot the uncompressed PVH vmlinux on -M microvm (why: see
+ * qemu.c), with memory in a shared memfd so a vhost-user back end can map it.
+ */
+#ifndef VMUX_QEMU_H
+#define VMUX_QEMU_H
+
+struct qemu_config {
+	const char *qemu;   /* binary; NULL = "qemu-system-x86_64" */
+	const char *accel;  /* "tcg" or "kvm" */
+	const char *kernel; /* uncompressed vmlinux */
+	const char *initrd;
+	int cpus;
+	int memory_mb;
+	unsigned cid;            /* guest CID, >= 3 */
+	const char *vhost_user;  /* bridge's vhost-user socket; NULL = kernel
+	                            vhost-vsock with cid */
+	const char *console_log; /* file that receives the serial console */
+	const char *qmp;         /* QMP unix socket path (server, nowait) */
+	const char *append;      /* extra kernel command line, may be NULL */
+};
+
+/* qemu.c */
+char **qemu_argv(const struct qemu_config *cfg); /* NULL-terminated */
+void argv_free(char **argv);
+char *qemu_cmdline(const struct qemu_config *cfg, unsigned long tsc_khz);
+char *qemu_escape(const char *value);
+
+/* accel.c */
+const char *accel_detect(char **why);
+const char *accel_decide(
+    int kvm_errno, int kvm_api, const char *modules_dir, char **why);
+unsigned long tsc_khz(void);
+
+#endif
