@@ -19,25 +19,12 @@ UNIT_TESTS += bridge
 UNIT_bridge_SRCS := $(sort $(wildcard tests/unit/test_bridge_*.c)) \
                     $(BRIDGE_LIB_SRCS)
 
-# libFuzzer over the guest-facing parsers (rings, packets, the CONNECT
-# line): make fuzz-bridge [FUZZ_TIME=seconds].
-FUZZ_CC   ?= clang
-FUZZ_TIME ?= 60
-FUZZ_BRIDGE_SRCS := fuzz/fuzz_bridge.c $(filter-out session/bridge/loop.c,\
-                    $(BRIDGE_LIB_SRCS)) $(COMMON_SRCS)
+# libFuzzer over the guest-facing parsers (rings, packets, the engine, the
+# CONNECT line): fuzz/fuzz_bridge.c, built by fuzz/fuzz.mk's rules.
+# make fuzz-bridge [FUZZ_TIME=seconds] runs it alone.
+FUZZ_fuzz_bridge_SRCS := $(filter-out session/bridge/loop.c,$(BRIDGE_LIB_SRCS))
 
-$(BUILD)/fuzz/fuzz-bridge: $(FUZZ_BRIDGE_SRCS) session/bridge/bridge.h
-	@mkdir -p $(@D)
-	$(if $(V),,@echo "  FUZZ-CC $@")
-	$(Q)$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -g -O1 -Icommon -Iproto \
-	    -Isession -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ $(FUZZ_BRIDGE_SRCS)
-
-fuzz-bridge: $(BUILD)/fuzz/fuzz-bridge
-	@mkdir -p $(BUILD)/fuzz/corpus-bridge
-	$< -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
-	    $(BUILD)/fuzz/corpus-bridge
-
-fuzz: fuzz-bridge
+fuzz-bridge: $(BUILD)/fuzz/fuzz_bridge $(BUILD)/fuzz/seed-fuzz_bridge/.done
+	$(call fuzz_cmd,fuzz_bridge,$(FUZZ_TIME))
 
 .PHONY: fuzz-bridge

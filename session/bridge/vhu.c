@@ -309,11 +309,14 @@ handle(struct vhu *d, const struct vhu_hdr *h, const union vhu_payload *p,
 		*err = reply_u64(d, h->request, VHU_FEATURES);
 		return 0;
 	case VHU_SET_FEATURES:
+		/*
+		 * Without VERSION_1 the guest drives a legacy device (QEMU's
+		 * virtio-mmio is legacy by default): same split ring, guest
+		 * byte order, which on x86 is little-endian too.
+		 */
+		log_debug(
+		    "%s: features %#llx", __func__, (unsigned long long)p->u64);
 		d->features = p->u64;
-		if (!(p->u64 & VHU_F_VERSION_1)) {
-			log_debug("%s: VERSION_1 not acked", __func__);
-			return 1;
-		}
 		return 0;
 	case VHU_SET_OWNER:
 		return 0;

@@ -161,6 +161,10 @@ TEST(vhu_reply_ack_only_when_asked)
 	CHECK_INT(
 	    roundtrip(&t, VHU_SET_VRING_NUM, 1 | 8, state, 8, NULL, 0), 0);
 	expect_u64(&t, VHU_SET_VRING_NUM, 1);
+	/* a legacy driver (no VERSION_1) is fine */
+	uint64_t f = 1ULL << 30;
+	CHECK_INT(roundtrip(&t, VHU_SET_FEATURES, 1 | 8, &f, 8, NULL, 0), 0);
+	expect_u64(&t, VHU_SET_FEATURES, 0);
 	CHECK_INT(roundtrip(&t, 99, 1 | 8, NULL, 0, NULL, 0), 0);
 	expect_u64(&t, 99, 1);
 	CHECK_INT(roundtrip(&t, 99, 1, NULL, 0, NULL, 0), 0);
