@@ -2,10 +2,10 @@
  * cli.h: the vmux command line (owned by the session/CLI helper).
  *
  * Modelled on tmux: each command is one file (cmd-*.c) exporting a
- * cmd_entry (name, usage, options, flags, exec function); cmd.c holds the
- * table and the help texts, args.c parses a command's arguments, vmux.c is
- * main(). Commands return their exit status: 0 ok, 1 failure, 2 usage
- * error (exec passes the guest command's status through).
+ * cmd_entry (name, usage, options, flags, exec function); cmd-table.c
+ * holds the table, cmd.c the help texts, args.c parses a command's
+ * arguments, vmux.c is main(). Commands return their exit status: 0 ok,
+ * 1 failure, 2 usage error (exec passes the guest command's status on).
  */
 #ifndef VMUX_CLI_H
 #define VMUX_CLI_H
@@ -66,12 +66,14 @@ int args_number(const char *what, const char *s, long long min, long long max,
     long long *out, char **cause);
 int args_env_valid(const char *kv, char **cause);
 
-/* cmd.c */
+/* cmd-table.c */
 extern const struct cmd_entry *cmd_table[];
 const struct cmd_entry *cmd_find(const char *name);
+void cmd_print_overview(int to_stderr);
+
+/* cmd.c */
 char *cmd_usage(const struct cmd_entry *);
 void cmd_print_help(const struct cmd_entry *);
-void cmd_print_overview(int to_stderr);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

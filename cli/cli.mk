@@ -1,7 +1,7 @@
 # cli.mk: the vmux command (cli/) on top of the session subsystem.
-CLI_SRCS := cli/vmux.c cli/cmd.c cli/args.c cli/cmd-new.c cli/cmd-exec.c \
-            cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c cli/cmd-ping.c \
-            cli/cmd-help.c
+CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
+            cli/cmd-exec.c cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c \
+            cli/cmd-ping.c cli/cmd-help.c
 
 # vmux needs session/qemu.c (guest helper) to link; until it lands in the
 # tree vmux is not built.
@@ -24,3 +24,13 @@ UNIT_cli_SRCS := tests/unit/test_cli_args.c cli/args.c cli/cmd.c \
 UNIT_cli_LIBS := $(SESSION_LIBS)
 $(BUILD)/obj/tests/unit/test_cli_%.o $(BUILD)/asan/tests/unit/test_cli_%.o: \
     ALL_CFLAGS += -Icli
+
+# The manual documents every command and option of the tables above (needs
+# the whole command set, so the QEMU command-line code too).
+ifneq ($(SESSION_QEMU_SRCS),)
+UNIT_TESTS += cli_man
+UNIT_cli_man_SRCS := tests/unit/test_cli_man.c \
+                     $(filter-out cli/vmux.c,$(CLI_SRCS)) $(SESSION_SRCS) \
+                     $(SESSION_QEMU_SRCS)
+UNIT_cli_man_LIBS := $(SESSION_LIBS)
+endif

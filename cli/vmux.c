@@ -1,6 +1,5 @@
 /*
- * vmux.c: main() of the vmux command: the command table, global options,
- * then one command.
+ * vmux.c: main() of the vmux command: global options, then one command.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -9,58 +8,6 @@
 
 #include "common.h"
 #include "cli.h"
-
-/* Every command, in the order help lists them. */
-const struct cmd_entry *cmd_table[] = {
-    &cmd_new_entry,
-    &cmd_exec_entry,
-    &cmd_ls_entry,
-    &cmd_ping_entry,
-    &cmd_connect_entry,
-    &cmd_rm_entry,
-    &cmd_help_entry,
-    NULL,
-};
-
-/* Find a command by exact name. */
-const struct cmd_entry *
-cmd_find(const char *name)
-{
-	size_t i;
-
-	for (i = 0; cmd_table[i] != NULL; i++) {
-		if (strcmp(cmd_table[i]->name, name) == 0)
-			return cmd_table[i];
-	}
-	return NULL;
-}
-
-/* Print the list of commands (to stderr after a usage error). */
-void
-cmd_print_overview(int to_stderr)
-{
-	FILE *f = to_stderr ? stderr : stdout;
-	size_t i;
-
-	fprintf(f,
-	    "usage: vmux [--version] [--help] COMMAND [ARGS...]\n\n"
-	    "vmux boots QEMU microVM sessions and runs commands in "
-	    "them.\n\ncommands:\n");
-	for (i = 0; cmd_table[i] != NULL; i++) {
-		char *first = xstrdup(cmd_table[i]->summary), *dot;
-		/* the first sentence of the summary is enough here */
-		dot = strstr(first, ". ");
-		if (dot != NULL)
-			dot[0] = '\0';
-		else if (*first != '\0' && first[strlen(first) - 1] == '.')
-			first[strlen(first) - 1] = '\0';
-		fprintf(f, "  %-9s %s\n", cmd_table[i]->name, first);
-		free(first);
-	}
-	fprintf(f,
-	    "\nRun 'vmux COMMAND --help' for a command's options; "
-	    "see vmux(1) for more.\n");
-}
 
 /* Parse global options, find the command, run it; its exit status. */
 int

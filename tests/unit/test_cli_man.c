@@ -1,0 +1,82 @@
+/*
+ * test_cli_man.c: man/vmux.1 documents every command and every option of
+ * the command tables, so `vmux CMD --help` and the manual cannot drift
+ * apart. Run from the top of the tree (tests/run-all does).
+ */
+#include <stdlib.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+#include "unit.h"
+
+static const struct cmd_entry *entries[] = {&cmd_new_entry, &cmd_exec_entry,
+    &cmd_ls_entry, &cmd_ping_entry, &cmd_connect_entry, &cmd_rm_entry,
+    &cmd_help_entry};
+
+/* The manual's text. */
+static char *
+man_text(void)
+{
+	FILE *f = fopen("man/vmux.1", "r");
+	char *buf = xcalloc(1, 1 << 20);
+
+	if (f == NULL)
+		fatal("man/vmux.1");
+	if (fread(buf, 1, (1 << 20) - 1, f) == 0)
+		fatalx("man/vmux.1 is empty");
+	fclose(f);
+	return buf;
+}
+
+TEST(man_documents_every_command_and_option)
+{
+	char *man = man_text(), *want;
+	size_t i;
+
+	for (i = 0; i < nitems(entries); i++) {
+		const struct cmd_opt *o;
+
+		xasprintf(&want, ".It Cm %s", entries[i]->name);
+		if (strstr(man, want) == NULL) {
+			unit_fail(__FILE__, __LINE__, "no '%s'", want);
+			return;
+		}
+		free(want);
+		for (o = entries[i]->opts; o->name != NULL; o++) {
+			xasprintf(&want, "Fl -%s", o->name);
+			if (strstr(man, want) == NULL) {
+				unit_fail(__FILE__, __LINE__, "%s: no '%s'",
+				    entries[i]->name, want);
+				return;
+			}
+			free(want);
+			if (o->short_name == 0)
+				continue;
+			xasprintf(&want, "Fl %c", o->short_name);
+			if (strstr(man, want) == NULL) {
+				unit_fail(__FILE__, __LINE__, "%s: no '%s'",
+				    entries[i]->name, want);
+				return;
+			}
+			free(want);
+		}
+	}
+	free(man);
+}
+
+TEST(man_lists_environment)
+{
+	static const char *vars[] = {"VMUX_HOME", "XDG_STATE_HOME",
+	    "XDG_RUNTIME_DIR", "VMUX_GUEST_DIR", "VMUX_QEMU", "VMUX_BRIDGE",
+	    "VMUX_LOG"};
+	char *man = man_text(), *want;
+	size_t i;
+
+	for (i = 0; i < nitems(vars); i++) {
+		xasprintf(&want, ".It Ev %s", vars[i]);
+		CHECK(strstr(man, want) != NULL);
+		free(want);
+	}
+	free(man);
+}
