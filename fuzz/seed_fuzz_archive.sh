@@ -37,6 +37,7 @@ for fmt in gnu oldgnu posix ustar v7; do
 		tar -b1 --format=$fmt -cf x.tar t
 	fi
 	seed "$fmt" "00$n" x.tar
+	seed "$fmt-z" "04$n" x.tar # the target gzips it (control bit 0x20)
 	gzip -9nc x.tar > x.tgz
 	seed "$fmt-gz" "01$n" x.tgz
 	n=$((n + 1))
