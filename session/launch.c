@@ -225,6 +225,33 @@ out:
 	return rc;
 }
 
+/*
+ * Append the whitespace-separated words of $VMUX_QEMU_EXTRA to argv (a
+ * debugging and benchmarking aid: extra devices beside vmux's own). The
+ * result is still freed with argv_free().
+ */
+static char **
+launch_extra_args(char **argv)
+{
+	const char *extra = getenv("VMUX_QEMU_EXTRA");
+	char *copy, *word, *save = NULL;
+	size_t n = 0;
+
+	if (extra == NULL || *extra == '\0')
+		return argv;
+	while (argv[n] != NULL)
+		n++;
+	copy = xstrdup(extra);
+	for (word = strtok_r(copy, " \t\n", &save); word != NULL;
+	     word = strtok_r(NULL, " \t\n", &save)) {
+		argv = xreallocarray(argv, n + 2, sizeof *argv);
+		argv[n++] = xstrdup(word);
+		argv[n] = NULL;
+	}
+	free(copy);
+	return argv;
+}
+
 /* Start QEMU for r with the given accelerator. */
 static int
 launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
@@ -252,6 +279,7 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 			argv_free(argv);
 		return -1;
 	}
+	argv = launch_extra_args(argv);
 	*pid = proc_spawn(argv, -1, r->qemu_log, cause);
 	argv_free(argv);
 	if (*pid < 0) {
