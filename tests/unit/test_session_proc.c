@@ -61,12 +61,15 @@ TEST(spawn_detached_with_log_and_fd3)
 	/* a sleep whose command line is unique: a link named marker */
 	xasprintf(&marker, "%s/marker", d);
 	CHECK(symlink("/bin/sleep", marker) == 0);
-	/* sid != ours, fd 3 is the pipe, nothing else but 0-2 is open */
+	/*
+	 * sid != ours, fd 3 is the pipe, nothing else but 0-2 is open (listed
+	 * without pipes or redirections, which would add the shell's own fds)
+	 */
 	char *script;
 	xasprintf(&script,
 	    "echo sid=$(cut -d' ' -f6 /proc/$$/stat) ppid-is-ours=$([ "
 	    "$PPID = %ld ] && echo yes || echo no); "
-	    "ls /proc/$$/fd | tr '\\n' ' '; echo; echo ready >&3; "
+	    "echo fds:; ls /proc/$$/fd; echo :fds; echo ready >&3; "
 	    "exec %s 30",
 	    (long)getpid(), marker);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
@@ -89,7 +92,7 @@ TEST(spawn_detached_with_log_and_fd3)
 	text = slurp(log);
 	CHECK(text != NULL);
 	CHECK(strstr(text, "ppid-is-ours=no") != NULL);
-	CHECK(strstr(text, "0 1 2 3 \n") != NULL);
+	CHECK(strstr(text, "fds:\n0\n1\n2\n3\n:fds\n") != NULL);
 	{
 		char *sid;
 		xasprintf(&sid, "sid=%ld\n", (long)getsid(0));
