@@ -87,7 +87,7 @@ deps:
 
 run: deps
 	@$(MAKE) --no-print-directory all
-	@scripts/run-default
+	@BUILD=$(BUILD) scripts/run-default
 
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(UNIT_ASAN_BINS) $(TEST_EXTRA)

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 #define nitems(a) (sizeof(a) / sizeof((a)[0]))
