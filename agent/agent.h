@@ -184,7 +184,6 @@ void exec_result_free(struct exec_result *);
 void exec_kill_all(void);
 
 /* exec_serve.c: one thread per exec request. */
-struct agent_opts;
 int exec_serve_start(int, struct agent_request *, char **);
 int exec_serve_active(void);
 

@@ -275,8 +275,8 @@ attach_parse(struct agent *a, struct conn *c)
 	uint8_t type;
 	ssize_t n;
 
-	while (!c->input_blocked && c->state == CONN_ATTACHED &&
-	    !(c->closing && c->shell == NULL)) {
+	/* Once closing (EXIT, DETACH, shell gone) input is ignored. */
+	while (!c->input_blocked && c->state == CONN_ATTACHED && !c->closing) {
 		n = vmux_attach_parse(c->in.data, c->in.len, &type, &len);
 		if (n == 0)
 			break;

@@ -10,6 +10,7 @@
  * instead (host-side testing); there "shutdown" ends the agent rather than
  * signalling PID 1 (unless --poweroff-pid says otherwise).
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -109,6 +110,18 @@ listen_unix(const char *path)
 	return fd;
 }
 
+/* Room for every connection, shell and exec pipe at the limits. */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 4096) {
+		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 /* Make sure fds 0-2 are open so no socket or pipe ever lands there. */
 static void
 sane_stdio(void)
@@ -192,6 +205,7 @@ main(int argc, char **argv)
 	opts.poweroff_pid =
 	    (pid_t)(poweroff >= 0 ? poweroff : (unix_path ? 0 : 1));
 	sane_stdio();
+	raise_fd_limit();
 	log_open("vmux-agent");
 
 	if (unix_path != NULL) {

@@ -1,10 +1,11 @@
 /*
  * attach.h: the framing of an attached shell stream (host and guest share it).
  *
- * A client sends {"action": "attach_shell", "shell_id": ID, "cursor": N}\n.
- * The agent answers with one JSON line (the shell record plus "cursor", the
- * byte offset the replay starts from, and "attached": true), or with an
- * {"error": ...} line and a close. After a successful answer the connection
+ * A client sends {"action": "attach_shell", "shell_id": ID, "cursor": N}\n
+ * (without "cursor" the replay starts at the oldest byte kept). The agent
+ * answers with one JSON line: the shell record plus "cursor" (the byte
+ * offset the replay starts from) and "attached": true, or {"error": ...}
+ * and a close. After a successful answer the connection
  * carries binary frames both ways:
  *
  *	u8 type | u32 length (little endian) | length bytes of payload
