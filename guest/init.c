@@ -38,11 +38,12 @@
 
 #include "proto.h"
 
+/* Agent restarts: the delay doubles from MIN to MAX, and resets once an
+ * agent has lived STABLE; at shutdown, SIGTERM comes GRACE before SIGKILL. */
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
-#define AGENT_STABLE_MS 10000 /* an agent that lived this long resets backoff  \
-	                       */
-#define GRACE_MS 2000         /* SIGTERM to SIGKILL at shutdown */
+#define AGENT_STABLE_MS 10000
+#define GRACE_MS        2000
 
 static pid_t agent_pid = -1;
 static sigset_t init_sigs;
@@ -120,6 +121,7 @@ mount_all(void)
 	mount_one("devtmpfs", "/dev", "devtmpfs", MS_NOSUID, "mode=0755", 0755);
 	mount_one("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 	    "gid=5,mode=0620,ptmxmode=0666", 0755);
+	mount_one("cgroup2", "/sys/fs/cgroup", "cgroup2", nse, NULL, 0555);
 	mount_one("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
 	    "mode=1777", 01777);
 	mount_one(
@@ -159,13 +161,26 @@ read_small(const char *path, char *buf, size_t size)
 	return done;
 }
 
+/* Write "text\n" to path unless it exists. */
+static void
+write_file(const char *path, const char *text)
+{
+	int fd;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, text, strlen(text)) < 0 || write(fd, "\n", 1) < 0)
+		say("%s: %s", path, strerror(errno));
+	close(fd);
+}
+
 /* Host name from vmux.hostname= on the kernel command line, else "vmux". */
 static void
 set_hostname(void)
 {
 	char cmdline[4096], name[65] = "vmux", *p, hosts[256];
 	size_t len;
-	int fd;
 
 	if (read_small("/proc/cmdline", cmdline, sizeof cmdline) > 0) {
 		for (p = strtok(cmdline, " \n"); p != NULL;
@@ -182,15 +197,10 @@ set_hostname(void)
 
 	/* Resolvers want their own name in /etc/hosts. */
 	mkdir("/etc", 0755);
-	fd = open("/etc/hosts", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		len = (size_t)snprintf(hosts, sizeof hosts,
-		    "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t%s\n",
-		    name);
-		if (write(fd, hosts, len) < 0)
-			say("/etc/hosts: %s", strerror(errno));
-		close(fd);
-	}
+	write_file("/etc/hostname", name);
+	snprintf(hosts, sizeof hosts,
+	    "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t%s", name);
+	write_file("/etc/hosts", hosts);
 }
 
 /*
