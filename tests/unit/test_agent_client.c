@@ -20,6 +20,9 @@
 
 #include "test_agent_client.h"
 
+/* LeakSanitizer's entry point, when the test is built with it. */
+extern void __lsan_do_leak_check(void) __attribute__((weak));
+
 /* Start an agent serving a fresh Unix socket; 0 or -1. */
 int
 ta_start(struct test_agent *ta, int idle_timeout_ms)
@@ -54,7 +57,11 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 		log_open("vmux-agent-test");
 		if (getppid() != parent)
 			_exit(1);
-		_exit(agent_serve(fd, &ta->opts));
+		int rc = agent_serve(fd, &ta->opts);
+
+		if (__lsan_do_leak_check != NULL)
+			__lsan_do_leak_check(); /* _exit skips it */
+		_exit(rc);
 	}
 	close(fd);
 	return 0;
