@@ -106,6 +106,8 @@ enum agent_action {
 	ACTION_CLOSE_SHELL,
 	ACTION_LIST_SHELLS,
 	ACTION_ATTACH_SHELL,
+	ACTION_EXTRACT_ARCHIVE,
+	ACTION_EXPORT_ARCHIVE,
 };
 struct agent_request {
 	enum agent_action action;
@@ -131,6 +133,12 @@ struct agent_request {
 	size_t input_len;
 	int append_newline;
 	int signal;
+	/* files (files.c) */
+	char *destination;     /* extract_archive */
+	uint64_t archive_size; /* bytes of archive after the request line */
+	int cp;                /* destination follows `vmux cp` rules */
+	int skip_unsafe_links;
+	char *path; /* export_archive */
 };
 struct agent_request *request_parse(const char *, size_t, char **);
 void request_free(struct agent_request *);
@@ -186,6 +194,11 @@ void exec_kill_all(void);
 /* exec_serve.c: one thread per exec request. */
 int exec_serve_start(int, struct agent_request *, char **);
 int exec_serve_active(void);
+
+/* files.c: extract_archive and export_archive, one thread each. */
+int files_serve_start(
+    int, struct agent_request *, const void *, size_t, char **);
+int files_serve_active(void);
 
 /* response.c: JSON replies. */
 typedef int (*response_sink)(void *, const void *, size_t);

@@ -4,9 +4,9 @@
 AGENT_SRCS := agent/actions.c agent/attach.c agent/buf.c agent/exec.c \
 	agent/exec_serve.c agent/loop.c agent/ping.c agent/request.c \
 	agent/response.c agent/ring.c agent/shell.c agent/signame.c \
-	agent/spawn.c agent/utf8.c
+	agent/spawn.c agent/utf8.c agent/files.c $(ARCHIVE_SRCS)
 AGENT_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson) \
-	-lpthread -lm
+	-lpthread -lm $(ARCHIVE_LIBS)
 
 # (Object paths spelled out: objs is defined after the fragments are read.)
 PROGRAMS += $(BIN)/vmux-agent

@@ -176,6 +176,18 @@ conn_request(struct agent *a, struct conn *c, struct agent_request *req)
 		c->fd = -1; /* the thread owns it now, and counts itself */
 		conn_kill(a, c);
 		return;
+	case ACTION_EXTRACT_ARCHIVE:
+	case ACTION_EXPORT_ARCHIVE:
+		/* bytes read past the request line are the archive's */
+		if (files_serve_start(
+		        c->fd, req, c->in.data, c->in.len, &cause) != 0) {
+			conn_reply_error(a, c, cause);
+			free(cause);
+			break;
+		}
+		c->fd = -1; /* the thread owns it now, and counts itself */
+		conn_kill(a, c);
+		return;
 	case ACTION_PING:
 		conn_reply(a, c, ping_info(a->nshells, exec_serve_active()));
 		break;
@@ -282,7 +294,8 @@ do_accept(struct agent *a)
 			}
 			return;
 		}
-		if (a->nconns + exec_serve_active() >= a->opts->max_conns) {
+		if (a->nconns + exec_serve_active() + files_serve_active() >=
+		    a->opts->max_conns) {
 			refuse(fd, "agent busy: too many connections");
 			continue;
 		}

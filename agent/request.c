@@ -25,6 +25,8 @@ static const char *action_names[] = {
     [ACTION_CLOSE_SHELL] = "close_shell",
     [ACTION_LIST_SHELLS] = "list_shells",
     [ACTION_ATTACH_SHELL] = "attach_shell",
+    [ACTION_EXTRACT_ARCHIVE] = "extract_archive",
+    [ACTION_EXPORT_ARCHIVE] = "export_archive",
 };
 
 /* The wire name of an action. */
@@ -49,6 +51,8 @@ request_free(struct agent_request *r)
 	free(r->stdin_data);
 	free(r->shell_id);
 	free(r->input);
+	free(r->destination);
+	free(r->path);
 	free(r);
 }
 
@@ -382,6 +386,40 @@ parse_signal_shell(const cJSON *obj, struct agent_request *r, char **cause)
 	return 0;
 }
 
+/* Fields of extract_archive (the archive's bytes follow the line). */
+static int
+parse_extract(const cJSON *obj, struct agent_request *r, char **cause)
+{
+	int64_t n = 0;
+
+	if (get_string(obj, "destination", 1, &r->destination, cause) != 0 ||
+	    get_int(obj, "archive_size", 1, 0, 9007199254740992.0, &n, cause) <
+	        0 ||
+	    get_bool(obj, "cp", &r->cp, cause) != 0 ||
+	    get_bool(obj, "skip_unsafe_links", &r->skip_unsafe_links, cause) !=
+	        0)
+		return -1;
+	if (*r->destination == '\0') {
+		xasprintf(cause, "\"destination\" is empty");
+		return -1;
+	}
+	r->archive_size = (uint64_t)n;
+	return 0;
+}
+
+/* Fields of export_archive. */
+static int
+parse_export(const cJSON *obj, struct agent_request *r, char **cause)
+{
+	if (get_string(obj, "path", 1, &r->path, cause) != 0)
+		return -1;
+	if (*r->path == '\0') {
+		xasprintf(cause, "\"path\" is empty");
+		return -1;
+	}
+	return 0;
+}
+
 /* Check that only white space follows the JSON value. */
 static int
 only_space(const char *p, const char *end)
@@ -493,6 +531,12 @@ request_parse(const char *line, size_t len, char **cause)
 		rc = get_shell_id(obj, 1, r, cause) || get_cursor(obj, r, cause)
 		    ? -1
 		    : 0;
+		break;
+	case ACTION_EXTRACT_ARCHIVE:
+		rc = parse_extract(obj, r, cause);
+		break;
+	case ACTION_EXPORT_ARCHIVE:
+		rc = parse_export(obj, r, cause);
 		break;
 	}
 out:
