@@ -134,6 +134,7 @@ sane_stdio(void)
 		close(fd);
 }
 
+/* Parse flags, listen, serve until told to stop. */
 int
 main(int argc, char **argv)
 {

@@ -292,3 +292,55 @@ TEST(request_error_response_is_json)
 	cJSON_Delete(obj);
 	free(line);
 }
+
+TEST(request_mutations_never_crash)
+{
+	static const char *seeds[] = {
+	    "{\"command\":[\"a\",\"b\"],\"env\":{\"A\":\"1\"},\"cwd\":\"/\","
+	    "\"timeout_seconds\":1.5,\"max_output_bytes\":10}",
+	    "{\"action\":\"open_shell\",\"shell_id\":\"s\",\"cols\":80,"
+	    "\"rows\":24,\"command\":\"sh\",\"scrollback_bytes\":8192}",
+	    "{\"action\":\"read_shell\",\"shell_id\":\"s\",\"cursor\":5,"
+	    "\"max_chars\":3,\"wait_ms\":1}",
+	    "{\"action\":\"signal_shell\",\"shell_id\":\"s\",\"signal\":"
+	    "\"INT\"}",
+	    "{\"action\":\"write_shell\",\"shell_id\":\"s\",\"input\":\"x\","
+	    "\"append_newline\":false}",
+	};
+	static const char junk[] = "{}[]\",:0123456789.eE+-tfnul\\ \x00\xff";
+	char buf[512], *cause;
+	struct agent_request *r;
+
+	srand(11);
+	for (int round = 0; round < 20000; round++) {
+		const char *seed = seeds[round % nitems(seeds)];
+		size_t len = strlen(seed);
+
+		memcpy(buf, seed, len);
+		for (int k = rand() % 4; k >= 0; k--) {
+			size_t at = (size_t)rand() % len;
+
+			switch (rand() % 3) {
+			case 0: /* replace a byte */
+				buf[at] = junk[rand() % (sizeof junk - 1)];
+				break;
+			case 1: /* cut */
+				len = at;
+				break;
+			default: /* duplicate a tail */
+				if (len + (len - at) < sizeof buf) {
+					memcpy(buf + len, buf + at, len - at);
+					len += len - at;
+				}
+				break;
+			}
+			if (len == 0)
+				break;
+		}
+		cause = NULL;
+		r = request_parse(buf, len, &cause);
+		CHECK((r == NULL) != (cause == NULL));
+		request_free(r);
+		free(cause);
+	}
+}

@@ -701,3 +701,46 @@ TEST(shell_fifty_at_once)
 	}
 	CHECK_INT(ta_stop(&ta), 0);
 }
+
+TEST(shell_attach_garbage_frames)
+{
+	struct test_agent ta;
+	uint8_t junk[4096];
+	char *p;
+	int fd;
+	cJSON *r;
+
+	CHECK(ta_start(&ta, 5000) == 0);
+	/* Random keystrokes must not end it: ^C ^\\ ^Z ignored, ^D loops. */
+	cJSON_Delete(ta_request(&ta,
+	    "{\"action\":\"open_shell\",\"shell_id\":\"j\",\"command\":"
+	    "\"trap '' INT QUIT TSTP; echo armed; while :; do cat "
+	    ">/dev/null; done\"}"));
+	CHECK((p = wait_output(&ta, "j", "armed", 10000)) != NULL);
+	free(p);
+	srand(5);
+	for (int round = 0; round < 20; round++) {
+		fd = att_open(&ta, "j", -1, &r);
+		CHECK(fd >= 0 && r != NULL);
+		cJSON_Delete(r);
+		for (size_t i = 0; i < sizeof junk; i++)
+			junk[i] = (uint8_t)rand();
+		if (round % 2) /* small lengths, so frames get parsed */
+			for (size_t i = 0; i + 5 <= sizeof junk; i += 16) {
+				junk[i] = (uint8_t)(rand() % 10);
+				vmux_put_u32(junk + i + 1, 11);
+			}
+		write_all(fd, junk, sizeof junk);
+		close(fd);
+	}
+	r = ta_request(&ta, "{\"action\":\"list_shells\"}");
+	CHECK(r != NULL);
+	CHECK_STR(
+	    state_of(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "shells"), 0)),
+	    "running");
+	cJSON_Delete(r);
+	r = ta_request(&ta, "{\"action\":\"ping\"}");
+	CHECK(r != NULL && cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")));
+	cJSON_Delete(r);
+	CHECK_INT(ta_stop(&ta), 0);
+}
