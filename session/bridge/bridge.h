@@ -290,7 +290,8 @@ int pump_rx(struct vhu *, struct vsock *, uint64_t now, int budget);
 
 /* loop.c */
 #define BRIDGE_MAX_ALLOW               64
-#define BRIDGE_MAX_PENDING             64 /* clients before CONNECT */
+#define BRIDGE_MAX_PENDING             256 /* clients before CONNECT */
+#define BRIDGE_FD_RESERVE              16  /* fds kept for QEMU's messages */
 #define BRIDGE_DEFAULT_CONNECT_TIMEOUT 5000
 #define BRIDGE_LINE_TIMEOUT            5000
 #define BRIDGE_TRIM_IDLE_MS            1000 /* mem_trim after this quiet */

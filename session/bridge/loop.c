@@ -12,11 +12,13 @@
  * are closed (closing ours alone would not remove them).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,6 +48,8 @@ struct slot {
 struct bridge {
 	struct bridge_cfg cfg;
 	int ep, sigfd, vhu_listen, uds_listen;
+	int spare;   /* a reserved fd, given up to refuse clients at EMFILE */
+	int fd_high; /* sockets get fds below this, the rest is for QEMU's */
 	int made_vhu, made_uds; /* we created these paths */
 	int connected;          /* QEMU connected at least once */
 	int vhu_up;
@@ -156,6 +160,10 @@ op_open(void *arg, uint32_t port)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	if (fd >= b->fd_high) {
+		close(fd);
+		return -EMFILE;
+	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
 		r = -errno;
 		close(fd);
@@ -245,6 +253,28 @@ listen_at(const char *path, int backlog, char **cause)
 }
 
 /*
+ * Hundreds of connections need more than 1024 fds: raise the soft limit
+ * towards the hard one. Returns the fd number clients must stay below, so
+ * that fds QEMU sends (kick, call, memory) always fit.
+ */
+static int
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return 1024 - BRIDGE_FD_RESERVE;
+	if (rl.rlim_cur < 4096 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max < 4096 ? rl.rlim_max : 4096;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur > 1 << 20)
+		rl.rlim_cur = 1 << 20;
+	return (int)rl.rlim_cur - BRIDGE_FD_RESERVE;
+}
+
+/*
  * Create the signalfd and both listening sockets. NULL with *cause on
  * failure (nothing left behind).
  */
@@ -256,7 +286,7 @@ bridge_open(const struct bridge_cfg *cfg, char **cause)
 	sigset_t set;
 
 	b->cfg = *cfg;
-	b->ep = b->sigfd = b->vhu_listen = b->uds_listen = -1;
+	b->ep = b->sigfd = b->vhu_listen = b->uds_listen = b->spare = -1;
 	vhu_init(&b->vhu, -1, cfg->guest_cid, &dev_ops, b);
 	if (strlen(cfg->uds_path) + sizeof "_4294967295" >
 	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
@@ -268,6 +298,8 @@ bridge_open(const struct bridge_cfg *cfg, char **cause)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);
+	b->fd_high = raise_fd_limit();
+	b->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	b->ep = epoll_create1(EPOLL_CLOEXEC);
 	b->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (b->ep < 0 || b->sigfd < 0) {
@@ -384,9 +416,24 @@ accept_clients(struct bridge *b, uint64_t now)
 		int fd = accept4(
 		    b->uds_listen, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
+		if (fd < 0 && (errno == EINTR || errno == ECONNABORTED))
+			continue;
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+		    b->spare >= 0) {
+			/* Out of fds: refuse this client rather than spin. */
+			close(b->spare);
+			fd = accept4(b->uds_listen, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			b->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			log_debug("%s: out of file descriptors", __func__);
+			if (fd < 0)
+				return;
+			continue;
+		}
 		if (fd < 0)
 			return;
-		if (b->npending == BRIDGE_MAX_PENDING ||
+		if (fd >= b->fd_high || b->npending == BRIDGE_MAX_PENDING ||
 		    watch(b, fd, K_CLIENT, 0, EPOLLIN | EPOLLRDHUP | EPOLLET) !=
 		        0) {
 			close(fd);
@@ -603,6 +650,8 @@ bridge_close(struct bridge *b)
 		unlink(b->cfg.uds_path);
 	if (b->sigfd >= 0)
 		close(b->sigfd);
+	if (b->spare >= 0)
+		close(b->spare);
 	if (b->ep >= 0)
 		close(b->ep);
 	free(b->slots);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -30,6 +31,8 @@ struct drv {
 	uint16_t tx_inflight;
 };
 
+static rlim_t child_nofile; /* RLIMIT_NOFILE for the bridge, 0: as is */
+
 /* Start the bridge in a child; 0 when its sockets are up. */
 static int
 start_bridge(struct drv *d, uint32_t line_timeout, uint32_t allow)
@@ -49,6 +52,11 @@ start_bridge(struct drv *d, uint32_t line_timeout, uint32_t allow)
 		char *cause;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (child_nofile > 0) {
+			struct rlimit rl = {child_nofile, child_nofile};
+
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		cfg.vhu_path = d->vhu;
 		cfg.uds_path = d->uds;
 		cfg.guest_cid = 3;
@@ -444,6 +452,120 @@ TEST(loop_connect_before_the_guest_is_up_and_timeout)
 	expect_pkt(&d, VSOCK_OP_RST, 5005, 1u << 30, NULL);
 	close(c);
 	kill(d.pid, SIGINT);
+	CHECK_INT(bridge_exit(&d), 0);
+	cleanup(&d);
+}
+
+TEST(loop_out_of_fds_refuses_clients_and_recovers)
+{
+	struct drv d = {0};
+	char buf[64];
+	int c[60], n = 0, zero = 0;
+
+	child_nofile = 40;
+	CHECK(start_bridge(&d, 5000, 0) == 0);
+	CHECK(handshake(&d) == 0);
+	/* more clients than the bridge has fds: the extra ones are closed */
+	for (int i = 0; i < 60; i++) {
+		c[i] = unix_connect(d.uds);
+		CHECK(c[i] >= 0);
+	}
+	for (int i = 0; i < 60; i++) {
+		struct pollfd p = {c[i], POLLIN, 0};
+
+		if (poll(&p, 1, 200) == 1 && read(c[i], buf, 1) == 0)
+			zero++;
+	}
+	CHECK(zero > 0);
+	for (int i = 0; i < 60; i++)
+		close(c[i]);
+	/* and it still serves once fds are free again */
+	for (int tries = 0; tries < 50 && n == 0; tries++) {
+		int k = unix_connect(d.uds);
+
+		CHECK(write(k, "CONNECT 5005\n", 13) == 13);
+		struct vsock_hdr h;
+		if (guest_recv(&d, &h, buf, 200) && h.op == VSOCK_OP_REQUEST) {
+			guest_send(
+			    &d, VSOCK_OP_RESPONSE, 5005, h.src_port, 0, NULL);
+			CHECK_INT(client_read(k, buf, 14), 14);
+			n = 1;
+		}
+		close(k);
+	}
+	CHECK(n == 1);
+	kill(d.pid, SIGTERM);
+	CHECK_INT(bridge_exit(&d), 0);
+	cleanup(&d);
+}
+
+TEST(loop_300_connections_at_once)
+{
+	enum { N = 300 };
+	struct drv d = {0};
+	static int c[N];
+	static uint32_t lport[N];
+	char buf[4200];
+	struct vsock_hdr h;
+	int got = 0;
+
+	CHECK(start_bridge(&d, 5000, 0) == 0);
+	CHECK(handshake(&d) == 0);
+	/* N clients ask for guest ports 10000 + i; the guest accepts all */
+	for (int i = 0; i < N; i++) {
+		char line[32];
+		int n = snprintf(line, sizeof line, "CONNECT %d\n", 10000 + i);
+
+		c[i] = unix_connect(d.uds);
+		CHECK(c[i] >= 0);
+		CHECK(write(c[i], line, (size_t)n) == n);
+	}
+	while (got < N && guest_recv(&d, &h, buf, 5000)) {
+		CHECK_INT(h.op, VSOCK_OP_REQUEST);
+		CHECK(h.dst_port >= 10000 && h.dst_port < 10000 + N);
+		lport[h.dst_port - 10000] = h.src_port;
+		guest_send(
+		    &d, VSOCK_OP_RESPONSE, h.dst_port, h.src_port, 0, NULL);
+		got++;
+	}
+	CHECK_INT(got, N);
+	/* every one is live at once: each client gets its own reply */
+	for (int i = 0; i < N; i++) {
+		char want[32];
+
+		snprintf(want, sizeof want, "to %d", i);
+		guest_send(&d, VSOCK_OP_RW, 10000 + i, lport[i], 0, want);
+		CHECK_INT(client_read(c[i], buf, 14 + strlen(want)),
+		    14 + strlen(want));
+		CHECK_STR(buf + 14, want);
+	}
+	for (int i = 0; i < N; i++) {
+		char msg[32];
+		int n = snprintf(msg, sizeof msg, "from %d", i);
+
+		CHECK(write(c[i], msg, (size_t)n) == n);
+	}
+	got = 0;
+	while (got < N && guest_recv(&d, &h, buf, 5000)) {
+		char want[32];
+
+		CHECK_INT(h.op, VSOCK_OP_RW);
+		snprintf(want, sizeof want, "from %u", h.dst_port - 10000);
+		CHECK_STR(buf, want);
+		got++;
+	}
+	CHECK_INT(got, N);
+	for (int i = 0; i < N; i++)
+		close(c[i]);
+	/* each hang-up reaches the guest as SHUTDOWN */
+	got = 0;
+	while (got < N && guest_recv(&d, &h, buf, 5000)) {
+		CHECK_INT(h.op, VSOCK_OP_SHUTDOWN);
+		guest_send(&d, VSOCK_OP_RST, h.dst_port, h.src_port, 0, NULL);
+		got++;
+	}
+	CHECK_INT(got, N);
+	close(d.qemu);
 	CHECK_INT(bridge_exit(&d), 0);
 	cleanup(&d);
 }
