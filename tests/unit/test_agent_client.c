@@ -59,6 +59,10 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 			_exit(1);
 		int rc = agent_serve(fd, &ta->opts);
 
+		/* Tidy up here too: a failed CHECK never reaches ta_stop. */
+		unlink(ta->path);
+		rmdir(ta->dir);
+
 		if (__lsan_do_leak_check != NULL)
 			__lsan_do_leak_check(); /* _exit skips it */
 		_exit(rc);
