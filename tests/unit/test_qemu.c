@@ -132,7 +132,8 @@ TEST(kvm_with_kernel_vsock)
 	CHECK(!any_contains(argv, "vhost-user"));
 	CHECK(!any_contains(argv, "tsc_early_khz"));
 	CHECK_STR(opt_value(argv, "-append"),
-	    "console=ttyS0 panic=-1 quiet cryptomgr.notests=1");
+	    "console=ttyS0 panic=-1 quiet cryptomgr.notests=1 "
+	    "initcall_blacklist=crypto_kdf108_init");
 	argv_free(argv);
 }
 
@@ -184,17 +185,21 @@ TEST(cmdline_is_exact)
 	s = qemu_cmdline(&c, 2100000);
 	CHECK_STR(s,
 	    "console=ttyS0 panic=-1 quiet cryptomgr.notests=1 "
+	    "initcall_blacklist=crypto_kdf108_init "
 	    "tsc_early_khz=2100000 tsc=reliable vmux.hostname=box");
 	free(s);
 	c.append = "";
 	s = qemu_cmdline(&c, 0);
-	CHECK_STR(s, "console=ttyS0 panic=-1 quiet cryptomgr.notests=1");
+	CHECK_STR(s,
+	    "console=ttyS0 panic=-1 quiet cryptomgr.notests=1 "
+	    "initcall_blacklist=crypto_kdf108_init");
 	free(s);
 	c.accel = "kvm";
 	c.append = "vmux.hostname=box";
 	s = qemu_cmdline(&c, 2100000);
 	CHECK_STR(s,
 	    "console=ttyS0 panic=-1 quiet cryptomgr.notests=1 "
+	    "initcall_blacklist=crypto_kdf108_init "
 	    "vmux.hostname=box");
 	free(s);
 }
