@@ -38,3 +38,8 @@ UNIT_TESTS += agent_shell
 UNIT_agent_shell_SRCS := tests/unit/test_agent_shell.c \
 	tests/unit/test_agent_client.c $(AGENT_SRCS)
 UNIT_agent_shell_LIBS := $(AGENT_LIBS)
+
+# fuzz/fuzz_request.c: the request parser (and the host's reply parser).
+FUZZ_fuzz_request_SRCS := $(filter-out agent/main.c,$(AGENT_SRCS)) \
+	session/agent_client.c session/transport.c
+FUZZ_fuzz_request_LIBS := $(AGENT_LIBS)
