@@ -11,8 +11,10 @@
 #define VMUX_CLI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE     2
+#define CLI_CONNECT_MS 10000 /* the agent should accept at once */
 
 /* One option of a command. */
 struct cmd_opt {
@@ -78,6 +80,12 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);
+struct session_record;
+struct vsock_target;
+int cli_running_session(
+    const char *name, struct session_record *, struct vsock_target *);
+struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
+    int timeout_s, char **cause);
 
 /* The commands (cmd-*.c). */
 extern const struct cmd_entry cmd_new_entry;
@@ -87,10 +95,83 @@ extern const struct cmd_entry cmd_rm_entry;
 extern const struct cmd_entry cmd_connect_entry;
 extern const struct cmd_entry cmd_ping_entry;
 extern const struct cmd_entry cmd_help_entry;
+extern const struct cmd_entry cmd_shell_entry;
+extern const struct cmd_entry cmd_shells_entry;
+extern const struct cmd_entry cmd_kill_entry;
+extern const struct cmd_entry cmd_close_entry;
+extern const struct cmd_entry cmd_cp_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;
 int cmd_exec_request(
     const struct args *, int *timeout_s, struct cJSON **req, char **cause);
+
+/* detach.c: the detach key of vmux shell. */
+#define DETACH_KEY_DEFAULT 0x1d /* Ctrl-] */
+int detach_key_parse(const char *, int *key, char **cause);
+void detach_key_name(int key, char *buf, size_t len);
+size_t detach_scan(const uint8_t *, size_t, int key, int *found);
+
+/* term.c: the local terminal (raw mode, size, signals). */
+int term_raw_enter(int fd);
+int term_reraw(void);
+void term_restore(void);
+int term_size(int *cols, int *rows);
+int sigpipe_open(const int *sigs, size_t n);
+int sigpipe_next(int fd);
+
+/* shell-loop.c: the attached stream's event loop. */
+enum shell_end {
+	SHELL_END_EXIT,   /* the shell ended: status */
+	SHELL_END_DETACH, /* the detach key */
+	SHELL_END_SIGNAL, /* we got signo; detached */
+	SHELL_END_LOST,   /* the connection broke: error */
+	SHELL_END_OUTPUT, /* our stdout's reader went away */
+};
+struct shell_loop_opts {
+	int tty;               /* stdin is our terminal, in raw mode */
+	int detach_key;        /* -1: none */
+	int sig_fd;            /* sigpipe_open's read end */
+	int skip_partial_line; /* drop replayed bytes up to the first newline */
+	uint64_t replay_end;   /* ... but only those before this cursor */
+};
+struct shell_loop_result {
+	enum shell_end end;
+	int status; /* SHELL_END_EXIT */
+	int signo;  /* SHELL_END_SIGNAL */
+	char *error;
+};
+struct attach_client;
+void shell_loop(struct attach_client *, const struct shell_loop_opts *,
+    struct shell_loop_result *);
+
+/* cp-args.c: vmux cp's operands. */
+struct cp_spec {
+	int upload;    /* local -> guest */
+	char *session; /* the remote side's session */
+	char *remote;  /* path in the guest */
+	char *local;   /* path on the host */
+};
+int cp_split(const char *arg, char **session, char **path, char **cause);
+int cp_parse(const char *src, const char *dst, struct cp_spec *, char **cause);
+void cp_spec_free(struct cp_spec *);
+
+/* progress.c: bytes and rate on a terminal, updated in place. */
+struct progress {
+	int on; /* stderr is a terminal */
+	const char *what;
+	uint64_t bytes, total; /* total 0: unknown */
+	uint64_t start, last;  /* mono_ms */
+};
+void progress_init(struct progress *, const char *what, uint64_t total);
+void progress_add(struct progress *, uint64_t n);
+void progress_done(struct progress *, int ok);
+char *progress_human(uint64_t bytes);
+
+/* cp.c: the transfers. */
+int cp_upload(
+    const struct vsock_target *, const struct cp_spec *, char **cause);
+int cp_download(
+    const struct vsock_target *, const struct cp_spec *, char **cause);
 
 #endif

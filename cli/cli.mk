@@ -1,7 +1,9 @@
 # cli.mk: the vmux command (cli/) on top of the session subsystem.
 CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-exec.c cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c \
-            cli/cmd-ping.c cli/cmd-help.c
+            cli/cmd-ping.c cli/cmd-help.c cli/cmd-shell.c cli/cmd-shells.c \
+            cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \
+            cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/progress.c
 
 # vmux needs session/qemu.c (guest helper) to link; until it lands in the
 # tree vmux is not built.
@@ -10,11 +12,12 @@ PROGRAMS += $(BIN)/vmux
 endif
 
 # (Object paths spelled out: objs is defined after the fragments are read.)
+# vmux cp packs and unpacks tar archives with the archive module.
 $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
-             $(SESSION_QEMU_SRCS) $(COMMON_SRCS))
+             $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS)
+	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS)
 
 # Argument parsing and request building, with the session code they use
 # (not launch.c, so the test does not need QEMU command lines).
@@ -31,6 +34,6 @@ ifneq ($(SESSION_QEMU_SRCS),)
 UNIT_TESTS += cli_man
 UNIT_cli_man_SRCS := tests/unit/test_cli_man.c \
                      $(filter-out cli/vmux.c,$(CLI_SRCS)) $(SESSION_SRCS) \
-                     $(SESSION_QEMU_SRCS)
-UNIT_cli_man_LIBS := $(SESSION_LIBS)
+                     $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS)
+UNIT_cli_man_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
 endif

@@ -12,6 +12,11 @@
 const struct cmd_entry *cmd_table[] = {
     &cmd_new_entry,
     &cmd_exec_entry,
+    &cmd_shell_entry,
+    &cmd_shells_entry,
+    &cmd_kill_entry,
+    &cmd_close_entry,
+    &cmd_cp_entry,
     &cmd_ls_entry,
     &cmd_ping_entry,
     &cmd_connect_entry,

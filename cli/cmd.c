@@ -166,3 +166,55 @@ cli_home(void)
 	}
 	return home;
 }
+
+/*
+ * Load session name and check that it runs; fills r (caller frees with
+ * record_free) and t (which points into r). 0, or 1 after saying why; a
+ * bad name is reported as a usage error (2).
+ */
+int
+cli_running_session(
+    const char *name, struct session_record *r, struct vsock_target *t)
+{
+	char *home, *cause = NULL;
+	const char *state;
+
+	if (session_name_valid(name, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if ((home = cli_home()) == NULL)
+		return 1;
+	if (record_load(home, name, r, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		free(home);
+		return 1;
+	}
+	free(home);
+	state = session_state(r);
+	if (strcmp(state, "running") != 0) {
+		cli_error("session '%s' is %s", r->name, state);
+		record_free(r);
+		return 1;
+	}
+	session_target(r, t);
+	return 0;
+}
+
+/*
+ * One request to the agent (req is deleted), allowing timeout_s seconds
+ * for the reply. The reply, or NULL with cause.
+ */
+cJSON *
+cli_agent(const struct vsock_target *t, cJSON *req, int timeout_s, char **cause)
+{
+	uint64_t now = mono_ms();
+	cJSON *reply;
+
+	reply = agent_call(t, req, now + CLI_CONNECT_MS,
+	    now + (uint64_t)timeout_s * 1000, NULL, NULL, cause);
+	cJSON_Delete(req);
+	return reply;
+}

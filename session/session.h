@@ -6,7 +6,9 @@
  * covers: state paths and names (paths.c), records and CID allocation
  * (record.c), detached processes (proc.c), launching (launch.c), liveness,
  * stopping and removing (stop.c), the client transport to a guest vsock port
- * (transport.c) and the agent's JSON request/reply client (agent_client.c).
+ * (transport.c), the agent's JSON request/reply client (agent_client.c) and
+ * its streams that follow a first JSON line: attached shells and archives
+ * (attach.c).
  * QEMU command lines come from qemu.h (guest helper); the bridge itself
  * lives in bridge/ (bridge helper).
  *
@@ -167,5 +169,48 @@ cJSON *agent_call(const struct vsock_target *, const cJSON *req,
     char **cause);
 int agent_reply_bytes(
     const char *buf, size_t len, const char *key, char **out, size_t *out_len);
+
+/* attach.c */
+#define ATTACH_CLIENT_OUT_MAX (256 * 1024) /* queued outgoing frames */
+
+struct attach_frame {
+	uint8_t type; /* enum vmux_attach_type (proto/attach.h) */
+	uint32_t len;
+	const uint8_t *payload;
+};
+
+struct attach_client {
+	int fd;
+	uint8_t *in; /* received; [in_off, in_len) not yet handed out */
+	size_t in_off, in_len, in_cap;
+	uint8_t *out; /* frames to send; [out_off, out_len) pending */
+	size_t out_off, out_len, out_cap;
+	int eof; /* the agent closed its side */
+};
+
+cJSON *agent_line_call(int fd, const cJSON *req, uint64_t deadline,
+    uint8_t **rest, size_t *rest_len, char **cause);
+void attach_client_init(
+    struct attach_client *, int fd, const uint8_t *pre, size_t pre_len);
+void attach_client_free(struct attach_client *);
+ssize_t attach_client_read(struct attach_client *);
+int attach_client_next(struct attach_client *, struct attach_frame *);
+size_t attach_client_room(const struct attach_client *);
+int attach_client_pending(const struct attach_client *);
+int attach_client_queue(
+    struct attach_client *, uint8_t type, const void *payload, size_t len);
+int attach_client_resize(struct attach_client *, int cols, int rows);
+int attach_client_flush(struct attach_client *);
+int attach_decode_data(const struct attach_frame *, uint64_t *cursor,
+    const uint8_t **bytes, size_t *len);
+int attach_decode_exit(
+    const struct attach_frame *, int *code, int *sig, uint64_t *cursor);
+int attach_decode_truncated(
+    const struct attach_frame *, uint64_t *from, uint64_t *to);
+int attach_decode_resize(const struct attach_frame *, int *cols, int *rows);
+int attach_exit_status(int code, int sig);
+int attach_shell_open(const struct vsock_target *, const char *shell_id,
+    int64_t cursor, uint64_t deadline, struct attach_client *, cJSON **record,
+    char **cause);
 
 #endif

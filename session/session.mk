@@ -4,7 +4,7 @@
 # belong to the guest helper; they are linked into vmux when present.
 SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/launch.c session/stop.c session/transport.c \
-                session/agent_client.c
+                session/agent_client.c session/attach.c
 SESSION_QEMU_SRCS := $(wildcard session/qemu.c session/accel.c)
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 

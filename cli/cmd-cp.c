@@ -1,0 +1,65 @@
+/*
+ * cmd-cp.c: `vmux cp SRC DST`: copy files and directories between the host
+ * and a session's guest, like docker cp (owned by the shell/CLI helper).
+ * The transfers are in cp.c, the operands in cp-args.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+static int cmd_cp_exec(struct args *);
+
+static const struct cmd_opt cmd_cp_opts[] = {
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_cp_entry = {
+    .name = "cp",
+    .pre = "SRC DST",
+    .summary = "Copy a file or directory between the host and a guest; "
+               "NAME:PATH names an absolute PATH in session NAME, and "
+               "exactly one side is remote. As with docker cp, an "
+               "existing directory DST receives SRC under its own name; "
+               "any other DST names the copy (its parent must exist). "
+               "Shows progress when stderr is a terminal.",
+    .opts = cmd_cp_opts,
+    .min_args = 2,
+    .max_args = 2,
+    .exec = cmd_cp_exec,
+};
+
+/* Copy. */
+static int
+cmd_cp_exec(struct args *a)
+{
+	struct session_record r;
+	struct vsock_target t;
+	struct cp_spec spec;
+	char *cause = NULL;
+	int rc;
+
+	if (cp_parse(a->argv[0], a->argv[1], &spec, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((rc = cli_running_session(spec.session, &r, &t)) != 0) {
+		cp_spec_free(&spec);
+		return rc;
+	}
+	if (spec.upload)
+		rc = cp_upload(&t, &spec, &cause);
+	else
+		rc = cp_download(&t, &spec, &cause);
+	if (rc != 0) {
+		cli_error("cp: %s", cause);
+		free(cause);
+		rc = 1;
+	}
+	record_free(&r);
+	cp_spec_free(&spec);
+	return rc;
+}

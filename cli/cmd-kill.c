@@ -1,0 +1,71 @@
+/*
+ * cmd-kill.c: `vmux kill NAME SHELL_ID [-s SIGNAL]`: send a signal to what
+ * runs in the foreground of a shell's terminal, like kill(1) (owned by the
+ * shell/CLI helper). The shell itself stays; `vmux close` ends it.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+#define KILL_REQUEST_S 15
+
+static int cmd_kill_exec(struct args *);
+
+static const struct cmd_opt cmd_kill_opts[] = {
+    {"signal", 's', "SIGNAL", 0,
+        "HUP, INT, QUIT, TERM (default), KILL, USR1, USR2, TSTP, CONT or "
+        "WINCH, with or without SIG"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_kill_entry = {
+    .name = "kill",
+    .pre = "NAME SHELL_ID",
+    .summary = "Send a signal (default TERM) to the foreground process "
+               "group of a shell's terminal, as Ctrl-C would send INT. An "
+               "interactive shell at its prompt ignores TERM and INT; use "
+               "-s KILL, or vmux close to end the shell.",
+    .opts = cmd_kill_opts,
+    .min_args = 2,
+    .max_args = 2,
+    .exec = cmd_kill_exec,
+};
+
+/* Signal the shell. */
+static int
+cmd_kill_exec(struct args *a)
+{
+	const char *sig = args_get(a, "signal");
+	struct session_record r;
+	struct vsock_target t;
+	cJSON *req, *reply;
+	char *cause = NULL, *name;
+	int rc;
+
+	name = xstrdup(sig != NULL ? sig : "TERM");
+	for (char *p = name; *p != '\0'; p++)
+		*p = (char)toupper((unsigned char)*p);
+	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0) {
+		free(name);
+		return rc;
+	}
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "action", "signal_shell");
+	cJSON_AddStringToObject(req, "shell_id", a->argv[1]);
+	cJSON_AddStringToObject(req, "signal", name);
+	free(name);
+	reply = cli_agent(&t, req, KILL_REQUEST_S, &cause);
+	record_free(&r);
+	if (reply == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+		return 1;
+	}
+	cJSON_Delete(reply);
+	return 0;
+}

@@ -1,0 +1,361 @@
+/*
+ * cmd-shell.c: `vmux shell NAME [--id ID] [-- COMMAND...]`: attach this
+ * terminal to a persistent shell in the guest (owned by the shell/CLI
+ * helper).
+ *
+ * The shell lives in the agent, not in this process: vmux opens it
+ * (open_shell, with our terminal's size) or finds it (list_shells), then
+ * attaches (attach_shell) and runs shell-loop.c. Detaching, a lost
+ * connection or vmux being killed leave the shell running; anyone can
+ * reattach with --id, and the recent output is replayed so the screen
+ * comes back much as it was (from a line start, after clearing it). The
+ * terminal is raw while attached and restored on every way out (atexit and
+ * the signal paths; only SIGKILL skips it).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "session.h"
+#include "cli.h"
+
+#define SHELL_REPLAY_BYTES (32 * 1024) /* repainted on reattach */
+#define SHELL_REQUEST_S    15
+
+static int cmd_shell_exec(struct args *);
+
+static const struct cmd_opt cmd_shell_opts[] = {
+    {"id", 'i', "ID", 0,
+        "attach to shell ID (letters, digits, '.', '_', '-'); it is "
+        "created if it does not exist"},
+    {"cwd", 'C', "DIR", 0, "working directory of a new shell"},
+    {"env", 'e', "K=V", 1, "set an environment variable in a new shell"},
+    {"detach-key", 0, "KEY", 0,
+        "detach with KEY instead of Ctrl-] (^X, ctrl-x or C-x; 'none' "
+        "turns detaching off)"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_shell_entry = {
+    .name = "shell",
+    .pre = "NAME",
+    .post = "[-- COMMAND [ARG...]]",
+    .summary = "Open a shell (or COMMAND) on a terminal in session NAME and "
+               "attach to it. The shell lives in the guest: press Ctrl-] "
+               "to detach and leave it running, reattach with --id ID "
+               "(the recent output is repainted). When it exits, vmux "
+               "exits with its status (128+N if signal N killed it). "
+               "Without a terminal on stdin, input and output are passed "
+               "through as they are.",
+    .opts = cmd_shell_opts,
+    .flags = CMD_ARGV_AFTER_NAME,
+    .min_args = 1,
+    .max_args = -1,
+    .exec = cmd_shell_exec,
+};
+
+/* What the user asked for, checked. */
+struct shell_req {
+	const char *name;
+	const char *id; /* NULL: a new shell with the agent's id */
+	int detach_key;
+	cJSON *open; /* the open_shell request */
+};
+
+/* A shell id as the agent accepts it. */
+static int
+shell_id_valid(const char *id, char **cause)
+{
+	size_t n = strspn(id,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
+	    "-");
+
+	if (n == 0 || id[n] != '\0' || n > 64) {
+		xasprintf(cause,
+		    "invalid shell id '%s': want 1-64 letters, digits, '.', "
+		    "'_' or '-'",
+		    id);
+		return -1;
+	}
+	return 0;
+}
+
+/* Check the arguments and build the open_shell request. */
+static int
+shell_request(const struct args *a, struct shell_req *r, char **cause)
+{
+	const char *key = args_get(a, "detach-key"), *cwd = args_get(a, "cwd");
+	char **env;
+	cJSON *o, *e, *argv;
+	int n, cols, rows;
+
+	memset(r, 0, sizeof *r);
+	r->name = a->argv[0];
+	r->id = args_get(a, "id");
+	r->detach_key = DETACH_KEY_DEFAULT;
+	if (session_name_valid(r->name, cause) != 0)
+		return -1;
+	if (r->id != NULL && shell_id_valid(r->id, cause) != 0)
+		return -1;
+	if (key != NULL && detach_key_parse(key, &r->detach_key, cause) != 0)
+		return -1;
+	if (key == NULL && !isatty(STDIN_FILENO))
+		r->detach_key = -1; /* bytes on a pipe are data, like ssh's ~ */
+	if (cwd != NULL && *cwd == '\0') {
+		xasprintf(cause, "--cwd needs a directory");
+		return -1;
+	}
+	env = args_values(a, "env", &n);
+	for (int i = 0; i < n; i++) {
+		if (args_env_valid(env[i], cause) != 0)
+			return -1;
+	}
+
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "action", "open_shell");
+	if (r->id != NULL)
+		cJSON_AddStringToObject(o, "shell_id", r->id);
+	if (term_size(&cols, &rows) == 0) {
+		cJSON_AddNumberToObject(o, "cols", cols > 4096 ? 4096 : cols);
+		cJSON_AddNumberToObject(o, "rows", rows > 4096 ? 4096 : rows);
+	}
+	if (cwd != NULL)
+		cJSON_AddStringToObject(o, "cwd", cwd);
+	if (n > 0) {
+		e = cJSON_AddObjectToObject(o, "env");
+		for (int i = 0; i < n; i++) {
+			const char *eq = strchr(env[i], '=');
+			char *k = xstrndup(env[i], (size_t)(eq - env[i]));
+			cJSON_DeleteItemFromObjectCaseSensitive(e, k);
+			cJSON_AddStringToObject(e, k, eq + 1);
+			free(k);
+		}
+	}
+	if (a->argc > 1) {
+		argv = cJSON_AddArrayToObject(o, "command");
+		for (int i = 1; i < a->argc; i++)
+			cJSON_AddItemToArray(
+			    argv, cJSON_CreateString(a->argv[i]));
+	}
+	r->open = o;
+	return 0;
+}
+
+/* A number field of a record, or def. */
+static double
+rec_num(const cJSON *o, const char *key, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/*
+ * Find shell id: 1 with *cursor where a repaint should start, 0 if there
+ * is no such shell, -1 with cause.
+ */
+static int
+shell_find(
+    const struct vsock_target *t, const char *id, int64_t *cursor, char **cause)
+{
+	cJSON *req = cJSON_CreateObject(), *reply, *s;
+	const cJSON *arr;
+	double end, oldest;
+	int found = 0;
+
+	cJSON_AddStringToObject(req, "action", "list_shells");
+	if ((reply = cli_agent(t, req, SHELL_REQUEST_S, cause)) == NULL)
+		return -1;
+	arr = cJSON_GetObjectItemCaseSensitive(reply, "shells");
+	cJSON_ArrayForEach(s, arr)
+	{
+		const cJSON *v =
+		    cJSON_GetObjectItemCaseSensitive(s, "shell_id");
+		if (!cJSON_IsString(v) || strcmp(v->valuestring, id) != 0)
+			continue;
+		end = rec_num(s, "output_bytes", 0);
+		oldest = rec_num(s, "oldest_cursor", 0);
+		*cursor = end - SHELL_REPLAY_BYTES > oldest
+		    ? (int64_t)(end - SHELL_REPLAY_BYTES)
+		    : (int64_t)oldest;
+		found = 1;
+	}
+	cJSON_Delete(reply);
+	return found;
+}
+
+/* Open a new shell; its id (caller frees) or NULL with cause. */
+static char *
+shell_open(const struct vsock_target *t, cJSON *req, char **cause)
+{
+	cJSON *reply =
+	    cli_agent(t, cJSON_Duplicate(req, 1), SHELL_REQUEST_S, cause);
+	const cJSON *id;
+	char *s = NULL;
+
+	if (reply == NULL)
+		return NULL;
+	id = cJSON_GetObjectItemCaseSensitive(reply, "shell_id");
+	if (cJSON_IsString(id))
+		s = xstrdup(id->valuestring);
+	else
+		xasprintf(cause, "agent's open_shell answer has no shell_id");
+	cJSON_Delete(reply);
+	return s;
+}
+
+/* Leave the terminal usable for the local shell after a remote program. */
+static void
+shell_term_reset(void)
+{
+	static const char reset[] = "\033[0m\033[?25h\033[?1l\033>"
+	                            "\033[?1000l\033[?1002l\033[?1003l"
+	                            "\033[?1006l\033[?2004l";
+
+	if (isatty(STDOUT_FILENO))
+		write_all(STDOUT_FILENO, reset, sizeof reset - 1);
+}
+
+/* Attach and run until the end; vmux's exit status. */
+static int
+shell_attach(const struct vsock_target *t, const struct shell_req *r,
+    const char *id, int64_t cursor, int reattach)
+{
+	static const int sigs[] = {
+	    SIGWINCH, SIGCONT, SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+	struct shell_loop_opts o;
+	struct shell_loop_result res;
+	struct attach_client ac;
+	cJSON *rec = NULL;
+	char *cause = NULL, key[16];
+	int tty = isatty(STDIN_FILENO), rc, cols, rows;
+
+	memset(&o, 0, sizeof o);
+	o.sig_fd = sigpipe_open(sigs, nitems(sigs));
+	if (o.sig_fd < 0) {
+		cli_error("cannot make a pipe");
+		return 1;
+	}
+	if (attach_shell_open(t, id, cursor, mono_ms() + SHELL_REQUEST_S * 1000,
+	        &ac, &rec, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return 1;
+	}
+	o.detach_key = r->detach_key;
+	o.tty = tty;
+	if (reattach && cursor > rec_num(rec, "oldest_cursor", 0)) {
+		o.skip_partial_line = 1;
+		o.replay_end = (uint64_t)rec_num(rec, "output_bytes", 0);
+	}
+	cJSON_Delete(rec);
+
+	detach_key_name(r->detach_key, key, sizeof key);
+	if (r->detach_key >= 0)
+		fprintf(stderr, "[%sshell %s in %s; detach with %s]\n",
+		    reattach ? "attached to " : "", id, r->name, key);
+	else
+		fprintf(stderr, "[%sshell %s in %s]\n",
+		    reattach ? "attached to " : "", id, r->name);
+	if (tty) {
+		if (term_raw_enter(STDIN_FILENO) != 0) {
+			cli_error("cannot set the terminal to raw mode");
+			attach_client_free(&ac);
+			return 1;
+		}
+		if (reattach && isatty(STDOUT_FILENO))
+			write_all(STDOUT_FILENO, "\033[H\033[2J", 7);
+		/* the shell may have another client's size */
+		if (reattach && term_size(&cols, &rows) == 0)
+			attach_client_resize(&ac, cols, rows);
+	}
+
+	shell_loop(&ac, &o, &res);
+	attach_client_free(&ac);
+	if (tty) {
+		shell_term_reset();
+		term_restore();
+	}
+	switch (res.end) {
+	case SHELL_END_EXIT:
+		rc = res.status;
+		break;
+	case SHELL_END_DETACH:
+		fprintf(stderr, "%s[detached from shell %s in %s]\n",
+		    tty ? "\n" : "", id, r->name);
+		rc = 0;
+		break;
+	case SHELL_END_SIGNAL:
+		fprintf(stderr, "%s[detached from shell %s in %s: %s]\n",
+		    tty ? "\n" : "", id, r->name, strsignal(res.signo));
+		rc = 128 + res.signo;
+		break;
+	case SHELL_END_OUTPUT:
+		rc = 1;
+		break;
+	default:
+		cli_error("%s; shell %s may still be running in %s",
+		    res.error != NULL ? res.error
+		                      : "the agent closed the connection",
+		    id, r->name);
+		rc = 1;
+		break;
+	}
+	free(res.error);
+	return rc;
+}
+
+/* Open or find the shell, then attach. */
+static int
+cmd_shell_exec(struct args *a)
+{
+	struct session_record rec;
+	struct vsock_target t;
+	struct shell_req r;
+	char *cause = NULL, *id = NULL;
+	int64_t cursor = 0;
+	int rc, found = 0;
+
+	if (shell_request(a, &r, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((rc = cli_running_session(r.name, &rec, &t)) != 0) {
+		cJSON_Delete(r.open);
+		return rc;
+	}
+	if (r.id != NULL)
+		found = shell_find(&t, r.id, &cursor, &cause);
+	if (found == 0) {
+		id = shell_open(&t, r.open, &cause);
+		if (id == NULL && r.id != NULL && cause != NULL &&
+		    strstr(cause, "already exists") != NULL) {
+			/* opened by someone else meanwhile: attach to it */
+			free(cause);
+			cause = NULL;
+			found = shell_find(&t, r.id, &cursor, &cause);
+		}
+	}
+	if (found > 0) {
+		id = xstrdup(r.id);
+		if (a->argc > 1 || args_has(a, "cwd") || args_has(a, "env"))
+			cli_error("shell %s exists: COMMAND, --cwd and --env "
+			          "are ignored",
+			    id);
+	}
+	if (id == NULL) {
+		cli_error("%s", cause != NULL ? cause : "no such shell");
+		free(cause);
+		rc = 1;
+	} else
+		rc =
+		    shell_attach(&t, &r, id, found > 0 ? cursor : 0, found > 0);
+	free(id);
+	cJSON_Delete(r.open);
+	record_free(&rec);
+	return rc;
+}

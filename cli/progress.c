@@ -1,0 +1,96 @@
+/*
+ * progress.c: transfer progress for `vmux cp` (owned by the shell/CLI
+ * helper): bytes, percentage when the total is known, and rate, redrawn in
+ * place on stderr at most ten times a second, and only when stderr is a
+ * terminal; otherwise nothing is printed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "cli.h"
+
+#define PROGRESS_EVERY_MS 100
+
+/* "12.3 MiB" (caller frees). */
+char *
+progress_human(uint64_t bytes)
+{
+	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+	char *s;
+
+	while (v >= 1024 && u + 1 < nitems(units)) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		xasprintf(&s, "%llu B", (unsigned long long)bytes);
+	else
+		xasprintf(&s, "%.1f %s", v, units[u]);
+	return s;
+}
+
+/* Start counting; shown only if stderr is a terminal. */
+void
+progress_init(struct progress *p, const char *what, uint64_t total)
+{
+	p->on = isatty(STDERR_FILENO);
+	p->what = what;
+	p->bytes = 0;
+	p->total = total;
+	p->start = mono_ms();
+	p->last = 0;
+}
+
+/* Draw the line (final: with the average rate and a newline). */
+static void
+progress_draw(struct progress *p, int final)
+{
+	uint64_t ms = mono_ms() - p->start;
+	char *done = progress_human(p->bytes);
+	char *rate = progress_human(
+	    ms > 0 ? (uint64_t)((double)p->bytes * 1000 / (double)ms) : 0);
+	char pct[16] = "";
+
+	if (p->total > 0)
+		snprintf(pct, sizeof pct, " %3.0f%%",
+		    100.0 * (double)p->bytes / (double)p->total);
+	fprintf(stderr, "\r\033[K%s  %s%s  %s/s%s", p->what, done, pct, rate,
+	    final ? "\n" : "");
+	fflush(stderr);
+	free(done);
+	free(rate);
+}
+
+/* Count n more bytes; redraw when it is time. */
+void
+progress_add(struct progress *p, uint64_t n)
+{
+	uint64_t now;
+
+	p->bytes += n;
+	if (!p->on)
+		return;
+	now = mono_ms();
+	if (now - p->last >= PROGRESS_EVERY_MS) {
+		p->last = now;
+		progress_draw(p, 0);
+	}
+}
+
+/* The end: a final line after success, the line cleared after failure. */
+void
+progress_done(struct progress *p, int ok)
+{
+	if (!p->on)
+		return;
+	if (ok)
+		progress_draw(p, 1);
+	else {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+	}
+}

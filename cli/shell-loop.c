@@ -1,0 +1,447 @@
+/*
+ * shell-loop.c: the event loop of `vmux shell` while attached (owned by the
+ * shell/CLI helper).
+ *
+ * One poll(2) over stdin, the agent stream, stdout and the signal
+ * self-pipe; nothing blocks. Keystrokes become INPUT frames in the
+ * client's bounded queue (stdin is only read while the queue has room);
+ * DATA frames go to a bounded stdout queue, and the stream is only read
+ * while that queue has room, so a stalled stdout makes the agent lag this
+ * client (it replays from the ring or says TRUNCATED) instead of growing
+ * memory, and never delays keystrokes or the detach key. stdout is written
+ * through a non-blocking descriptor of its own (re-opened through /proc, so
+ * the terminal's shared file status flags are never changed).
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "attach.h"
+#include "session.h"
+#include "cli.h"
+
+#define IN_CHUNK       16384        /* one stdin read */
+#define OUT_MAX        (256 * 1024) /* stdout queue before we stop reading */
+#define DETACH_WAIT_MS 2000         /* for the agent's DETACH answer */
+#define DRAIN_WAIT_MS  10000        /* stdout after EXIT */
+
+enum out_mode { OUT_NONBLOCK, OUT_SOCKET, OUT_PLAIN };
+
+/* Output waiting for stdout. */
+struct outq {
+	int fd;
+	int own; /* fd is our own re-opened descriptor */
+	enum out_mode mode;
+	uint8_t *buf;
+	size_t off, len, cap;
+	int broken; /* the reader went away */
+};
+
+struct loop {
+	struct attach_client *ac;
+	const struct shell_loop_opts *o;
+	struct shell_loop_result *res;
+	struct outq out;
+	int stdin_open;
+	int skip;            /* dropping replayed bytes up to a newline */
+	int exit_seen;       /* EXIT received */
+	int detaching;       /* DETACH sent, waiting for the answer */
+	uint64_t deadline;   /* detaching or draining: give up at */
+	enum shell_end want; /* how it ends once detached */
+	int done;
+};
+
+/* Set up stdout: our own non-blocking descriptor where possible. */
+static void
+outq_open(struct outq *q, int fd)
+{
+	struct stat st;
+	char path[64];
+	int nfd;
+
+	memset(q, 0, sizeof *q);
+	q->fd = fd;
+	q->mode = OUT_PLAIN;
+	if (fstat(fd, &st) != 0)
+		return;
+	if (S_ISSOCK(st.st_mode)) {
+		q->mode = OUT_SOCKET;
+		return;
+	}
+	if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+		return; /* a file: writes do not wait long */
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	nfd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (nfd >= 0) {
+		q->fd = nfd;
+		q->own = 1;
+		q->mode = OUT_NONBLOCK;
+	}
+}
+
+/* Close our descriptor and free the queue. */
+static void
+outq_close(struct outq *q)
+{
+	if (q->own)
+		close(q->fd);
+	free(q->buf);
+	memset(q, 0, sizeof *q);
+}
+
+/* Bytes waiting. */
+static size_t
+outq_pending(const struct outq *q)
+{
+	return q->len - q->off;
+}
+
+/* Queue bytes for stdout (dropped once the reader is gone). */
+static void
+outq_add(struct outq *q, const uint8_t *p, size_t n)
+{
+	if (q->broken || n == 0)
+		return;
+	if (q->off > 0 && q->off == q->len)
+		q->off = q->len = 0;
+	if (q->cap - q->len < n) {
+		if (q->off > 0) {
+			memmove(q->buf, q->buf + q->off, q->len - q->off);
+			q->len -= q->off;
+			q->off = 0;
+		}
+		if (q->cap - q->len < n) {
+			q->cap = q->len + n + 65536;
+			q->buf = xrealloc(q->buf, q->cap);
+		}
+	}
+	memcpy(q->buf + q->len, p, n);
+	q->len += n;
+}
+
+/* Write what stdout takes now. */
+static void
+outq_write(struct outq *q)
+{
+	size_t n = outq_pending(q);
+	ssize_t w;
+
+	while (n > 0 && !q->broken) {
+		if (q->mode == OUT_SOCKET)
+			w = send(q->fd, q->buf + q->off, n,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		else
+			w = write(q->fd, q->buf + q->off,
+			    q->mode == OUT_PLAIN && n > 4096 ? 4096 : n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return;
+		if (w <= 0) {
+			q->broken = 1;
+			q->off = q->len = 0;
+			return;
+		}
+		q->off += (size_t)w;
+		n -= (size_t)w;
+		if (q->mode == OUT_PLAIN)
+			return; /* poll again before the next chunk */
+	}
+}
+
+/* A message on stderr that also reads right while the terminal is raw. */
+static void loop_msg(const struct loop *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+loop_msg(const struct loop *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "vmux: %s%s", s, l->o->tty ? "\r\n" : "\n");
+	free(s);
+}
+
+/* Send DETACH and wait a little for the answer; then end as `how`. */
+static void
+loop_detach(struct loop *l, enum shell_end how)
+{
+	if (l->detaching)
+		return;
+	l->detaching = 1;
+	l->want = how;
+	l->deadline = mono_ms() + DETACH_WAIT_MS;
+	if (attach_client_queue(l->ac, VMUX_ATTACH_DETACH, NULL, 0) != 0) {
+		/* the queue is full: closing the socket detaches too */
+		l->res->end = how;
+		l->done = 1;
+	}
+}
+
+/* Tell the agent our terminal's size. */
+static void
+loop_resize(struct loop *l)
+{
+	int cols, rows;
+
+	if (term_size(&cols, &rows) == 0)
+		attach_client_resize(l->ac, cols, rows);
+}
+
+/* Handle the signals the self-pipe has for us. */
+static void
+loop_signals(struct loop *l)
+{
+	int sig;
+
+	while ((sig = sigpipe_next(l->o->sig_fd)) != 0) {
+		switch (sig) {
+		case SIGWINCH:
+			if (l->o->tty)
+				loop_resize(l);
+			break;
+		case SIGCONT:
+			if (l->o->tty) {
+				term_reraw();
+				loop_resize(l);
+			}
+			break;
+		default: /* TERM, HUP, INT, QUIT: let go of the shell */
+			l->res->signo = sig;
+			loop_detach(l, SHELL_END_SIGNAL);
+			break;
+		}
+	}
+}
+
+/* Read keystrokes and queue them (up to the detach key). */
+static void
+loop_stdin(struct loop *l)
+{
+	uint8_t buf[IN_CHUNK];
+	size_t fwd;
+	ssize_t n;
+	int found;
+
+	n = read(STDIN_FILENO, buf, sizeof buf);
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	if (n <= 0) {
+		l->stdin_open = 0;
+		if (l->o->tty) { /* the terminal hung up */
+			l->res->signo = SIGHUP;
+			loop_detach(l, SHELL_END_SIGNAL);
+		}
+		return;
+	}
+	fwd = detach_scan(buf, (size_t)n, l->o->detach_key, &found);
+	if (fwd > 0)
+		attach_client_queue(l->ac, VMUX_ATTACH_INPUT, buf, fwd);
+	if (found)
+		loop_detach(l, SHELL_END_DETACH);
+}
+
+/* A DATA frame: to stdout, minus a partial first line when repainting. */
+static void
+loop_data(struct loop *l, const struct attach_frame *f)
+{
+	const uint8_t *p, *nl;
+	uint64_t cursor;
+	size_t n;
+
+	if (attach_decode_data(f, &cursor, &p, &n) != 0) {
+		loop_msg(l, "bad DATA frame from the agent");
+		return;
+	}
+	if (l->detaching)
+		return; /* leaving: what is not shown yet, never will be */
+	if (l->skip && cursor + n > l->o->replay_end) {
+		/* live output is never dropped */
+		size_t live = cursor >= l->o->replay_end
+		    ? n
+		    : (size_t)(cursor + n - l->o->replay_end);
+		l->skip = 0;
+		p += n - live;
+		n = live;
+	}
+	if (l->skip) {
+		if ((nl = memchr(p, '\n', n)) == NULL)
+			return;
+		l->skip = 0;
+		n -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	outq_add(&l->out, p, n);
+}
+
+/* Act on one frame from the agent. */
+static void
+loop_frame(struct loop *l, const struct attach_frame *f)
+{
+	uint64_t a, b;
+	int code, sig;
+
+	switch (f->type) {
+	case VMUX_ATTACH_DATA:
+		loop_data(l, f);
+		break;
+	case VMUX_ATTACH_EXIT:
+		if (attach_decode_exit(f, &code, &sig, &a) != 0)
+			code = -1, sig = 0;
+		l->res->status = attach_exit_status(code, sig);
+		l->exit_seen = 1;
+		l->deadline = mono_ms() + DRAIN_WAIT_MS;
+		break;
+	case VMUX_ATTACH_TRUNCATED:
+		if (attach_decode_truncated(f, &a, &b) == 0)
+			log_debug("shell output %llu..%llu was lost",
+			    (unsigned long long)a, (unsigned long long)b);
+		break;
+	case VMUX_ATTACH_ERROR:
+		loop_msg(
+		    l, "agent: %.*s", (int)f->len, (const char *)f->payload);
+		break;
+	case VMUX_ATTACH_DETACH:
+		l->res->end = l->detaching ? l->want : SHELL_END_DETACH;
+		l->done = 1;
+		break;
+	default: /* RESIZE (another client's), or a newer frame type */
+		break;
+	}
+}
+
+/* Read from the agent and handle every whole frame. */
+static void
+loop_sock_read(struct loop *l)
+{
+	struct attach_frame f;
+	ssize_t n;
+	int r;
+
+	n = attach_client_read(l->ac);
+	if (n < 0 && n != -EAGAIN) {
+		xasprintf(&l->res->error, "connection to the agent: %s",
+		    strerror((int)-n));
+		l->ac->eof = 1;
+	}
+	while (!l->done && (r = attach_client_next(l->ac, &f)) != 0) {
+		if (r < 0) {
+			xasprintf(
+			    &l->res->error, "broken stream from the agent");
+			l->ac->eof = 1;
+			break;
+		}
+		loop_frame(l, &f);
+	}
+}
+
+/* Is it over? Sets res->end. */
+static int
+loop_finished(struct loop *l)
+{
+	uint64_t now = mono_ms();
+
+	if (l->done)
+		return 1;
+	if (l->exit_seen &&
+	    (outq_pending(&l->out) == 0 || now >= l->deadline)) {
+		l->res->end = SHELL_END_EXIT;
+		return 1;
+	}
+	if (l->exit_seen)
+		return 0; /* still writing the last output */
+	if (l->detaching && (l->ac->eof || now >= l->deadline)) {
+		l->res->end = l->want;
+		return 1;
+	}
+	if (l->ac->eof) {
+		l->res->end = SHELL_END_LOST;
+		return 1;
+	}
+	if (l->out.broken) {
+		l->res->end = SHELL_END_OUTPUT;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Run the attached stream until the shell exits, the user detaches, a
+ * signal says stop or the connection is lost; *res says which.
+ */
+void
+shell_loop(struct attach_client *ac, const struct shell_loop_opts *o,
+    struct shell_loop_result *res)
+{
+	struct loop l;
+	struct pollfd p[4];
+	int timeout, rc;
+
+	memset(res, 0, sizeof *res);
+	memset(&l, 0, sizeof l);
+	l.ac = ac;
+	l.o = o;
+	l.res = res;
+	l.stdin_open = 1;
+	l.skip = o->skip_partial_line;
+	outq_open(&l.out, STDOUT_FILENO);
+
+	while (!loop_finished(&l)) {
+		for (int i = 0; i < 4; i++)
+			p[i] = (struct pollfd){.fd = -1};
+		if (l.stdin_open && !l.detaching && !l.exit_seen &&
+		    attach_client_room(ac) >= IN_CHUNK + VMUX_ATTACH_HDR) {
+			p[0].fd = STDIN_FILENO;
+			p[0].events = POLLIN;
+		}
+		p[1].fd = ac->fd;
+		if (!ac->eof && (outq_pending(&l.out) < OUT_MAX || l.detaching))
+			p[1].events |= POLLIN;
+		if (attach_client_pending(ac))
+			p[1].events |= POLLOUT;
+		if (outq_pending(&l.out) > 0) {
+			p[2].fd = l.out.fd;
+			p[2].events = POLLOUT;
+		}
+		p[3].fd = o->sig_fd;
+		p[3].events = POLLIN;
+		timeout = l.detaching || l.exit_seen ? 100 : -1;
+		if (poll(p, 4, timeout) < 0 && errno != EINTR) {
+			xasprintf(&res->error, "poll: %s", strerror(errno));
+			res->end = SHELL_END_LOST;
+			break;
+		}
+		if (p[3].revents)
+			loop_signals(&l);
+		if (p[0].revents)
+			loop_stdin(&l);
+		if (attach_client_pending(ac) &&
+		    (rc = attach_client_flush(ac)) < 0) {
+			if (!l.detaching)
+				xasprintf(&res->error,
+				    "connection to the agent: %s",
+				    strerror(-rc));
+			ac->eof = 1;
+		}
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR))
+			loop_sock_read(&l);
+		if (p[2].revents)
+			outq_write(&l.out);
+	}
+	if (res->end == SHELL_END_EXIT)
+		outq_write(&l.out);
+	outq_close(&l.out);
+}

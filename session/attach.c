@@ -1,0 +1,368 @@
+/*
+ * attach.c: the client side of agent streams that begin with one JSON line
+ * (owned by the shell/CLI helper).
+ *
+ * agent_line_call() sends a request and reads the agent's first line, keeping
+ * whatever came after it: attach_shell (binary frames, proto/attach.h)
+ * and export_archive (a raw tar) both continue that way.
+ *
+ * struct attach_client holds an attached shell stream: received bytes are
+ * cut into frames (attach_client_next), outgoing frames wait in a bounded
+ * queue that the caller flushes when the socket is writable, so nothing
+ * here blocks. The decoders check each frame's length, since a malformed
+ * stream must not crash the client.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "proto.h"
+#include "attach.h"
+#include "session.h"
+
+#define LINE_CHUNK 65536
+#define READ_CHUNK 65536
+
+/*
+ * Send req as one line on fd and read the agent's first reply line before
+ * deadline. Returns the parsed object (an {"error"} reply becomes NULL with
+ * cause "agent: ...") and hands back the bytes read past the line in
+ * *rest and *rest_len (caller frees; may be NULL and 0). A reply that ends
+ * without a newline is taken whole (the agent closed after it).
+ */
+cJSON *
+agent_line_call(int fd, const cJSON *req, uint64_t deadline, uint8_t **rest,
+    size_t *rest_len, char **cause)
+{
+	char *line = cJSON_PrintUnformatted(req), *buf = NULL, *nl = NULL;
+	size_t len, size = 0, used = 0, scanned = 0;
+	cJSON *o = NULL;
+	ssize_t r;
+	int n;
+
+	*rest = NULL;
+	*rest_len = 0;
+	if (line == NULL)
+		fatalx("out of memory");
+	len = strlen(line);
+	if (len + 1 > VMUX_MAX_REQUEST) {
+		xasprintf(cause, "request too large (%zu bytes)", len);
+		cJSON_free(line);
+		return NULL;
+	}
+	line[len] = '\n';
+	n = send_all_deadline(fd, line, len + 1, deadline);
+	cJSON_free(line);
+	if (n < 0) {
+		xasprintf(cause, "cannot send the request to the agent: %s",
+		    n == -ETIMEDOUT ? "timed out" : strerror(-n));
+		return NULL;
+	}
+	for (;;) {
+		if (size - used < LINE_CHUNK) {
+			size = size == 0 ? LINE_CHUNK : size * 2;
+			buf = xrealloc(buf, size);
+		}
+		n = wait_fd(fd, POLLIN, deadline);
+		if (n <= 0) {
+			xasprintf(cause, "%s waiting for the agent's reply",
+			    n == 0 ? "timed out" : strerror(-n));
+			goto out;
+		}
+		r = recv(fd, buf + used, size - used, MSG_DONTWAIT);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r < 0) {
+			xasprintf(cause, "reading the agent's reply: %s",
+			    strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		used += (size_t)r;
+		nl = memchr(buf + scanned, '\n', used - scanned);
+		if (nl != NULL)
+			break;
+		scanned = used;
+		if (used > VMUX_MAX_REQUEST) {
+			xasprintf(cause, "agent reply line too long");
+			goto out;
+		}
+	}
+	len = nl != NULL ? (size_t)(nl - buf) : used;
+	o = agent_parse_reply(buf, len, cause);
+	if (o != NULL && nl != NULL && used > len + 1) {
+		*rest_len = used - len - 1;
+		*rest = xmalloc(*rest_len);
+		memcpy(*rest, nl + 1, *rest_len);
+	}
+out:
+	free(buf);
+	return o;
+}
+
+/* Take over fd (made non-blocking) and the bytes already read from it. */
+void
+attach_client_init(
+    struct attach_client *c, int fd, const uint8_t *pre, size_t pre_len)
+{
+	memset(c, 0, sizeof *c);
+	c->fd = fd;
+	if (fd >= 0)
+		set_nonblock(fd, 1);
+	if (pre_len > 0) {
+		c->in_cap = pre_len > READ_CHUNK ? pre_len : READ_CHUNK;
+		c->in = xmalloc(c->in_cap);
+		memcpy(c->in, pre, pre_len);
+		c->in_len = pre_len;
+	}
+}
+
+/* Close the stream and free the buffers. */
+void
+attach_client_free(struct attach_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->in);
+	free(c->out);
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+}
+
+/*
+ * Read what the socket has (one recv). Returns the byte count, 0 at EOF
+ * (c->eof is set), -EAGAIN when nothing is there, or -errno.
+ */
+ssize_t
+attach_client_read(struct attach_client *c)
+{
+	ssize_t n;
+
+	if (c->in_off > 0) { /* frames handed out are consumed now */
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (c->in_cap - c->in_len < READ_CHUNK) {
+		c->in_cap = c->in_len + READ_CHUNK;
+		c->in = xrealloc(c->in, c->in_cap);
+	}
+	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0);
+	if (n < 0)
+		return errno == EINTR ? -EAGAIN : -errno;
+	if (n == 0)
+		c->eof = 1;
+	c->in_len += (size_t)n;
+	return n;
+}
+
+/*
+ * The next whole frame received: 1 with *f pointing into the buffer (valid
+ * until the next attach_client_read), 0 if more bytes are needed, -1 if the
+ * stream is broken (a length over VMUX_ATTACH_MAX_PAYLOAD).
+ */
+int
+attach_client_next(struct attach_client *c, struct attach_frame *f)
+{
+	uint32_t len;
+	uint8_t type;
+	ssize_t n;
+
+	n = vmux_attach_parse(
+	    c->in + c->in_off, c->in_len - c->in_off, &type, &len);
+	if (n <= 0)
+		return n < 0 ? -1 : 0;
+	f->type = type;
+	f->len = len;
+	f->payload = c->in + c->in_off + VMUX_ATTACH_HDR;
+	c->in_off += (size_t)n;
+	return 1;
+}
+
+/* Bytes of frames that may still be queued. */
+size_t
+attach_client_room(const struct attach_client *c)
+{
+	size_t used = c->out_len - c->out_off;
+
+	return used >= ATTACH_CLIENT_OUT_MAX ? 0 : ATTACH_CLIENT_OUT_MAX - used;
+}
+
+/* Is anything waiting to be sent? */
+int
+attach_client_pending(const struct attach_client *c)
+{
+	return c->out_off < c->out_len;
+}
+
+/* Queue one frame; -1 if the payload does not fit the queue or a frame. */
+int
+attach_client_queue(
+    struct attach_client *c, uint8_t type, const void *payload, size_t len)
+{
+	if (len > VMUX_ATTACH_MAX_PAYLOAD ||
+	    VMUX_ATTACH_HDR + len > attach_client_room(c))
+		return -1;
+	if (c->out_off > 0 && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (c->out_cap - c->out_len < VMUX_ATTACH_HDR + len) {
+		if (c->out_off > 0) {
+			memmove(c->out, c->out + c->out_off,
+			    c->out_len - c->out_off);
+			c->out_len -= c->out_off;
+			c->out_off = 0;
+		}
+		c->out_cap = c->out_len + VMUX_ATTACH_HDR + len + 4096;
+		c->out = xrealloc(c->out, c->out_cap);
+	}
+	vmux_attach_header(c->out + c->out_len, type, (uint32_t)len);
+	if (len > 0)
+		memcpy(c->out + c->out_len + VMUX_ATTACH_HDR, payload, len);
+	c->out_len += VMUX_ATTACH_HDR + len;
+	return 0;
+}
+
+/* Queue a RESIZE frame. */
+int
+attach_client_resize(struct attach_client *c, int cols, int rows)
+{
+	uint8_t p[4];
+
+	if (cols < 1 || rows < 1 || cols > 4096 || rows > 4096)
+		return -1;
+	vmux_put_u16(p, (uint16_t)cols);
+	vmux_put_u16(p + 2, (uint16_t)rows);
+	return attach_client_queue(c, VMUX_ATTACH_RESIZE, p, sizeof p);
+}
+
+/* Send queued frames until done or the socket is full; 0 or -errno. */
+int
+attach_client_flush(struct attach_client *c)
+{
+	ssize_t n;
+
+	while (c->out_off < c->out_len) {
+		n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		c->out_off += (size_t)n;
+	}
+	c->out_off = c->out_len = 0;
+	return 0;
+}
+
+/* DATA: u64 cursor + bytes. 0, or -1 if the frame is malformed. */
+int
+attach_decode_data(const struct attach_frame *f, uint64_t *cursor,
+    const uint8_t **bytes, size_t *len)
+{
+	if (f->type != VMUX_ATTACH_DATA || f->len < 8)
+		return -1;
+	*cursor = vmux_get_u64(f->payload);
+	*bytes = f->payload + 8;
+	*len = f->len - 8;
+	return 0;
+}
+
+/* EXIT: i32 exit code, i32 signal, u64 cursor. */
+int
+attach_decode_exit(
+    const struct attach_frame *f, int *code, int *sig, uint64_t *cursor)
+{
+	if (f->type != VMUX_ATTACH_EXIT || f->len != 16)
+		return -1;
+	*code = (int32_t)vmux_get_u32(f->payload);
+	*sig = (int32_t)vmux_get_u32(f->payload + 4);
+	*cursor = vmux_get_u64(f->payload + 8);
+	return 0;
+}
+
+/* TRUNCATED: u64 from, u64 to. */
+int
+attach_decode_truncated(
+    const struct attach_frame *f, uint64_t *from, uint64_t *to)
+{
+	if (f->type != VMUX_ATTACH_TRUNCATED || f->len != 16)
+		return -1;
+	*from = vmux_get_u64(f->payload);
+	*to = vmux_get_u64(f->payload + 8);
+	return 0;
+}
+
+/* RESIZE: u16 cols, u16 rows. */
+int
+attach_decode_resize(const struct attach_frame *f, int *cols, int *rows)
+{
+	if (f->type != VMUX_ATTACH_RESIZE || f->len != 4)
+		return -1;
+	*cols = vmux_get_u16(f->payload);
+	*rows = vmux_get_u16(f->payload + 2);
+	return 0;
+}
+
+/*
+ * The exit status a client reports for a shell that ended: its code when
+ * known (the agent makes it 128+N for signal N), else 128+N from the
+ * signal, else 1 (unknown).
+ */
+int
+attach_exit_status(int code, int sig)
+{
+	if (code >= 0)
+		return code > 255 ? 255 : code;
+	if (sig > 0 && sig < 128)
+		return 128 + sig;
+	return 1;
+}
+
+/*
+ * Connect to the agent and attach to shell_id, replaying from cursor (-1:
+ * the oldest byte kept). Returns 0 with the client ready and *record the
+ * agent's answer (caller deletes), or -1 with cause.
+ */
+int
+attach_shell_open(const struct vsock_target *t, const char *shell_id,
+    int64_t cursor, uint64_t deadline, struct attach_client *c, cJSON **record,
+    char **cause)
+{
+	uint8_t *rest = NULL;
+	size_t rest_len = 0;
+	cJSON *req, *reply;
+	int fd;
+
+	*record = NULL;
+	fd = transport_connect(t, VMUX_AGENT_PORT, deadline, cause);
+	if (fd < 0)
+		return -1;
+	req = cJSON_CreateObject();
+	cJSON_AddStringToObject(req, "action", "attach_shell");
+	cJSON_AddStringToObject(req, "shell_id", shell_id);
+	if (cursor >= 0)
+		cJSON_AddNumberToObject(req, "cursor", (double)cursor);
+	reply = agent_line_call(fd, req, deadline, &rest, &rest_len, cause);
+	cJSON_Delete(req);
+	if (reply == NULL) {
+		close(fd);
+		return -1;
+	}
+	if (!cJSON_IsTrue(
+	        cJSON_GetObjectItemCaseSensitive(reply, "attached"))) {
+		xasprintf(cause, "agent did not attach to shell %s", shell_id);
+		cJSON_Delete(reply);
+		free(rest);
+		close(fd);
+		return -1;
+	}
+	attach_client_init(c, fd, rest, rest_len);
+	free(rest);
+	*record = reply;
+	return 0;
+}
