@@ -28,6 +28,14 @@ UNIT_cli_LIBS := $(SESSION_LIBS)
 $(BUILD)/obj/tests/unit/test_cli_%.o $(BUILD)/asan/tests/unit/test_cli_%.o: \
     ALL_CFLAGS += -Icli
 
+# vmux shell's and vmux cp's pure parts: detach key, attach client (frames,
+# first line), the attached loop against a fake agent, cp's operands.
+UNIT_TESTS += cli_shell
+UNIT_cli_shell_SRCS := tests/unit/test_cli_shell.c tests/unit/test_cli_cp.c \
+                       cli/detach.c cli/shell-loop.c cli/term.c \
+                       cli/cp-args.c cli/progress.c $(SESSION_UNIT_SRCS)
+UNIT_cli_shell_LIBS := $(SESSION_LIBS)
+
 # The manual documents every command and option of the tables above (needs
 # the whole command set, so the QEMU command-line code too).
 ifneq ($(SESSION_QEMU_SRCS),)
