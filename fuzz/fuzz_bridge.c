@@ -42,6 +42,7 @@ struct fsock {
 
 static struct fsock socks[NSOCK];
 
+/* A socket the engine owns; abort if it is not one. */
 static struct fsock *
 sock(int id)
 {
@@ -50,6 +51,7 @@ sock(int id)
 	return &socks[id];
 }
 
+/* The client's bytes, as many as asked and available. */
 static ssize_t
 f_readv(void *arg, int id, const struct iovec *iov, int n)
 {
@@ -72,6 +74,7 @@ f_readv(void *arg, int id, const struct iovec *iov, int n)
 	return (ssize_t)k;
 }
 
+/* Read every byte handed over (ASan checks them), take some. */
 static ssize_t
 f_writev(void *arg, int id, const struct iovec *iov, int n)
 {
@@ -91,6 +94,7 @@ f_writev(void *arg, int id, const struct iovec *iov, int n)
 	return (ssize_t)k;
 }
 
+/* Only host port 7000 listens. */
 static int
 f_open(void *arg, uint32_t port)
 {
@@ -106,6 +110,7 @@ f_open(void *arg, uint32_t port)
 	return -EMFILE;
 }
 
+/* Half-close: only checks the id. */
 static void
 f_shutdown_wr(void *arg, int id)
 {
@@ -113,6 +118,7 @@ f_shutdown_wr(void *arg, int id)
 	sock(id);
 }
 
+/* Close: later use of the id aborts. */
 static void
 f_close(void *arg, int id)
 {

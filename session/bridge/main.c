@@ -49,6 +49,7 @@ number(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* Parse the command line, open, say ready, serve. */
 int
 main(int argc, char **argv)
 {

@@ -25,18 +25,21 @@ ld16(const uint8_t *p)
 	return le16toh(__atomic_load_n((const uint16_t *)p, __ATOMIC_RELAXED));
 }
 
+/* Likewise 32 bits. */
 static uint32_t
 ld32(const uint8_t *p)
 {
 	return le32toh(__atomic_load_n((const uint32_t *)p, __ATOMIC_RELAXED));
 }
 
+/* Likewise 64 bits. */
 static uint64_t
 ld64(const uint8_t *p)
 {
 	return le64toh(__atomic_load_n((const uint64_t *)p, __ATOMIC_RELAXED));
 }
 
+/* A 32-bit store into guest memory. */
 static void
 st32(uint8_t *p, uint32_t v)
 {

@@ -180,12 +180,14 @@ iov_slice(const struct iovec *iov, int n, size_t off, size_t len,
 	return k;
 }
 
+/* Bucket of a port pair. */
 static unsigned
 port_hash(uint32_t lport, uint32_t pport)
 {
 	return ((lport * 2654435761u) ^ (pport * 40503u)) % VSOCK_HASH;
 }
 
+/* Bucket of a socket id. */
 static unsigned
 sock_hash(int sock)
 {
@@ -244,6 +246,7 @@ vsock_new(const struct vsock_cfg *cfg, const struct vsock_ops *ops, void *arg)
 	return vs;
 }
 
+/* Take c out of the port hash. */
 static void
 unlink_port(struct vsock *vs, struct vconn *c)
 {
@@ -257,6 +260,7 @@ unlink_port(struct vsock *vs, struct vconn *c)
 	}
 }
 
+/* Take c out of the socket hash. */
 static void
 unlink_sock(struct vsock *vs, struct vconn *c)
 {
@@ -399,9 +403,10 @@ static int
 conn_reset(struct vsock *vs, struct vconn *c, uint64_t now)
 {
 	c->deadline = 0;
-	if (c->guest && (c->pend & PEND_REQUEST))
-		drop_guest(vs, c, now);
-	else if (c->guest)
+	if (c->guest && (c->pend & PEND_REQUEST)) {
+		if (drop_guest(vs, c, now))
+			return 1;
+	} else if (c->guest)
 		c->pend = PEND_RST;
 	if (close_sock(vs, c))
 		return 1;
