@@ -238,10 +238,19 @@ guest_send(struct drv *d, uint16_t op, uint32_t gport, uint32_t hport,
 	uint64_t b = d->txbuf[d->tx_slot % 64], v = 1;
 	uint16_t slot = (uint16_t)(2 * (d->tx_slot % 64));
 
-	while (fr_used(&d->tx, &id, &len))
-		d->tx_inflight--;
-	if (d->tx_inflight >= 64)
-		abort(); /* the bridge stopped consuming tx */
+	/* reclaim sent buffers; wait (5 s at most) while all 64 are out */
+	for (int waited = 0;; waited += 10) {
+		while (fr_used(&d->tx, &id, &len))
+			d->tx_inflight--;
+		if (d->tx_inflight < 64)
+			break;
+		if (waited >= 5000)
+			abort(); /* the bridge stopped consuming tx */
+		struct pollfd p = {d->call[1], POLLIN, 0};
+		uint64_t drained;
+		if (poll(&p, 1, 10) == 1 && read(d->call[1], &drained, 8) != 8)
+			abort();
+	}
 	h.len = data ? (uint32_t)strlen(data) : 0;
 	vsock_hdr_encode(fg_ptr(&d->g, b), &h);
 	if (h.len)
