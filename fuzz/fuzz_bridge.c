@@ -9,9 +9,9 @@
  * used all input-controlled, sizes from the first byte). One run, with a
  * fresh engine: a host client connects (so live connections exist), then
  * a few rounds of pump_tx, pump_rx and a clock tick, as the event loop
- * would, with fake sockets that abort on any use after close. Bytes 8..88
- * also go through connect_parse. ASan/UBSan catch any access outside guest
- * memory or the bridge's own buffers; the checks below catch broken
+ * would, with fake sockets that abort on any use after close. The last 80
+ * bytes also go through connect_parse. ASan/UBSan catch any access outside
+ * guest memory or the bridge's own buffers; the checks below catch broken
  * invariants (a chain taken and not given back, or given back twice; more
  * connections or queued RSTs than the limits; a socket left open).
  */
@@ -192,6 +192,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (struct fsock){1, data[3] * 64u, data[4] & 1, data[5] * 32u};
 	vsock_connect(vs, NSOCK - 1, 5005, now);
 	for (int round = 0; round < 4; round++) {
+		/* rx first: the host's REQUEST goes out before the guest's
+		 * packets are read, so its RESPONSE can match */
+		pump_rx(&d, vs, now, 64);
 		pump_tx(&d, vs, now, 64);
 		pump_rx(&d, vs, now, 64);
 		for (int i = 0; i < NSOCK; i++) {
@@ -223,12 +226,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t port;
 		size_t linelen;
 		size_t n = size - 8 < 80 ? size - 8 : 80;
-		int r =
-		    connect_parse((const char *)data + 8, n, &port, &linelen);
+		const uint8_t *line = data + size - n;
+		int r = connect_parse((const char *)line, n, &port, &linelen);
 
 		if (r == CONNECT_DONE &&
 		    (linelen > n || linelen > CONNECT_MAX_LINE ||
-		        data[8 + linelen - 1] != '\n' || port == UINT32_MAX))
+		        line[linelen - 1] != '\n' || port == UINT32_MAX))
 			abort();
 	}
 	return 0;
