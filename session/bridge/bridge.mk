@@ -21,10 +21,14 @@ UNIT_bridge_SRCS := $(sort $(wildcard tests/unit/test_bridge_*.c)) \
 
 # libFuzzer over the guest-facing parsers (rings, packets, the engine, the
 # CONNECT line): fuzz/fuzz_bridge.c, built by fuzz/fuzz.mk's rules.
-# make fuzz-bridge [FUZZ_TIME=seconds] runs it alone.
+# make fuzz-bridge [FUZZ_TIME=seconds] runs the bridge's targets alone.
+# fuzz/fuzz_bridge_vhu.c does the same for the vhost-user messages.
 FUZZ_fuzz_bridge_SRCS := $(filter-out session/bridge/loop.c,$(BRIDGE_LIB_SRCS))
+FUZZ_fuzz_bridge_vhu_SRCS := $(FUZZ_fuzz_bridge_SRCS)
 
-fuzz-bridge: $(BUILD)/fuzz/fuzz_bridge $(BUILD)/fuzz/seed-fuzz_bridge/.done
+fuzz-bridge: $(BUILD)/fuzz/fuzz_bridge $(BUILD)/fuzz/seed-fuzz_bridge/.done \
+    $(BUILD)/fuzz/fuzz_bridge_vhu $(BUILD)/fuzz/seed-fuzz_bridge_vhu/.done
 	$(call fuzz_cmd,fuzz_bridge,$(FUZZ_TIME))
+	$(call fuzz_cmd,fuzz_bridge_vhu,$(FUZZ_TIME))
 
 .PHONY: fuzz-bridge

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <sys/types.h>
 
@@ -31,6 +32,7 @@ mem_add(struct mem *m, uint64_t gpa, uint64_t size, uint64_t uva,
     uint64_t offset, int fd)
 {
 	struct mem_region *r;
+	struct stat st;
 	uint64_t len;
 	void *p;
 
@@ -41,6 +43,11 @@ mem_add(struct mem *m, uint64_t gpa, uint64_t size, uint64_t uva,
 		return -EINVAL;
 	len = offset + size;
 	if (len > (uint64_t)SIZE_MAX / 2)
+		return -EINVAL;
+	/* Pages past the end of the file would SIGBUS when touched. */
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (S_ISREG(st.st_mode) && len > (uint64_t)st.st_size)
 		return -EINVAL;
 	p = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)

@@ -36,6 +36,9 @@ TEST(mem_translation_is_bounded)
 	CHECK_INT(mem_add(&g.mt, UINT64_MAX - 10, 4096, 0, 0, g.fd), -EINVAL);
 	CHECK_INT(mem_add(&g.mt, 0, 4096, 0, UINT64_MAX - 10, g.fd), -EINVAL);
 	CHECK_INT(mem_add(&g.mt, 0, 0, 0, 0, g.fd), -EINVAL);
+	/* past the end of the file: would SIGBUS when touched */
+	CHECK_INT(mem_add(&g.mt, 0, FG_SIZE + 4096, 0, 0, g.fd), -EINVAL);
+	CHECK_INT(mem_add(&g.mt, 0, FG_SIZE, 0, 4096, g.fd), -EINVAL);
 	CHECK_INT(g.mt.n, 1);
 	mem_clear(&g.mt);
 	CHECK(mem_gpa(&g.mt, FG_GPA, &avail) == NULL);
