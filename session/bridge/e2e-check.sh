@@ -8,7 +8,8 @@
 # concurrent connections, 300 held open at once, guest-initiated
 # connections (allowed and not),
 # QMP stop/cont with a live connection, a guest reboot (device reset), and
-# that the bridge exits 0 and removes its sockets when QEMU goes away.
+# that the bridge exits 0 and removes its sockets when QEMU goes away; also
+# bad command lines and stale sockets.
 # Prints the bridge's RSS idle and while moving data.
 #
 #   BUILD=build-bridge session/bridge/e2e-check.sh
@@ -108,7 +109,33 @@ qmp() {
 		socat -t 2 - UNIX-CONNECT:"$QMP" >/dev/null 2>&1
 }
 
+t_cli() {
+	local err rc
+	err=$("$BRIDGE" --vhost-user "$VHU" --uds "$UDS" --guest-cid 3 --bogus 2>&1)
+	rc=$?
+	[[ $rc == 2 && $(wc -l <<<"$err") == 1 && $err == *--bogus* ]] ||
+		fail "unknown flag: rc $rc, '$err'" || return 1
+	err=$("$BRIDGE" --vhost-user "$VHU" --uds "$UDS" 2>&1)
+	rc=$?
+	[[ $rc == 2 && $err == *--guest-cid* ]] || fail "missing cid: rc $rc" || return 1
+	err=$("$BRIDGE" --vhost-user "$VHU" --uds "$UDS" --guest-cid 2 2>&1)
+	[[ $? == 2 ]] || fail "cid 2 accepted" || return 1
+	[[ ! -e $VHU && ! -e $UDS ]] || fail "sockets created by a bad command line"
+}
+# Stale sockets from a previous bridge are replaced.
+make_stale() {
+	local p
+	for p in "$VHU" "$UDS"; do
+		socat -u UNIX-LISTEN:"$p",unlink-close=0 /dev/null &
+		local s=$!
+		wait_for 5 test -S "$p"
+		kill "$s"
+		wait "$s" 2>/dev/null
+	done
+	[[ -S $VHU && -S $UDS ]]
+}
 t_boot() {
+	make_stale || fail "could not make stale sockets" || return 1
 	start_bridge || fail "bridge never said ready" || return 1
 	start_qemu || return 1
 	wait_for 120 agent_up || { tail -5 "$TMP/console"; fail "agent never answered"; }
@@ -273,7 +300,8 @@ t_qemu_gone() {
 	[[ ! -e $UDS && ! -e $VHU ]] || fail "sockets left behind"
 }
 
-check "boot guest with the bridge ($MACHINE, TCG)" t_boot || true
+check "bad command lines: exit 2, one line, nothing created" t_cli
+check "boot guest with the bridge ($MACHINE, TCG), stale sockets replaced" t_boot
 if ((fail > 0)); then
 	say "e2e-bridge: $pass passed, $fail failed"
 	exit 1
