@@ -132,8 +132,8 @@ struct shell_loop_opts {
 	int tty;               /* stdin is our terminal, in raw mode */
 	int detach_key;        /* -1: none */
 	int sig_fd;            /* sigpipe_open's read end */
-	int skip_partial_line; /* drop replayed bytes up to the first newline */
-	uint64_t replay_end;   /* ... but only those before this cursor */
+	uint64_t replay_end;   /* output before this cursor is a replay: */
+	int skip_partial_line; /* drop it up to its first newline */
 };
 struct shell_loop_result {
 	enum shell_end end;

@@ -247,9 +247,9 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	}
 	o.detach_key = r->detach_key;
 	o.tty = tty;
-	if (reattach && cursor > rec_num(rec, "oldest_cursor", 0)) {
-		o.skip_partial_line = 1;
+	if (reattach) {
 		o.replay_end = (uint64_t)rec_num(rec, "output_bytes", 0);
+		o.skip_partial_line = cursor > rec_num(rec, "oldest_cursor", 0);
 	}
 	cJSON_Delete(rec);
 

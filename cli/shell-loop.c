@@ -254,13 +254,41 @@ loop_stdin(struct loop *l)
 		loop_detach(l, SHELL_END_DETACH);
 }
 
+/*
+ * Queue replayed output without terminal queries (ESC [ ... n or c: cursor
+ * position, status, device attributes): our terminal would answer each one
+ * again, typing stale answers into the shell.
+ */
+static void
+loop_replay(struct loop *l, const uint8_t *p, size_t n)
+{
+	size_t i = 0, start = 0, j;
+
+	while (i < n) {
+		if (p[i] != 0x1b || i + 1 >= n || p[i + 1] != '[') {
+			i++;
+			continue;
+		}
+		for (j = i + 2; j < n &&
+		     strchr("0123456789;?>", p[j]) != NULL && p[j] != '\0';
+		     j++)
+			;
+		if (j < n && (p[j] == 'n' || p[j] == 'c')) {
+			outq_add(&l->out, p + start, i - start);
+			start = i = j + 1;
+		} else
+			i = j;
+	}
+	outq_add(&l->out, p + start, n - start);
+}
+
 /* A DATA frame: to stdout, minus a partial first line when repainting. */
 static void
 loop_data(struct loop *l, const struct attach_frame *f)
 {
 	const uint8_t *p, *nl;
 	uint64_t cursor;
-	size_t n;
+	size_t n, r;
 
 	if (attach_decode_data(f, &cursor, &p, &n) != 0) {
 		loop_msg(l, "bad DATA frame from the agent");
@@ -270,19 +298,29 @@ loop_data(struct loop *l, const struct attach_frame *f)
 		return; /* leaving: what is not shown yet, never will be */
 	if (l->skip && cursor + n > l->o->replay_end) {
 		/* live output is never dropped */
-		size_t live = cursor >= l->o->replay_end
-		    ? n
-		    : (size_t)(cursor + n - l->o->replay_end);
+		r = cursor >= l->o->replay_end
+		    ? 0
+		    : (size_t)(l->o->replay_end - cursor);
 		l->skip = 0;
-		p += n - live;
-		n = live;
+		p += r;
+		n -= r;
+		cursor += r;
 	}
 	if (l->skip) {
 		if ((nl = memchr(p, '\n', n)) == NULL)
 			return;
 		l->skip = 0;
+		cursor += (uint64_t)(nl + 1 - p);
 		n -= (size_t)(nl + 1 - p);
 		p = nl + 1;
+	}
+	if (cursor < l->o->replay_end) {
+		r = l->o->replay_end - cursor < n
+		    ? (size_t)(l->o->replay_end - cursor)
+		    : n;
+		loop_replay(l, p, r);
+		p += r;
+		n -= r;
 	}
 	outq_add(&l->out, p, n);
 }
@@ -323,20 +361,13 @@ loop_frame(struct loop *l, const struct attach_frame *f)
 	}
 }
 
-/* Read from the agent and handle every whole frame. */
+/* Handle every whole frame received so far. */
 static void
-loop_sock_read(struct loop *l)
+loop_frames(struct loop *l)
 {
 	struct attach_frame f;
-	ssize_t n;
 	int r;
 
-	n = attach_client_read(l->ac);
-	if (n < 0 && n != -EAGAIN) {
-		xasprintf(&l->res->error, "connection to the agent: %s",
-		    strerror((int)-n));
-		l->ac->eof = 1;
-	}
 	while (!l->done && (r = attach_client_next(l->ac, &f)) != 0) {
 		if (r < 0) {
 			xasprintf(
@@ -346,6 +377,21 @@ loop_sock_read(struct loop *l)
 		}
 		loop_frame(l, &f);
 	}
+}
+
+/* Read from the agent and handle every whole frame. */
+static void
+loop_sock_read(struct loop *l)
+{
+	ssize_t n;
+
+	n = attach_client_read(l->ac);
+	if (n < 0 && n != -EAGAIN) {
+		xasprintf(&l->res->error, "connection to the agent: %s",
+		    strerror((int)-n));
+		l->ac->eof = 1;
+	}
+	loop_frames(l);
 }
 
 /* Is it over? Sets res->end. */
@@ -398,6 +444,7 @@ shell_loop(struct attach_client *ac, const struct shell_loop_opts *o,
 	l.stdin_open = 1;
 	l.skip = o->skip_partial_line;
 	outq_open(&l.out, STDOUT_FILENO);
+	loop_frames(&l); /* those that came with the attach answer */
 
 	while (!loop_finished(&l)) {
 		for (int i = 0; i < 4; i++)

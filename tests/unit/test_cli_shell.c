@@ -394,7 +394,7 @@ TEST(loop_repaint_never_drops_live_output)
 	fk.o.skip_partial_line = 1;
 	fk.o.replay_end = 20;
 	p += data_frame(p, 10, "abcdefghijklmnop"); /* 10..26, no newline */
-	p += exit_frame(p, 0, 0, 26);
+	p += exit_frame(p, 0, 0, 23);
 	CHECK(write(fk.agent, stream, (size_t)(p - stream)) == p - stream);
 	shutdown(fk.agent, SHUT_WR);
 	shell_loop(&fk.c, &fk.o, &res);
@@ -448,4 +448,49 @@ TEST(loop_survives_a_broken_stream)
 	CHECK_INT(res.end, SHELL_END_LOST);
 	CHECK(res.error != NULL && strstr(res.error, "broken") != NULL);
 	free(res.error);
+}
+
+TEST(loop_replay_drops_terminal_queries)
+{
+	struct shell_loop_result res;
+	uint8_t stream[512], *p = stream;
+	struct fake fk;
+	char out[256];
+	size_t n;
+
+	CHECK(fake_init(&fk) == 0);
+	fk.o.replay_end = 19;
+	p += data_frame(p, 0, "a\033[6nb\033[?1;2cc\033[1md"); /* 0..19 */
+	p += data_frame(p, 19, "\033[6n");                     /* live */
+	p += exit_frame(p, 0, 0, 23);
+	CHECK(write(fk.agent, stream, (size_t)(p - stream)) == p - stream);
+	shutdown(fk.agent, SHUT_WR);
+	shell_loop(&fk.c, &fk.o, &res);
+	n = fake_stdout(&fk, out, sizeof out);
+	out[n] = '\0';
+	CHECK_STR(out, "abc\033[1md\033[6n");
+}
+
+TEST(loop_handles_frames_that_came_with_the_answer)
+{
+	struct shell_loop_result res;
+	uint8_t stream[512], *p = stream;
+	struct fake fk;
+	char out[64];
+	size_t n;
+	int sv[2];
+
+	CHECK(fake_init(&fk) == 0);
+	attach_client_free(&fk.c);
+	p += data_frame(p, 0, "early");
+	p += exit_frame(p, 9, 0, 5);
+	/* all of it arrived with the JSON line; the socket stays silent */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	attach_client_init(&fk.c, sv[0], stream, (size_t)(p - stream));
+	shell_loop(&fk.c, &fk.o, &res);
+	CHECK_INT(res.end, SHELL_END_EXIT);
+	CHECK_INT(res.status, 9);
+	n = fake_stdout(&fk, out, sizeof out);
+	CHECK_INT(n, 5);
+	CHECK_MEM(out, "early", 5);
 }
