@@ -437,7 +437,7 @@ main(void)
 	set_hostname();
 	setenv("PATH",
 	    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-	    "/sbin:/bin",
+	    "/sbin:/bin:" VMUX_GUEST_DIR "/bin",
 	    1);
 	setenv("HOME", "/root", 1);
 	setenv("TERM", "xterm-256color", 1);
