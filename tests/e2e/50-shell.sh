@@ -56,11 +56,14 @@ agent_rss() {
 }
 
 # An idle connection, started now and checked at the end (the agent's
-# request deadline is 30 s): the other checks run meanwhile.
-(printf 'CONNECT 5005\n{"action":'; sleep 45) |
-	socat -t 5 - UNIX-CONNECT:"$UDS" >"$TMP/idle.out" 2>&1 &
+# request deadline is 30 s): the other checks run meanwhile. Its input is a
+# FIFO this shell holds open on fd 8, so it sends half a request and waits.
+mkfifo "$TMP/idle.fifo"
+socat -t 5 - UNIX-CONNECT:"$UDS" <"$TMP/idle.fifo" >"$TMP/idle.out" 2>&1 &
 IDLE_PID=$!
 bg_track $IDLE_PID
+exec 8>"$TMP/idle.fifo"
+printf 'CONNECT 5005\n{"action":' >&8
 
 t_open_write_read() {
 	local r c1 c2
@@ -172,11 +175,14 @@ t_flood_keeps_others_responsive() {
 	local before after vpid vrss start
 	before=$(agent_rss) || return 1
 	raw '{"action":"open_shell","shell_id":"flood","command":["yes","vmux-flood-line"]}' >/dev/null
-	# A client that attaches and never reads: vmux must not buffer it all.
-	(vmux shell sh --id flood </dev/null | sleep 40) &
-	bg_track $!
+	# A client that attaches and never reads (its stdout is a FIFO nobody
+	# reads): vmux must not buffer it all.
+	mkfifo "$TMP/flood.fifo"
+	exec 9<>"$TMP/flood.fifo"
+	"$VMUX" shell sh --id flood </dev/null >"$TMP/flood.fifo" 2>/dev/null &
+	vpid=$!
+	bg_track $vpid
 	sleep 3
-	vpid=$(pgrep -f -- "$VMUX shell sh --id flood" | head -n 1)
 	start=$SECONDS
 	type_line raw 'echo responsive-$((9*9))' || return 1
 	read_until raw 'responsive-81' 20 || return 1
@@ -186,11 +192,10 @@ t_flood_keeps_others_responsive() {
 	after=$(agent_rss) || return 1
 	echo "agent RSS: $before KiB -> $after KiB"
 	((after - before < 16384)) || fail "agent grew by $((after - before)) KiB" || return 1
-	if [[ -n $vpid ]]; then
-		vrss=$(awk '/^VmRSS/ { print $2 }' /proc/"$vpid"/status)
-		echo "stalled vmux shell RSS: $vrss KiB"
-		((vrss < 32768)) || fail "client RSS $vrss KiB" || return 1
-	fi
+	vrss=$(awk '/^VmRSS/ { print $2 }' /proc/"$vpid"/status)
+	echo "stalled vmux shell RSS: $vrss KiB"
+	((vrss < 32768)) || fail "client RSS $vrss KiB" || return 1
+	kill $vpid
 	(($(shell_rec flood output_bytes) > 200000)) || fail "flood produced little: $(shell_rec flood output_bytes)" || return 1
 	vmux close sh flood
 }
