@@ -23,9 +23,10 @@ static const struct cmd_opt cmd_close_opts[] = {
 const struct cmd_entry cmd_close_entry = {
     .name = "close",
     .pre = "NAME SHELL_ID...",
-    .summary = "Close shells of session NAME: hang up their terminal, kill "
-               "what is left of them after a second, and remove them (their "
-               "output is gone too). Attached clients exit with the "
+    .summary = "End shells of session NAME and remove them. Their "
+               "terminal is hung up, what is left of them is killed a "
+               "second later, and their output is gone too. Attached clients "
+               "exit with the "
                "shell's status.",
     .opts = cmd_close_opts,
     .min_args = 2,

@@ -19,7 +19,7 @@ static const struct cmd_opt cmd_cp_opts[] = {
 const struct cmd_entry cmd_cp_entry = {
     .name = "cp",
     .pre = "SRC DST",
-    .summary = "Copy a file or directory between the host and a guest; "
+    .summary = "Copy files between the host and a guest. "
                "NAME:PATH names an absolute PATH in session NAME, and "
                "exactly one side is remote. As with docker cp, an "
                "existing directory DST receives SRC under its own name; "

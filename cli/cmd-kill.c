@@ -26,8 +26,9 @@ static const struct cmd_opt cmd_kill_opts[] = {
 const struct cmd_entry cmd_kill_entry = {
     .name = "kill",
     .pre = "NAME SHELL_ID",
-    .summary = "Send a signal (default TERM) to the foreground process "
-               "group of a shell's terminal, as Ctrl-C would send INT. An "
+    .summary = "Send a signal to a shell's foreground job. It goes to "
+               "the foreground process group of the shell's terminal "
+               "(default TERM; Ctrl-C would send INT). An "
                "interactive shell at its prompt ignores TERM and INT; use "
                "-s KILL, or vmux close to end the shell.",
     .opts = cmd_kill_opts,

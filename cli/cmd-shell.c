@@ -43,10 +43,11 @@ const struct cmd_entry cmd_shell_entry = {
     .name = "shell",
     .pre = "NAME",
     .post = "[-- COMMAND [ARG...]]",
-    .summary = "Open a shell (or COMMAND) on a terminal in session NAME and "
-               "attach to it. The shell lives in the guest: press Ctrl-] "
-               "to detach and leave it running, reattach with --id ID "
-               "(the recent output is repainted). When it exits, vmux "
+    .summary = "Attach this terminal to a shell in session NAME. The "
+               "shell (or COMMAND) runs on a terminal in the guest and "
+               "lives on there: press Ctrl-] to detach and leave it "
+               "running, reattach with --id ID (the recent output is "
+               "repainted). When it exits, vmux "
                "exits with its status (128+N if signal N killed it). "
                "Without a terminal on stdin, input and output are passed "
                "through as they are.",
@@ -225,7 +226,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
     const char *id, int64_t cursor, int reattach)
 {
 	static const int sigs[] = {
-	    SIGWINCH, SIGCONT, SIGTERM, SIGHUP, SIGINT, SIGQUIT};
+	    SIGWINCH, SIGCONT, SIGTSTP, SIGTERM, SIGHUP, SIGINT, SIGQUIT};
 	struct shell_loop_opts o;
 	struct shell_loop_result res;
 	struct attach_client ac;

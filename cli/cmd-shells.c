@@ -22,9 +22,9 @@ static const struct cmd_opt cmd_shells_opts[] = {
 const struct cmd_entry cmd_shells_entry = {
     .name = "shells",
     .pre = "NAME",
-    .summary = "List the shells of session NAME: id, state (running, "
-               "stopped or closing), terminal size, start time, exit "
-               "status, attached clients and command.",
+    .summary = "List the shells of session NAME. Shows each one's id, "
+               "state (running, stopped or closing), terminal size, start "
+               "time, exit status, attached clients and command.",
     .opts = cmd_shells_opts,
     .min_args = 1,
     .max_args = 1,

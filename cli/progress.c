@@ -55,9 +55,11 @@ progress_draw(struct progress *p, int final)
 	    ms > 0 ? (uint64_t)((double)p->bytes * 1000 / (double)ms) : 0);
 	char pct[16] = "";
 
-	if (p->total > 0)
+	if (p->total > 0) /* a download's total is the file, not the tar */
 		snprintf(pct, sizeof pct, " %3.0f%%",
-		    100.0 * (double)p->bytes / (double)p->total);
+		    p->bytes >= p->total
+		        ? 100.0
+		        : 100.0 * (double)p->bytes / (double)p->total);
 	fprintf(stderr, "\r\033[K%s  %s%s  %s/s%s", p->what, done, pct, rate,
 	    final ? "\n" : "");
 	fflush(stderr);

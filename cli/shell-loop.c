@@ -219,6 +219,14 @@ loop_signals(struct loop *l)
 				loop_resize(l);
 			}
 			break;
+		case SIGTSTP: /* kill -TSTP: stop with the terminal restored */
+			term_restore();
+			raise(SIGSTOP);
+			if (l->o->tty) {
+				term_reraw();
+				loop_resize(l);
+			}
+			break;
 		default: /* TERM, HUP, INT, QUIT: let go of the shell */
 			l->res->signo = sig;
 			loop_detach(l, SHELL_END_SIGNAL);
