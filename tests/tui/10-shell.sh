@@ -159,6 +159,23 @@ t_new_shell_and_custom_key() {
 	wait_screen '^VMUX-EXIT=0$'
 }
 
+t_stop_and_continue() {
+	local pid
+	host_cmd clear >/dev/null || return 1
+	type_line "\$V shell tui --id stopme" || return 1
+	wait_screen '~ # $' || return 1
+	pid=$(vmux_pid)
+	kill -TSTP "$pid" || return 1
+	wait_screen 'Stopped' || return 1
+	same_stty || return 1
+	type_line 'fg' || return 1
+	type_line 'echo after-fg-$((4*4))' || return 1
+	wait_screen '^after-fg-16$' || return 1
+	tm send-keys -t tui C-] || return 1
+	wait_screen '^\[detached from shell stopme in tui\]$' || return 1
+	same_stty
+}
+
 t_make_run_script() {
 	host_cmd clear >/dev/null || return 1
 	type_line "BUILD=$BUILD VMUX=\$V $ROOT/scripts/run-default; echo RUN-EXIT=\$?" || return 1
@@ -189,4 +206,5 @@ check "kill -9 of the client, then reattach" t_kill9_then_reattach
 check "SIGTERM detaches and restores the terminal" t_sigterm_restores
 check "exit 3 in the shell makes vmux exit 3" t_exit_status
 check "new shell with --detach-key, --env, --cwd" t_new_shell_and_custom_key
+check "kill -TSTP stops with the terminal restored, fg resumes" t_stop_and_continue
 check "make run's script attaches, and runs one command without a tty" t_make_run_script
