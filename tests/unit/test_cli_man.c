@@ -1,7 +1,8 @@
 /*
  * test_cli_man.c: man/vmux.1 documents every command and every option of
  * the command table (cmd_table, so a new command is covered at once), so
- * `vmux CMD --help` and the manual cannot drift apart. Run from the top of the tree (tests/run-all does).
+ * `vmux CMD --help` and the manual cannot drift apart. Run from the top
+ * of the tree (tests/run-all does).
  */
 #include <stdlib.h>
 
@@ -9,7 +10,6 @@
 #include "session.h"
 #include "cli.h"
 #include "unit.h"
-
 
 /* The manual's text. */
 static char *
