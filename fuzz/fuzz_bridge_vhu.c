@@ -110,7 +110,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct vsock_cfg cfg = {3, 4096, 100, 16, NULL, 0};
-	static int memfd = -1, efd = -1, base;
+	static int memfd = -1, efd = -1;
+	int base;
 	struct vsock *vs;
 	struct vhu d;
 	size_t off = 0;
@@ -121,8 +122,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (memfd < 0 || efd < 0 || ftruncate(memfd, 65536) != 0)
 			abort();
-		base = open_fds();
 	}
+	/* counted per input: libFuzzer's symbolizer pipes come and go */
+	base = open_fds();
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
 		abort();
 	vhu_init(&d, sv[1], 3, NULL, NULL);
