@@ -5,6 +5,8 @@
 # linux-image-amd64 currently depends on, downloads and unpacks it once into
 # $(BUILD)/cache, and extracts the uncompressed PVH vmlinux. guest/mkinitrd
 # packs busybox, the modules of guest/modules.list and vmux's guest bundle.
+# guest/boot-check (boot reliability and timing) and guest/nc-check (vmux-nc
+# end to end) boot the result with session/qemu.c's command line.
 
 GUEST_OUT   := $(BUILD)/guest
 GUEST_CACHE := $(BUILD)/cache/kernel
@@ -16,10 +18,12 @@ GUEST    += $(GUEST_OUT)/vmlinux $(GUEST_OUT)/initrd.img
 # (Object paths spelled out: objs is defined after the fragments are read.)
 $(BIN)/vmux-init: $(BUILD)/obj/guest/init.o
 	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -static -o $@ $^
 
 $(BIN)/vmux-nc: $(BUILD)/obj/guest/nc.o
 	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -static -o $@ $^
 
 # Which kernel package: rewritten only when Debian's default changes, so the
@@ -37,7 +41,8 @@ $(GUEST_OUT)/vmlinux: $(GUEST_OUT)/kernel.root
 	$(Q)guest/kernel vmlinux $< $@
 
 $(GUEST_OUT)/initrd.img: $(GUEST_OUT)/kernel.root guest/mkinitrd \
-    guest/modules.list $(BIN)/vmux-init $(BIN)/vmux-nc $(BIN)/vmux-agent
+    guest/modules.list $(BIN)/vmux-init $(BIN)/vmux-nc $(BIN)/vmux-agent \
+    $(wildcard /bin/busybox)
 	$(if $(V),,@echo "  INITRD  $@")
 	$(Q)guest/mkinitrd --kernel-root "$$(cat $<)" \
 	    --modules guest/modules.list --init $(BIN)/vmux-init \
@@ -48,6 +53,7 @@ GUEST_TOOLS := $(GUEST_OUT)/qemu-argv
 $(GUEST_OUT)/qemu-argv: $(patsubst %.c,$(BUILD)/obj/%.o,guest/qemu-argv.c \
     session/qemu.c session/accel.c $(COMMON_SRCS))
 	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^
 
 all: $(GUEST_TOOLS)
