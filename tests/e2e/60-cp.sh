@@ -148,27 +148,30 @@ t_err_usage() {
 	expect_status 2 vmux cp "$W/f.txt" cp:relative 2>/dev/null
 }
 
-# mktar OUT SPEC...: a tar built with Python (member kinds and names that
-# tar(1) refuses to make): file:NAME, link:NAME:TARGET.
+# mktar OUT SPEC...: a hostile tar made with GNU tar (-P keeps '..' and
+# '/', --transform renames): file:NAME, link:NAME:TARGET. Every file holds
+# "pwned".
 mktar() {
-	python3 - "$@" <<'PY'
-import io, sys, tarfile
-out, specs = sys.argv[1], sys.argv[2:]
-with tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as t:
-    for s in specs:
-        kind, rest = s.split(":", 1)
-        if kind == "file":
-            data = b"pwned\n"
-            i = tarfile.TarInfo(rest)
-            i.size = len(data)
-            t.addfile(i, io.BytesIO(data))
-        else:
-            name, target = rest.split(":", 1)
-            i = tarfile.TarInfo(name)
-            i.type = tarfile.SYMTYPE
-            i.linkname = target
-            t.addfile(i)
-PY
+	local out=$1 d=$TMP/mktar spec name i=0 names=() xf=()
+	shift
+	rm -rf "$d"
+	mkdir -p "$d"
+	for spec in "$@"; do
+		i=$((i + 1))
+		name=${spec#*:}
+		case $spec in
+		file:*)
+			echo pwned >"$d/m$i"
+			;;
+		link:*)
+			ln -s "${name#*:}" "$d/m$i"
+			name=${name%%:*}
+			;;
+		esac
+		names+=("m$i")
+		xf+=(--transform "s,^m$i\$,$name,")
+	done
+	tar -cf "$out" -P -C "$d" "${xf[@]}" "${names[@]}"
 }
 
 # extract_raw DEST FILE [EXTRA_JSON]: send FILE to extract_archive by hand.
