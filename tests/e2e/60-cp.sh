@@ -187,14 +187,14 @@ extract_raw() {
 t_hostile_dotdot() {
 	local r
 	gsh 'mkdir -p /tmp/h1/a' || return 1
-	mktar "$W/dotdot.tar" "file:ok.txt" "file:a/../../escape-dotdot.txt" || return 1
+	mktar "$W/dotdot.tar" "file:ok.txt" "file:a/../../escape-dotdot.txt" 2>/dev/null || return 1
 	r=$(extract_raw /tmp/h1/a "$W/dotdot.tar")
 	[[ $(jq -r .error <<<"$r") == *..* ]] || fail "answer: $r" || return 1
 	expect_eq outside "$(gsh 'ls /tmp/h1/escape-dotdot.txt /tmp/escape-dotdot.txt 2>/dev/null | wc -l')" 0
 }
 t_hostile_absolute() {
 	local r
-	mktar "$W/abs.tar" "file:/tmp/escape-abs.txt" || return 1
+	mktar "$W/abs.tar" "file:/tmp/escape-abs.txt" 2>/dev/null || return 1
 	r=$(extract_raw /tmp/h2 "$W/abs.tar")
 	# GNU tar's rule: the leading '/' is stripped, so it lands inside
 	expect_eq outside "$(gsh 'test -e /tmp/escape-abs.txt && echo ESCAPED || echo no')" no || return 1
@@ -219,6 +219,15 @@ t_hostile_symlink_then_file() {
 	expect_eq outside "$(gsh 'ls /tmp/outside-dir | wc -l')" 0 || return 1
 	expect_eq inside "$(gsh 'cat /tmp/h5/evil/pwned.txt')" pwned
 }
+t_hostile_combined() {
+	local r
+	mktar "$W/all.tar" "file:/tmp/escape-all-abs.txt" "link:evil:/tmp/outside-dir" \
+		"file:evil/pwned-all.txt" "file:../escape-all-dotdot.txt" 2>/dev/null || return 1
+	r=$(extract_raw /tmp/h8 "$W/all.tar")
+	[[ $(jq -r .error <<<"$r") != null ]] || fail "answer: $r" || return 1
+	expect_eq outside "$(gsh 'ls /tmp/escape-all-abs.txt /tmp/escape-all-dotdot.txt /tmp/outside-dir/pwned-all.txt 2>/dev/null | wc -l')" 0
+}
+
 t_short_and_junk_archives() {
 	local r n
 	tar cf "$W/plain.tar" -C "$W" f.txt || return 1
@@ -259,5 +268,6 @@ check "usage errors exit 2" t_err_usage
 check "hostile ../ entry: error, nothing outside" t_hostile_dotdot
 check "hostile absolute entry: nothing outside" t_hostile_absolute
 check "hostile symlink then file: error, nothing outside" t_hostile_symlink_then_file
+check "one archive with all three: error, nothing outside" t_hostile_combined
 check "short, junk and missing archives are errors" t_short_and_junk_archives
 check "the agent still serves" t_agent_still_serves
