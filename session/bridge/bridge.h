@@ -6,6 +6,7 @@
  *   mem.c      the guest memory table and strictly bounded translation
  *   vring.c    split virtqueues over that memory (pop, push, notify)
  *   vhu.c      the vhost-user message codec and dispatcher
+ *   packet.c   vsock packet headers, scatter-gather copies
  *   vsock.c    the virtio-vsock connection engine: pure, no I/O of its own
  *              (sockets through struct vsock_ops, time passed in)
  *   connect.c  the "CONNECT <port>\n" line parser
@@ -255,6 +256,7 @@ struct vsock {
 	struct vsock_stats stats;
 };
 
+/* packet.c (header codec for the vsock.c types above) */
 void vsock_hdr_decode(struct vsock_hdr *, const uint8_t *);
 void vsock_hdr_encode(uint8_t *, const struct vsock_hdr *);
 size_t iov_copy_from(const struct iovec *, int, size_t off, void *, size_t);
@@ -263,6 +265,7 @@ size_t iov_total(const struct iovec *, int);
 int iov_slice(const struct iovec *, int, size_t off, size_t len,
     struct iovec *out, int max);
 
+/* vsock.c (functions) */
 struct vsock *vsock_new(
     const struct vsock_cfg *, const struct vsock_ops *, void *arg);
 void vsock_free(struct vsock *);

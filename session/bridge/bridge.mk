@@ -3,7 +3,8 @@
 # (Object paths spelled out: objs is defined after the fragments are read.)
 
 BRIDGE_LIB_SRCS := session/bridge/mem.c session/bridge/vring.c \
-                   session/bridge/vhu.c session/bridge/vsock.c \
+                   session/bridge/vhu.c session/bridge/packet.c \
+                   session/bridge/vsock.c \
                    session/bridge/connect.c session/bridge/pump.c \
                    session/bridge/loop.c
 BRIDGE_SRCS := $(BRIDGE_LIB_SRCS) session/bridge/main.c
