@@ -227,7 +227,7 @@ struct vconn {
 	uint8_t ok_len, ok_off;
 	uint64_t deadline; /* 0 = none */
 	unsigned readable : 1, writable : 1, eof : 1, hup : 1, active : 1,
-	    shut_wr : 1, stalled : 1, host_init : 1;
+	    shut_wr : 1, stalled : 1;
 	struct vconn *pnext, *snext; /* port and socket hash chains */
 	TAILQ_ENTRY(vconn) aentry;   /* has something for the guest */
 	TAILQ_ENTRY(vconn) entry;    /* every connection */

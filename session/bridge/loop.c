@@ -637,6 +637,16 @@ bridge_close(struct bridge *b)
 		return;
 	while (b->npending > 0)
 		drop_pending(b, 0, 1);
+	if (b->vs != NULL) {
+		struct vsock_stats *st = &b->vs->stats;
+
+		log_debug("%s: %lu packets from the guest, %lu to it, %lu "
+		          "dropped, %lu RSTs dropped, %lu overruns, %lu bad "
+		          "chains",
+		    __func__, st->tx_pkts, st->rx_pkts, st->dropped,
+		    st->rsts_dropped, st->overruns,
+		    b->vhu.vq[0].nbad + b->vhu.vq[1].nbad);
+	}
 	vsock_free(b->vs);
 	b->vs = NULL;
 	vhu_free(&b->vhu);

@@ -640,7 +640,6 @@ vsock_connect(struct vsock *vs, int sock, uint32_t port, uint64_t now)
 		return -EADDRNOTAVAIL;
 	c = conn_new(vs, lport, port, sock);
 	c->state = VC_CONNECTING;
-	c->host_init = 1;
 	c->pend = PEND_REQUEST;
 	c->deadline = now + vs->cfg.connect_timeout_ms;
 	update(vs, c);
