@@ -299,6 +299,7 @@ int pump_rx(struct vhu *, struct vsock *, uint64_t now, int budget);
 #define BRIDGE_LINE_TIMEOUT            5000
 #define BRIDGE_TRIM_IDLE_MS            1000 /* mem_trim after this quiet */
 #define BRIDGE_TRIM_CHAINS             128  /* or after this many chains */
+#define BRIDGE_BATCH                   64   /* chains per ring per pass */
 
 struct bridge_cfg {
 	const char *vhu_path, *uds_path;

@@ -615,8 +615,9 @@ bridge_run(struct bridge *b)
 			uint16_t rx = b->vhu.vq[0].last_avail;
 			uint16_t tx = b->vhu.vq[1].last_avail;
 
-			busy |= pump_tx(&b->vhu, b->vs, now, 256);
-			busy |= pump_rx(&b->vhu, b->vs, now, 256);
+			/* small batches: mem_trim keeps up with them */
+			busy |= pump_tx(&b->vhu, b->vs, now, BRIDGE_BATCH);
+			busy |= pump_rx(&b->vhu, b->vs, now, BRIDGE_BATCH);
 			rx = (uint16_t)(b->vhu.vq[0].last_avail - rx);
 			tx = (uint16_t)(b->vhu.vq[1].last_avail - tx);
 			if (rx + tx > 0) {
