@@ -192,6 +192,7 @@ void exec_result_free(struct exec_result *);
 void exec_kill_all(void);
 
 /* exec_serve.c: one thread per exec request. */
+int agent_send_all(int, const void *, size_t);
 int exec_serve_start(int, struct agent_request *, char **);
 int exec_serve_active(void);
 

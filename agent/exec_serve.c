@@ -33,11 +33,14 @@ exec_serve_active(void)
 	return atomic_load(&active);
 }
 
-/* Write all of p to a non-blocking socket, giving up when it stalls. */
-static int
-sock_sink(void *arg, const void *p, size_t n)
+/*
+ * Send all of p on a non-blocking socket, waiting at most
+ * AGENT_WRITE_TIMEOUT_MS whenever it stalls; 0, or -1 on failure or stall.
+ * Shared by the exec and file-transfer threads.
+ */
+int
+agent_send_all(int fd, const void *p, size_t n)
 {
-	int fd = *(int *)arg;
 	const uint8_t *b = p;
 	struct pollfd pfd;
 	ssize_t w;
@@ -59,6 +62,13 @@ sock_sink(void *arg, const void *p, size_t n)
 			return -1;
 	}
 	return 0;
+}
+
+/* response_sink writing to the request's socket. */
+static int
+sock_sink(void *arg, const void *p, size_t n)
+{
+	return agent_send_all(*(int *)arg, p, n);
 }
 
 /* The thread: run, answer, clean up. */

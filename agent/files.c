@@ -54,33 +54,6 @@ files_serve_active(void)
 	return atomic_load(&active);
 }
 
-/* Send all of p on a non-blocking socket; -1 if it stalls or fails. */
-static int
-files_send(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	struct pollfd pfd;
-	ssize_t w;
-
-	while (n > 0) {
-		w = send(fd, b, n, MSG_NOSIGNAL);
-		if (w > 0) {
-			b += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && errno != EAGAIN)
-			return -1;
-		pfd.fd = fd;
-		pfd.events = POLLOUT;
-		if (poll(&pfd, 1, AGENT_WRITE_TIMEOUT_MS) <= 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Send one JSON object as a line (deleting it). */
 static int
 files_reply(int fd, cJSON *obj)
@@ -90,7 +63,7 @@ files_reply(int fd, cJSON *obj)
 	int rc;
 
 	cJSON_Delete(obj);
-	rc = files_send(fd, line, len);
+	rc = agent_send_all(fd, line, len);
 	free(line);
 	return rc;
 }
@@ -103,7 +76,7 @@ files_error(int fd, const char *msg)
 	char *line = response_error(msg, &len);
 
 	log_debug("files: %s", msg);
-	files_send(fd, line, len);
+	agent_send_all(fd, line, len);
 	free(line);
 }
 
@@ -284,7 +257,7 @@ do_export(struct files_job *job)
 	}
 	buf = xmalloc(FILES_CHUNK);
 	while ((n = tar_export_read(te, buf, FILES_CHUNK, &cause)) > 0) {
-		if (files_send(job->fd, buf, (size_t)n) != 0)
+		if (agent_send_all(job->fd, buf, (size_t)n) != 0)
 			break; /* the client is gone */
 	}
 	if (n < 0) {
