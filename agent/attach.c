@@ -296,6 +296,22 @@ attach_parse(struct agent *a, struct conn *c)
 		attach_write(a, c);
 }
 
+/*
+ * After EOF from a client: did it close for good, or only shut down its
+ * sending side (`vmux shell < script`, which still wants the output)? On
+ * vsock an empty send fails with EPIPE once the peer has shut down its
+ * receiving side too (the bridge says so when a client's socket hangs up),
+ * so a killed client is dropped now rather than at the shell's next output.
+ * Elsewhere (Unix sockets) the empty send succeeds: the next write finds out.
+ */
+static int
+attach_peer_gone(int fd)
+{
+	if (send(fd, "", 0, MSG_NOSIGNAL | MSG_DONTWAIT) == 0)
+		return 0;
+	return errno == EPIPE || errno == ENOTCONN || errno == ECONNRESET;
+}
+
 /* Read client frames (and act on any that came with the request). */
 void
 attach_read(struct agent *a, struct conn *c)
@@ -313,6 +329,13 @@ attach_read(struct agent *a, struct conn *c)
 			c->eof = 1; /* no more input; keep streaming output */
 		else if (errno != EAGAIN && errno != EINTR) {
 			conn_kill(a, c);
+			return;
+		}
+		if (n == 0) {
+			attach_parse(a, c);
+			if (c->state != CONN_DEAD && c->in.len == 0 &&
+			    attach_peer_gone(c->fd))
+				conn_kill(a, c);
 			return;
 		}
 	}

@@ -1,10 +1,12 @@
 # bench.mk: `make bench` prints vmux's performance figures (bench/run).
-BENCH_TOOLS := $(BUILD)/bench/exec-rtt
+BENCH_TOOLS := $(BUILD)/bench/exec-rtt $(BUILD)/bench/shell-rtt
 
-$(BUILD)/bench/exec-rtt: $(BUILD)/obj/bench/exec-rtt.o \
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o \
     $(patsubst %.c,$(BUILD)/obj/%.o,$(SESSION_SRCS) $(SESSION_QEMU_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS)
+
+.SECONDARY: $(patsubst $(BUILD)/bench/%,$(BUILD)/obj/bench/%.o,$(BENCH_TOOLS))
 
 bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/run
