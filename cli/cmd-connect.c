@@ -124,12 +124,11 @@ cmd_connect_exec(struct args *a)
 	struct session_record r;
 	struct vsock_target t;
 	const char *s = args_get(a, "timeout");
-	char *home, *cause = NULL;
+	char *cause = NULL;
 	long long port, timeout = CONNECT_TIMEOUT_DEFAULT;
 	int fd, rc;
 
-	if (session_name_valid(a->argv[0], &cause) != 0 ||
-	    args_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
+	if (args_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
 	        0 ||
 	    (s != NULL &&
 	        args_number("--timeout", s, 1, 86400, &timeout, &cause) != 0)) {
@@ -137,22 +136,8 @@ cmd_connect_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
-	home = cli_home();
-	if (home == NULL)
-		return 1;
-	if (record_load(home, a->argv[0], &r, &cause) != 0) {
-		cli_error("%s", cause);
-		free(cause);
-		free(home);
-		return 1;
-	}
-	free(home);
-	if (!session_qemu_alive(&r)) {
-		cli_error("session '%s' is stopped", r.name);
-		record_free(&r);
-		return 1;
-	}
-	session_target(&r, &t);
+	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
+		return rc;
 	fd = transport_connect(
 	    &t, (unsigned)port, mono_ms() + (uint64_t)timeout * 1000, &cause);
 	record_free(&r);

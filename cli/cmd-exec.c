@@ -170,8 +170,7 @@ cmd_exec_exec(struct args *a)
 	struct session_record r;
 	struct vsock_target t;
 	cJSON *req, *reply;
-	char *cause = NULL, *home, *raw = NULL;
-	const char *state;
+	char *cause = NULL, *raw = NULL;
 	size_t raw_len = 0;
 	int timeout_s, rc;
 	uint64_t now;
@@ -181,27 +180,10 @@ cmd_exec_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
-	home = cli_home();
-	if (home == NULL) {
+	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0) {
 		cJSON_Delete(req);
-		return 1;
+		return rc;
 	}
-	if (record_load(home, a->argv[0], &r, &cause) != 0) {
-		cli_error("%s", cause);
-		free(cause);
-		free(home);
-		cJSON_Delete(req);
-		return 1;
-	}
-	free(home);
-	state = session_state(&r);
-	if (strcmp(state, "running") != 0) {
-		cli_error("session '%s' is %s", r.name, state);
-		record_free(&r);
-		cJSON_Delete(req);
-		return 1;
-	}
-	session_target(&r, &t);
 	now = mono_ms();
 	reply = agent_call(&t, req, now + EXEC_CONNECT_MS,
 	    now + (uint64_t)timeout_s * 1000 + EXEC_SLACK_MS, &raw, &raw_len,

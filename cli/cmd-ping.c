@@ -88,32 +88,14 @@ cmd_ping_exec(struct args *a)
 	struct session_record r;
 	struct vsock_target t;
 	cJSON *req, *reply;
-	char *home, *cause = NULL;
+	char *cause = NULL;
 	uint64_t now;
+	int rc;
 
-	if (session_name_valid(a->argv[0], &cause) != 0) {
-		int rc = cli_usage_error(a->entry, "%s", cause);
-		free(cause);
+	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
-	}
-	home = cli_home();
-	if (home == NULL)
-		return 1;
-	if (record_load(home, a->argv[0], &r, &cause) != 0) {
-		cli_error("%s", cause);
-		free(cause);
-		free(home);
-		return 1;
-	}
-	free(home);
-	if (!session_qemu_alive(&r)) {
-		cli_error("session '%s' is stopped", r.name);
-		record_free(&r);
-		return 1;
-	}
 	req = cJSON_CreateObject();
 	cJSON_AddStringToObject(req, "action", "ping");
-	session_target(&r, &t);
 	now = mono_ms();
 	reply = agent_call(&t, req, now + PING_CONNECT_MS, now + PING_REPLY_MS,
 	    NULL, NULL, &cause);

@@ -5,7 +5,7 @@
 # linux-image-amd64 currently depends on, downloads and unpacks it once into
 # $(BUILD)/cache, and extracts the uncompressed PVH vmlinux. guest/mkinitrd
 # packs busybox, the modules of guest/modules.list and vmux's guest bundle.
-# guest/boot-check (boot reliability and timing) and guest/nc-check (vmux-nc
+# guest/boot-check (boot reliability and timing) and tests/e2e/15-vsock-nc.sh (vmux-nc
 # end to end) boot the result with session/qemu.c's command line.
 
 GUEST_OUT   := $(BUILD)/guest

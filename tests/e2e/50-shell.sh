@@ -98,7 +98,7 @@ t_signal_int_stops_sleep() {
 	# Ctrl-C abandons the whole command line, so ask for $? afterwards;
 	# it only runs in time if sleep was interrupted.
 	type_line raw 'sleep 100' || return 1
-	sleep 1
+	wait_guest_cmd sh 'sleep 100' || fail "sleep never ran" || return 1
 	vmux kill sh raw -s INT || return 1
 	type_line raw 'echo rc=$?' || return 1
 	read_until raw 'rc=130' 20
@@ -106,7 +106,7 @@ t_signal_int_stops_sleep() {
 
 t_kill_default_term() {
 	type_line raw 'sleep 100; echo term-rc=$?' || return 1
-	sleep 1
+	wait_guest_cmd sh 'sleep 100' || fail "sleep never ran" || return 1
 	vmux kill sh raw || return 1
 	read_until raw 'term-rc=143' 20
 }

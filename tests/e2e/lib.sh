@@ -99,6 +99,14 @@ wait_for() {
 	done
 }
 
+# wait_guest_cmd NAME CMDLINE [SECONDS]: until a process in session NAME
+# runs exactly CMDLINE as the guest's ps shows it (say, before signalling
+# a job typed into a shell: its echo on screen comes before the fork).
+wait_guest_cmd() {
+	local re=" [${2:0:1}]${2:1}\$"
+	wait_for "${3:-20}" "$VMUX" exec "$1" -- sh -c "ps | grep -q '$re'"
+}
+
 # session_field NAME FIELD: a field of `vmux ls --json` for one session.
 session_field() {
 	vmux ls --json | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"

@@ -78,6 +78,7 @@ t_type_and_see() {
 t_ctrl_c() {
 	type_line 'sleep 100' || return 1
 	wait_screen '~ # sleep 100$' || return 1
+	wait_guest_cmd tui 'sleep 100' || fail "sleep never ran" || return 1
 	tm send-keys -t tui C-c || return 1
 	type_line 'echo back-$((1+1))' || return 1
 	wait_screen '^back-2$' 10

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nc-check: vmux-nc end to end in a real guest. Boots the default image with
+# 15-vsock-nc.sh: vmux-nc end to end in a real guest. Boots the default image with
 # vmux-bridge (session/qemu.c's command line), then through the agent and
 # the bridge's hybrid-vsock socket checks:
 #   - host -> guest: `vmux-nc -l PORT -k -e cat` echoes 1 MiB intact, twice
@@ -9,11 +9,11 @@
 #   - usage errors exit 2
 # then asks the agent to shut down and requires QEMU to exit by itself.
 #
-#   guest/nc-check [--build DIR] [--deadline S]
+#   tests/e2e/15-vsock-nc.sh [--build DIR] [--deadline S]
 #
 # Prints "ok"/"FAIL" per check and "nc-check: N passed, N failed".
 set -u
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
 deadline=90
 while [[ $# -gt 0 ]]; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# e2e-check.sh: vmux-bridge against a real guest under QEMU (TCG).
+# 25-bridge-device.sh: vmux-bridge against a real guest under QEMU (TCG).
 #
 # Boots $BUILD/guest/{vmlinux,initrd.img} with a vhost-user-vsock device
 # served by $BUILD/bin/vmux-bridge, then checks through the hybrid-vsock
@@ -12,7 +12,7 @@
 # bad command lines and stale sockets.
 # Prints the bridge's RSS idle and while moving data.
 #
-#   BUILD=build-bridge session/bridge/e2e-check.sh
+#   BUILD=build-bridge tests/e2e/25-bridge-device.sh
 #   MACHINE=microvm-legacy|q35 ... (default microvm, modern virtio-mmio)
 #   KEEP=1 keeps the logs in /tmp
 #
