@@ -85,6 +85,22 @@ TEST(spawn_detached_with_log_and_fd3)
 	 * seconds (seen in CI with both cores busy) */
 	for (int i = 0; i < 1000 && !proc_matches(pid, marker); i++)
 		usleep(10000);
+	if (!proc_matches(pid, marker)) { /* say why: seen once in CI */
+		char path[64], *stat, *cmd;
+
+		snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+		stat = slurp(path);
+		snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
+		cmd = slurp(path);
+		text = slurp(log);
+		fprintf(stderr,
+		    "    pid %ld stat: %s\n    cmdline: %s\n    log: %s\n",
+		    (long)pid, stat ? stat : "(none)", cmd ? cmd : "(none)",
+		    text ? text : "(none)");
+		free(stat);
+		free(cmd);
+		free(text);
+	}
 	CHECK(proc_matches(pid, marker));
 	CHECK(!proc_matches(pid, "/no/such/needle"));
 	CHECK_INT(proc_terminate(pid, marker, 2000), 0);
