@@ -81,10 +81,17 @@ TEST(spawn_detached_with_log_and_fd3)
 	CHECK_INT(n, 6);
 	CHECK_MEM(buf, "ready\n", 6);
 	close(p[0]);
-	/* the shell is about to exec the marker; under load that can take
-	 * seconds (seen in CI with both cores busy) */
-	for (int i = 0; i < 1000 && !proc_matches(pid, marker); i++)
-		usleep(10000);
+	/*
+	 * The shell is about to exec the marker. Poll with a growing step:
+	 * in fresh CI runs an exec polled every 10 ms sat half-done (comm
+	 * set, no code mapped yet, cmdline empty) until the polling stopped.
+	 */
+	for (useconds_t step = 10000, waited = 0;
+	     waited < 30000000 && !proc_matches(pid, marker); waited += step) {
+		usleep(step);
+		if (step < 250000)
+			step *= 2;
+	}
 	if (!proc_matches(pid, marker)) { /* say why: seen once in CI */
 		char path[64], *stat, *cmd;
 
