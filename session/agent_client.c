@@ -76,17 +76,12 @@ agent_parse_reply(const char *buf, size_t len, char **cause)
 	return o;
 }
 
-/*
- * Send req as one line on fd and parse the reply read up to EOF. With raw
- * non-NULL, the reply's text is handed back too (for agent_reply_bytes).
- */
-cJSON *
-agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
-    size_t *raw_len, char **cause)
+/* Send req as one line; 0, or -1 with *cause. */
+int
+agent_send_request(int fd, const cJSON *req, uint64_t deadline, char **cause)
 {
-	char *line = cJSON_PrintUnformatted(req), *buf = NULL;
-	size_t len, size = 0, used = 0;
-	cJSON *o = NULL;
+	char *line = cJSON_PrintUnformatted(req);
+	size_t len;
 	int n;
 
 	if (line == NULL)
@@ -95,7 +90,7 @@ agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
 	if (len + 1 > VMUX_MAX_REQUEST) {
 		xasprintf(cause, "request too large (%zu bytes)", len);
 		cJSON_free(line);
-		return NULL;
+		return -1;
 	}
 	line[len] = '\n'; /* replaces the NUL: send len + 1 bytes */
 	n = send_all_deadline(fd, line, len + 1, deadline);
@@ -103,11 +98,28 @@ agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
 	if (n < 0) {
 		xasprintf(cause, "cannot send the request to the agent: %s",
 		    n == -ETIMEDOUT ? "timed out" : strerror(-n));
-		return NULL;
+		return -1;
 	}
-	for (;;) {
-		ssize_t r;
+	return 0;
+}
 
+/*
+ * Read the agent's answer into *out (the caller frees it): to EOF, or with
+ * to_newline only until a newline arrived (bytes after it may be there
+ * too). More than max bytes is an error. The byte count, or -1 with *cause
+ * (and *out NULL).
+ */
+ssize_t
+agent_read_reply(int fd, uint64_t deadline, int to_newline, size_t max,
+    char **out, char **cause)
+{
+	size_t size = 0, used = 0;
+	char *buf = NULL;
+	ssize_t r;
+	int n;
+
+	*out = NULL;
+	for (;;) {
 		if (size - used < 65536) {
 			size = size == 0 ? 65536 : size * 2;
 			buf = xrealloc(buf, size);
@@ -116,7 +128,7 @@ agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
 		if (n <= 0) {
 			xasprintf(cause, "%s waiting for the agent's reply",
 			    n == 0 ? "timed out" : strerror(-n));
-			goto out;
+			goto fail;
 		}
 		r = recv(fd, buf + used, size - used, MSG_DONTWAIT);
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
@@ -124,23 +136,50 @@ agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
 		if (r < 0) {
 			xasprintf(cause, "reading the agent's reply: %s",
 			    strerror(errno));
-			goto out;
+			goto fail;
 		}
 		if (r == 0)
 			break;
+		if (to_newline && memchr(buf + used, '\n', (size_t)r) != NULL) {
+			used += (size_t)r;
+			break;
+		}
 		used += (size_t)r;
-		if (used > AGENT_MAX_REPLY) {
+		if (used > max) {
 			xasprintf(cause, "agent reply too large");
-			goto out;
+			goto fail;
 		}
 	}
-	o = agent_parse_reply(buf, used, cause);
+	*out = buf;
+	return (ssize_t)used;
+fail:
+	free(buf);
+	return -1;
+}
+
+/*
+ * Send req as one line on fd and parse the reply read up to EOF. With raw
+ * non-NULL, the reply's text is handed back too (for agent_reply_bytes).
+ */
+cJSON *
+agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
+    size_t *raw_len, char **cause)
+{
+	char *buf;
+	ssize_t used;
+	cJSON *o;
+
+	if (agent_send_request(fd, req, deadline, cause) != 0)
+		return NULL;
+	used = agent_read_reply(fd, deadline, 0, AGENT_MAX_REPLY, &buf, cause);
+	if (used < 0)
+		return NULL;
+	o = agent_parse_reply(buf, (size_t)used, cause);
 	if (o != NULL && raw != NULL) {
 		*raw = buf;
-		*raw_len = used;
+		*raw_len = (size_t)used;
 		buf = NULL;
 	}
-out:
 	free(buf);
 	return o;
 }

@@ -24,7 +24,6 @@
 #include "attach.h"
 #include "session.h"
 
-#define LINE_CHUNK 65536
 #define READ_CHUNK 65536
 
 /*
@@ -38,69 +37,26 @@ cJSON *
 agent_line_call(int fd, const cJSON *req, uint64_t deadline, uint8_t **rest,
     size_t *rest_len, char **cause)
 {
-	char *line = cJSON_PrintUnformatted(req), *buf = NULL, *nl = NULL;
-	size_t len, size = 0, used = 0, scanned = 0;
-	cJSON *o = NULL;
-	ssize_t r;
-	int n;
+	char *buf, *nl;
+	ssize_t used;
+	size_t len;
+	cJSON *o;
 
 	*rest = NULL;
 	*rest_len = 0;
-	if (line == NULL)
-		fatalx("out of memory");
-	len = strlen(line);
-	if (len + 1 > VMUX_MAX_REQUEST) {
-		xasprintf(cause, "request too large (%zu bytes)", len);
-		cJSON_free(line);
+	if (agent_send_request(fd, req, deadline, cause) != 0)
 		return NULL;
-	}
-	line[len] = '\n';
-	n = send_all_deadline(fd, line, len + 1, deadline);
-	cJSON_free(line);
-	if (n < 0) {
-		xasprintf(cause, "cannot send the request to the agent: %s",
-		    n == -ETIMEDOUT ? "timed out" : strerror(-n));
+	used = agent_read_reply(fd, deadline, 1, VMUX_MAX_REQUEST, &buf, cause);
+	if (used < 0)
 		return NULL;
-	}
-	for (;;) {
-		if (size - used < LINE_CHUNK) {
-			size = size == 0 ? LINE_CHUNK : size * 2;
-			buf = xrealloc(buf, size);
-		}
-		n = wait_fd(fd, POLLIN, deadline);
-		if (n <= 0) {
-			xasprintf(cause, "%s waiting for the agent's reply",
-			    n == 0 ? "timed out" : strerror(-n));
-			goto out;
-		}
-		r = recv(fd, buf + used, size - used, MSG_DONTWAIT);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r < 0) {
-			xasprintf(cause, "reading the agent's reply: %s",
-			    strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		used += (size_t)r;
-		nl = memchr(buf + scanned, '\n', used - scanned);
-		if (nl != NULL)
-			break;
-		scanned = used;
-		if (used > VMUX_MAX_REQUEST) {
-			xasprintf(cause, "agent reply line too long");
-			goto out;
-		}
-	}
-	len = nl != NULL ? (size_t)(nl - buf) : used;
+	nl = memchr(buf, '\n', (size_t)used);
+	len = nl != NULL ? (size_t)(nl - buf) : (size_t)used;
 	o = agent_parse_reply(buf, len, cause);
-	if (o != NULL && nl != NULL && used > len + 1) {
-		*rest_len = used - len - 1;
+	if (o != NULL && nl != NULL && (size_t)used > len + 1) {
+		*rest_len = (size_t)used - len - 1;
 		*rest = xmalloc(*rest_len);
 		memcpy(*rest, nl + 1, *rest_len);
 	}
-out:
 	free(buf);
 	return o;
 }

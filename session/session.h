@@ -162,6 +162,10 @@ int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
 #define AGENT_MAX_REPLY (256u * 1024 * 1024)
 
 cJSON *agent_parse_reply(const char *buf, size_t len, char **cause);
+int agent_send_request(
+    int fd, const cJSON *req, uint64_t deadline, char **cause);
+ssize_t agent_read_reply(int fd, uint64_t deadline, int to_newline, size_t max,
+    char **out, char **cause);
 cJSON *agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
     size_t *raw_len, char **cause);
 cJSON *agent_call(const struct vsock_target *, const cJSON *req,
