@@ -146,7 +146,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint32_t allow[] = {7000};
-	struct vsock_cfg cfg = {3, 4096, 100, 16, allow, 1};
+	struct vsock_cfg cfg = {3, 4096, 100, 16, allow, 1, 0};
 	struct vhu d;
 	struct vsock *vs;
 	uint64_t now = 1000;

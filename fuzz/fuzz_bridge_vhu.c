@@ -109,7 +109,7 @@ drain(int s)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct vsock_cfg cfg = {3, 4096, 100, 16, NULL, 0};
+	struct vsock_cfg cfg = {3, 4096, 100, 16, NULL, 0, 0};
 	static int memfd = -1, efd = -1;
 	int base;
 	struct vsock *vs;

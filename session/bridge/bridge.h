@@ -163,15 +163,16 @@ void vhu_free(struct vhu *);
 #define VSOCK_SHUT_RCV  1
 #define VSOCK_SHUT_SEND 2
 
-#define VSOCK_BUF_ALLOC (64 * 1024) /* per-connection host-bound buffer */
-#define VSOCK_MAX_PKT   (64 * 1024) /* payload per packet */
-#define VSOCK_MAX_CONNS 512
-#define VSOCK_RST_QUEUE 64 /* RSTs for unknown connections */
-#define VSOCK_HASH      256
-#define VSOCK_GRACE_MS  2000       /* wait for the guest's RST */
-#define VSOCK_LINGER_MS 60000      /* flushing to a stalled client */
-#define VSOCK_PORT_MIN  (1u << 30) /* local ports for CONNECT */
-#define VSOCK_PORT_MAX  (1u << 31)
+#define VSOCK_BUF_ALLOC     (64 * 1024)  /* per-connection host-bound window */
+#define VSOCK_BUF_ALLOC_MAX (256 * 1024) /* a bulk stream's window */
+#define VSOCK_MAX_PKT       (64 * 1024)  /* payload per packet */
+#define VSOCK_MAX_CONNS     512
+#define VSOCK_RST_QUEUE     64 /* RSTs for unknown connections */
+#define VSOCK_HASH          256
+#define VSOCK_GRACE_MS      2000       /* wait for the guest's RST */
+#define VSOCK_LINGER_MS     60000      /* flushing to a stalled client */
+#define VSOCK_PORT_MIN      (1u << 30) /* local ports for CONNECT */
+#define VSOCK_PORT_MAX      (1u << 31)
 
 /* socket event bits for vsock_sock_event */
 #define VSOCK_EV_IN  1
@@ -208,6 +209,7 @@ struct vsock_cfg {
 	int max_conns;         /* 0 = VSOCK_MAX_CONNS */
 	const uint32_t *allow; /* host ports the guest may connect to */
 	int nallow;
+	uint32_t buf_alloc_max; /* 0 = VSOCK_BUF_ALLOC_MAX */
 };
 
 enum vconn_state { VC_CONNECTING, VC_ESTABLISHED };
@@ -221,7 +223,8 @@ struct vconn {
 	uint32_t shut_sent, peer_shut;
 	uint32_t peer_buf_alloc, peer_fwd_cnt, tx_cnt; /* guest-bound credit */
 	uint32_t rx_cnt, fwd_cnt, fwd_reported;        /* host-bound credit */
-	uint8_t *buf; /* host-bound bytes the socket did not take */
+	uint32_t buf_alloc; /* the window we advertise; only grows */
+	uint8_t *buf;       /* host-bound bytes the socket did not take */
 	uint32_t buf_cap, buf_off, buf_len;
 	char ok[24]; /* "OK <port>\n", not counted in fwd_cnt */
 	uint8_t ok_len, ok_off;
@@ -253,6 +256,7 @@ struct vsock {
 		uint16_t type;
 	} rst[VSOCK_RST_QUEUE];
 	int rst_head, rst_len;
+	uint64_t alloc_total; /* every connection's buf_alloc, summed */
 	struct vsock_stats stats;
 };
 

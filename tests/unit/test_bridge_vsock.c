@@ -121,7 +121,7 @@ expect_rx(struct eng *e, const struct step *s)
 	CHECK_INT(h.type, s->type ? s->type : VSOCK_TYPE_STREAM);
 	CHECK_INT(h.flags, s->flags);
 	if (h.op != VSOCK_OP_RST || s->hport != 0)
-		CHECK_INT(h.buf_alloc, BA);
+		CHECK_INT(h.buf_alloc, (s->buf_alloc ? s->buf_alloc : BA));
 	if (s->check_fwd)
 		CHECK_INT(h.fwd_cnt, s->fwd_cnt);
 	if (s->data) {
@@ -260,11 +260,14 @@ step(struct eng *e, const struct step *s)
 	}
 }
 
+/* Run a script on an engine with max_conns and buf_alloc_max as given. */
 static void
-run(const char *name, const struct step *st, size_t n)
+run_with(const char *name, const struct step *st, size_t n, int max_conns,
+    uint32_t buf_alloc_max)
 {
 	static const uint32_t allow[] = {7000};
-	struct vsock_cfg cfg = {3, BA, 1000, 8, allow, 1};
+	struct vsock_cfg cfg = {
+	    3, BA, 1000, max_conns, allow, 1, buf_alloc_max};
 	struct eng *e = xcalloc(1, sizeof *e);
 
 	e->now = 1000000;
@@ -282,6 +285,14 @@ run(const char *name, const struct step *st, size_t n)
 	for (int i = 0; i < FN_MAX; i++)
 		CHECK(!e->fn.s[i].open);
 	free(e);
+}
+
+/* Run a script on the default engine (8 connections, no window growth:
+ * 8 x BA leaves no room for a 256 KiB window). */
+static void
+run(const char *name, const struct step *st, size_t n)
+{
+	run_with(name, st, n, 8, 0);
 }
 
 #define RUN(t) run(#t, t, nitems(t))
@@ -903,6 +914,55 @@ TEST(engine_credit_update_when_guest_view_runs_low)
 	RUN(t);
 }
 
+/* Four windows through a client keeping up: the window doubles (to
+ * buf_alloc_max) and a packet only the new window allows is taken. */
+#define GUEST_RW(len)                                                          \
+	{                                                                      \
+		.a = GUEST, .op = VSOCK_OP_RW, .gport = G, .hport = L0,        \
+		.n = (len)                                                     \
+	}
+#define CREDIT(fwd, ba)                                                        \
+	{                                                                      \
+		.a = RX, .op = VSOCK_OP_CREDIT_UPDATE, .gport = G,             \
+		.hport = L0, .check_fwd = 1, .fwd_cnt = (fwd),                 \
+		.buf_alloc = (ba)                                              \
+	}
+
+/* Three windows' worth through a client keeping up, each reported. */
+#define THREE_WINDOWS                                                          \
+	GUEST_RW(BA), CREDIT(BA, BA), GUEST_RW(BA), CREDIT(2 * BA, BA),        \
+	    GUEST_RW(BA), CREDIT(3 * BA, BA)
+
+TEST(engine_bulk_stream_window_grows)
+{
+	static const struct step t[] = {
+	    ESTABLISH(65536),
+	    THREE_WINDOWS,
+	    GUEST_RW(BA),
+	    CREDIT(4 * BA, 2 * BA), /* grown */
+	    GUEST_RW(2 * BA),       /* over the old window */
+	    CREDIT(6 * BA, 2 * BA),
+	    {.a = QUIET},
+	    {.a = OUT, .sock = 0, .n = 14 + 6 * BA},
+	};
+	run_with("engine_bulk_stream_window_grows", t, nitems(t), 8, 2 * BA);
+}
+
+/* With the windows' total at max_conns x BA already, none grows. */
+TEST(engine_window_growth_stays_within_the_bound)
+{
+	static const struct step t[] = {
+	    ESTABLISH(65536),
+	    THREE_WINDOWS,
+	    GUEST_RW(BA),
+	    CREDIT(4 * BA, BA), /* not grown: one connection allowed */
+	    {.a = QUIET},
+	    {.a = OUT, .sock = 0, .n = 14 + 4 * BA},
+	};
+	run_with("engine_window_growth_stays_within_the_bound", t, nitems(t), 1,
+	    2 * BA);
+}
+
 TEST(engine_stalled_client_then_credit_update)
 {
 	static const struct step t[] = {
@@ -1118,7 +1178,7 @@ TEST(engine_many_connections_round_robin)
 
 TEST(engine_tiny_rx_buffer_is_left_untouched)
 {
-	struct vsock_cfg cfg = {3, BA, 1000, 8, NULL, 0};
+	struct vsock_cfg cfg = {3, BA, 1000, 8, NULL, 0, 0};
 	struct fake_net fn = {0};
 	struct vsock *vs = vsock_new(&cfg, &fn_ops, &fn);
 	uint8_t buf[43];
