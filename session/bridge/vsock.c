@@ -278,8 +278,8 @@ conn_reset(struct vsock *vs, struct vconn *c, uint64_t now)
 /*
  * A connection that has carried four windows to a client keeping up is a
  * bulk stream: widen its window to buf_alloc_max (fewer credit round trips
- * and bigger guest packets: guest->host 64 MiB took 0.176 s instead of
- * 0.214 s under TCG), while all windows together stay within max_conns x
+ * and bigger guest packets: guest->host 64 MiB took 0.186 s instead of
+ * 0.211 s under TCG), while all windows together stay within max_conns x
  * buf_alloc, the bound on buffered bytes the bridge had before. The guest
  * hears of it in the CREDIT_UPDATE this asks for.
  */
