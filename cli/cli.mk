@@ -36,6 +36,13 @@ UNIT_cli_shell_SRCS := tests/unit/test_cli_shell.c tests/unit/test_cli_cp.c \
                        cli/cp-args.c cli/progress.c $(SESSION_UNIT_SRCS)
 UNIT_cli_shell_LIBS := $(SESSION_LIBS)
 
+# vmux cp's download against a fake, hostile guest: nothing lands outside
+# the destination.
+UNIT_TESTS += cli_download
+UNIT_cli_download_SRCS := tests/unit/test_cli_download.c cli/cp.c \
+                          cli/progress.c $(SESSION_UNIT_SRCS) $(ARCHIVE_SRCS)
+UNIT_cli_download_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
+
 # The manual documents every command and option of the tables above (needs
 # the whole command set, so the QEMU command-line code too).
 ifneq ($(SESSION_QEMU_SRCS),)
