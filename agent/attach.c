@@ -317,7 +317,7 @@ void
 attach_read(struct agent *a, struct conn *c)
 {
 	size_t room = VMUX_ATTACH_HDR + VMUX_ATTACH_MAX_PAYLOAD + 65536;
-	ssize_t n;
+	ssize_t n = -1;
 
 	if (!c->input_blocked && !c->eof && c->in.len < room) {
 		room = room - c->in.len < 65536 ? room - c->in.len : 65536;
@@ -331,15 +331,12 @@ attach_read(struct agent *a, struct conn *c)
 			conn_kill(a, c);
 			return;
 		}
-		if (n == 0) {
-			attach_parse(a, c);
-			if (c->state != CONN_DEAD && c->in.len == 0 &&
-			    attach_peer_gone(c->fd))
-				conn_kill(a, c);
-			return;
-		}
 	}
 	attach_parse(a, c);
+	/* EOF just now, every frame handled: hung up, or only half-closed? */
+	if (n == 0 && c->state != CONN_DEAD && c->in.len == 0 &&
+	    attach_peer_gone(c->fd))
+		conn_kill(a, c);
 }
 
 /* The shell's input buffer has room again: let blocked clients go on. */

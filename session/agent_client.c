@@ -140,11 +140,10 @@ agent_read_reply(int fd, uint64_t deadline, int to_newline, size_t max,
 		}
 		if (r == 0)
 			break;
-		if (to_newline && memchr(buf + used, '\n', (size_t)r) != NULL) {
-			used += (size_t)r;
-			break;
-		}
 		used += (size_t)r;
+		if (to_newline &&
+		    memchr(buf + used - r, '\n', (size_t)r) != NULL)
+			break;
 		if (used > max) {
 			xasprintf(cause, "agent reply too large");
 			goto fail;
