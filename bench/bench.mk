@@ -1,12 +1,13 @@
 # bench.mk: `make bench` prints vmux's performance figures (bench/run).
 BENCH_TOOLS := $(BUILD)/bench/exec-rtt $(BUILD)/bench/shell-rtt
 
-$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o \
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/obj/bench/stats.o \
     $(patsubst %.c,$(BUILD)/obj/%.o,$(SESSION_SRCS) $(SESSION_QEMU_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS)
 
-.SECONDARY: $(patsubst $(BUILD)/bench/%,$(BUILD)/obj/bench/%.o,$(BENCH_TOOLS))
+.SECONDARY: $(patsubst $(BUILD)/bench/%,$(BUILD)/obj/bench/%.o,$(BENCH_TOOLS)) \
+    $(BUILD)/obj/bench/stats.o
 
 bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/run

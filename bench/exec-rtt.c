@@ -9,40 +9,12 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
 #include "proto.h"
 #include "session.h"
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Print a series' quantiles, sorting it in place. */
-static void
-report(const char *what, double *ms, int n)
-{
-	qsort(ms, (size_t)n, sizeof *ms, cmp_double);
-	printf(
-	    "%-22s n=%d median=%.2f ms p90=%.2f ms p99=%.2f ms min=%.2f ms\n",
-	    what, n, ms[n / 2], ms[(n * 9) / 10], ms[(n * 99) / 100], ms[0]);
-}
-
-/* Monotonic time in milliseconds with microsecond resolution. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
+#include "stats.h"
 
 int
 main(int argc, char **argv)
@@ -71,30 +43,30 @@ main(int argc, char **argv)
 
 	for (int i = 0; i < n; i++) {
 		uint64_t dl = mono_ms() + 30000;
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		cJSON *reply =
 		    agent_call(&target, req, dl, dl, NULL, NULL, &cause);
-		ms[i] = now_ms() - t0;
+		ms[i] = bench_now_ms() - t0;
 		if (reply == NULL) {
 			fprintf(stderr, "exec-rtt: %s\n", cause);
 			return 1;
 		}
 		cJSON_Delete(reply);
 	}
-	report("exec true round trip", ms, n);
+	bench_report("exec true round trip", ms, n);
 
 	for (int i = 0; i < n; i++) {
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 		int fd = transport_connect(
 		    &target, VMUX_AGENT_PORT, mono_ms() + 30000, &cause);
-		ms[i] = now_ms() - t0;
+		ms[i] = bench_now_ms() - t0;
 		if (fd < 0) {
 			fprintf(stderr, "exec-rtt: %s\n", cause);
 			return 1;
 		}
 		close(fd);
 	}
-	report("CONNECT+OK alone", ms, n);
+	bench_report("CONNECT+OK alone", ms, n);
 	cJSON_Delete(req);
 	free(ms);
 	record_free(&rec);

@@ -15,34 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "attach.h"
 #include "common.h"
 #include "proto.h"
 #include "session.h"
+#include "stats.h"
 
 #define RTT_SHELL_ID "bench-rtt"
 #define RTT_WAIT_MS  10000 /* one echo; beyond this the run is broken */
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Monotonic time in milliseconds with microsecond resolution. */
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* Send one request and drop the reply; 0, or -1 with *cause set. */
 static int
@@ -163,7 +145,7 @@ main(int argc, char **argv)
 	double *ms = xcalloc((size_t)n, sizeof *ms);
 	for (int i = 0; i < n; i++) {
 		uint8_t key = (uint8_t)('a' + i % 26);
-		double t0 = now_ms();
+		double t0 = bench_now_ms();
 
 		if (type_byte(&client, key) != 0 ||
 		    wait_for_byte(&client, key, mono_ms() + RTT_WAIT_MS) != 0) {
@@ -172,7 +154,7 @@ main(int argc, char **argv)
 			status = 1;
 			break;
 		}
-		ms[i] = now_ms() - t0;
+		ms[i] = bench_now_ms() - t0;
 		/* DEL echoes as "\b \b" (or the editor's own redraw). */
 		if (type_byte(&client, 0x7f) != 0 ||
 		    wait_for_byte(&client, '\b', mono_ms() + RTT_WAIT_MS) !=
@@ -183,12 +165,8 @@ main(int argc, char **argv)
 			break;
 		}
 	}
-	if (status == 0) {
-		qsort(ms, (size_t)n, sizeof *ms, cmp_double);
-		printf("keystroke to echo (attach_shell) n=%d median=%.2f ms "
-		       "p90=%.2f ms p99=%.2f ms min=%.2f ms\n",
-		    n, ms[n / 2], ms[(n * 9) / 10], ms[(n * 99) / 100], ms[0]);
-	}
+	if (status == 0)
+		bench_report("keystroke to echo (attach_shell)", ms, n);
 	attach_client_free(&client);
 	if (call(&target, shell_request("close_shell"), &cause) != 0) {
 		fprintf(stderr, "shell-rtt: %s\n", cause);
