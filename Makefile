@@ -19,8 +19,8 @@ PKGS      := libcjson libuv vterm ncursesw zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 WARN       = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS    ?= -O2 -g
-ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Icommon -Iproto \
-             -Isession -Iagent $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. \
+             $(PKG_CFLAGS) -MMD -MP
 SAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
@@ -38,7 +38,7 @@ COMMON_SRCS := common/xmalloc.c common/log.c common/util.c
 all:
 
 -include proto/proto.mk
--include agent/archive.mk
+-include archive/archive.mk
 -include agent/agent.mk
 -include session/session.mk
 -include session/bridge/bridge.mk

@@ -25,8 +25,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "common.h"
-#include "proto.h"
+#include "common/common.h"
+#include "proto/proto.h"
 
 /* Limits and defaults. */
 #define AGENT_IDLE_TIMEOUT_MS    30000      /* a whole request within this */

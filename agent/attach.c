@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "attach.h"
+#include "proto/attach.h"
 
 #define ATTACH_CHUNK   32768
 #define ATTACH_CTL_MAX 65536

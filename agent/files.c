@@ -1,8 +1,7 @@
 /*
  * files.c: extract_archive and export_archive (what `vmux cp` uses), each
  * request in its own detached thread so disk and network waits never stall
- * the event loop. Owned by the shell/CLI helper; the tar code is the
- * archive module's (archive.h).
+ * the event loop. The tar code is the archive module's (archive/archive.h).
  *
  * extract_archive: {"destination", "archive_size": N, "cp"?,
  * "skip_unsafe_links"?} then exactly N raw bytes of a tar (plain or gzip).
@@ -33,7 +32,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "archive.h"
+#include "archive/archive.h"
 
 #define FILES_THREAD_STACK (1024 * 1024)
 #define FILES_CHUNK        65536

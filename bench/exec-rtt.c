@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "proto.h"
-#include "session.h"
+#include "common/common.h"
+#include "proto/proto.h"
+#include "session/session.h"
 #include "stats.h"
 
 int

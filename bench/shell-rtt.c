@@ -17,10 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "attach.h"
-#include "common.h"
-#include "proto.h"
-#include "session.h"
+#include "proto/attach.h"
+#include "common/common.h"
+#include "proto/proto.h"
+#include "session/session.h"
 #include "stats.h"
 
 #define RTT_SHELL_ID "bench-rtt"

@@ -1,5 +1,5 @@
 /*
- * cli.h: the vmux command line (owned by the session/CLI helper).
+ * cli.h: the vmux command line.
  *
  * Modelled on tmux: each command is one file (cmd-*.c) exporting a
  * cmd_entry (name, usage, options, flags, exec function); cmd-table.c

@@ -5,11 +5,7 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \
             cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/progress.c
 
-# vmux needs session/qemu.c (guest helper) to link; until it lands in the
-# tree vmux is not built.
-ifneq ($(SESSION_QEMU_SRCS),)
 PROGRAMS += $(BIN)/vmux
-endif
 
 # (Object paths spelled out: objs is defined after the fragments are read.)
 # vmux cp packs and unpacks tar archives with the archive module.
@@ -25,8 +21,6 @@ UNIT_TESTS += cli
 UNIT_cli_SRCS := tests/unit/test_cli_args.c cli/args.c cli/cmd.c \
                  cli/cmd-exec.c $(SESSION_UNIT_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
-$(BUILD)/obj/tests/unit/test_cli_%.o $(BUILD)/asan/tests/unit/test_cli_%.o: \
-    ALL_CFLAGS += -Icli
 
 # vmux shell's and vmux cp's pure parts: detach key, attach client (frames,
 # first line), the attached loop against a fake agent, cp's operands.
@@ -45,10 +39,8 @@ UNIT_cli_download_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
 
 # The manual documents every command and option of the tables above (needs
 # the whole command set, so the QEMU command-line code too).
-ifneq ($(SESSION_QEMU_SRCS),)
 UNIT_TESTS += cli_man
 UNIT_cli_man_SRCS := tests/unit/test_cli_man.c \
                      $(filter-out cli/vmux.c,$(CLI_SRCS)) $(SESSION_SRCS) \
                      $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS)
 UNIT_cli_man_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
-endif

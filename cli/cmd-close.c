@@ -1,6 +1,6 @@
 /*
- * cmd-close.c: `vmux close NAME SHELL_ID...`: end shells and forget them
- * (owned by the shell/CLI helper). The agent hangs up each terminal,
+ * cmd-close.c: `vmux close NAME SHELL_ID...`: end shells and forget them.
+ * The agent hangs up each terminal,
  * SIGKILLs what is left a second later, and tells attached clients the
  * shell exited.
  */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define CLOSE_REQUEST_S 15

@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define CONNECT_TIMEOUT_DEFAULT 10

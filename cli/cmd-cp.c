@@ -1,13 +1,13 @@
 /*
  * cmd-cp.c: `vmux cp SRC DST`: copy files and directories between the host
- * and a session's guest, like docker cp (owned by the shell/CLI helper).
+ * and a session's guest, like docker cp.
  * The transfers are in cp.c, the operands in cp-args.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 static int cmd_cp_exec(struct args *);

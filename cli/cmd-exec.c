@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "proto.h"
-#include "session.h"
+#include "common/common.h"
+#include "proto/proto.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define EXEC_TIMEOUT_DEFAULT 300

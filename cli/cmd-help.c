@@ -3,7 +3,7 @@
  */
 #include <sys/types.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "cli.h"
 
 static int cmd_help_exec(struct args *);

@@ -1,15 +1,15 @@
 /*
  * cmd-kill.c: `vmux kill NAME SHELL_ID [-s SIGNAL]`: send a signal to what
- * runs in the foreground of a shell's terminal, like kill(1) (owned by the
- * shell/CLI helper). The shell itself stays; `vmux close` ends it.
+ * runs in the foreground of a shell's terminal, like kill(1). The shell
+ * itself stays; `vmux close` ends it.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define KILL_REQUEST_S 15

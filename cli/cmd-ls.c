@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 static int cmd_ls_exec(struct args *);

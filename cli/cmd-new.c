@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define NEW_CPUS_DEFAULT   1

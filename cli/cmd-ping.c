@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define PING_CONNECT_MS 10000

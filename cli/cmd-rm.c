@@ -7,8 +7,8 @@
  */
 #include <stdlib.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 static int cmd_rm_exec(struct args *);

@@ -1,7 +1,6 @@
 /*
  * cmd-shell.c: `vmux shell NAME [--id ID] [-- COMMAND...]`: attach this
- * terminal to a persistent shell in the guest (owned by the shell/CLI
- * helper).
+ * terminal to a persistent shell in the guest.
  *
  * The shell lives in the agent, not in this process: vmux opens it
  * (open_shell, with our terminal's size) or finds it (list_shells), then
@@ -18,8 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define SHELL_REPLAY_BYTES (32 * 1024) /* repainted on reattach */

@@ -1,13 +1,13 @@
 /*
  * cmd-shells.c: `vmux shells NAME [--json]`: the shells of a session, as
- * the agent's list_shells reports them (owned by the shell/CLI helper).
+ * the agent's list_shells reports them.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define SHELLS_REQUEST_S 15

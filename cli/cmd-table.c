@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "cli.h"
 
 /* Every command, in the order help lists them. */

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 /* Append s to a growing string. */

@@ -1,5 +1,5 @@
 /*
- * cp-args.c: the operands of `vmux cp` (owned by the shell/CLI helper).
+ * cp-args.c: the operands of `vmux cp`.
  *
  * As in docker cp, NAME:PATH names a path in session NAME's guest and
  * anything else a host path; exactly one side is remote. A word counts as
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "cli.h"
 
 /*

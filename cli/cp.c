@@ -1,5 +1,5 @@
 /*
- * cp.c: the transfers behind `vmux cp` (owned by the shell/CLI helper).
+ * cp.c: the transfers behind `vmux cp`.
  *
  * Upload: the host path is packed into an unlinked temporary tar first (so
  * its exact size is known), then sent as extract_archive {"destination":
@@ -24,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "proto.h"
-#include "archive.h"
-#include "session.h"
+#include "common/common.h"
+#include "proto/proto.h"
+#include "archive/archive.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define CP_IDLE_MS   30000  /* no progress for this long: give up */

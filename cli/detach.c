@@ -1,5 +1,5 @@
 /*
- * detach.c: the detach key of `vmux shell` (owned by the shell/CLI helper).
+ * detach.c: the detach key of `vmux shell`.
  *
  * One control character (default Ctrl-], as telnet and virsh console use)
  * ends the attachment; everything typed before it in the same read still
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "cli.h"
 
 /* The control character for c in "^c", or -1 if there is none. */

@@ -1,14 +1,13 @@
 /*
- * progress.c: transfer progress for `vmux cp` (owned by the shell/CLI
- * helper): bytes, percentage when the total is known, and rate, redrawn in
- * place on stderr at most ten times a second, and only when stderr is a
- * terminal; otherwise nothing is printed.
+ * progress.c: transfer progress for `vmux cp`: bytes, percentage when the total
+ * is known, and rate, redrawn in place on stderr at most ten times a second,
+ * and only when stderr is a terminal; otherwise nothing is printed.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "cli.h"
 
 #define PROGRESS_EVERY_MS 100

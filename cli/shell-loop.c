@@ -1,6 +1,5 @@
 /*
- * shell-loop.c: the event loop of `vmux shell` while attached (owned by the
- * shell/CLI helper).
+ * shell-loop.c: the event loop of `vmux shell` while attached.
  *
  * One poll(2) over stdin, the agent stream, stdout and the signal
  * self-pipe; nothing blocks. Keystrokes become INPUT frames in the
@@ -25,9 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "attach.h"
-#include "session.h"
+#include "common/common.h"
+#include "proto/attach.h"
+#include "session/session.h"
 #include "cli.h"
 
 #define IN_CHUNK       16384        /* one stdin read */

@@ -1,6 +1,5 @@
 /*
- * term.c: the local terminal while `vmux shell` is attached (owned by the
- * shell/CLI helper).
+ * term.c: the local terminal while `vmux shell` is attached.
  *
  * Raw mode is entered once and undone on every way out: term_restore() is
  * registered with atexit() and is async-signal-safe (tcsetattr only), so the
@@ -17,7 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "cli.h"
 
 static struct termios term_saved;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "cli.h"
 
 /* Parse global options, find the command, run it; its exit status. */

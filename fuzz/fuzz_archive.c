@@ -1,5 +1,5 @@
 /*
- * fuzz_archive.c: libFuzzer target for the archive module (agent/archive.h).
+ * fuzz_archive.c: libFuzzer target for the archive module (archive/archive.h).
  *
  * Input: one control byte, then the archive. The control byte picks the
  * chunk size fed to tar_extract_feed (bits 0-2), TAR_X_SKIP_UNSAFE_LINKS
@@ -32,8 +32,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "common.h"
-#include "archive.h"
+#include "common/common.h"
+#include "archive/archive.h"
 
 static char base[PATH_MAX]; /* scratch area: base/root/{dest,outside} */
 static char root[PATH_MAX + 16], dest[PATH_MAX + 32], outside[PATH_MAX + 32];

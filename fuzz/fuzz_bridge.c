@@ -22,8 +22,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "bridge/bridge.h"
+#include "common/common.h"
+#include "session/bridge/bridge.h"
 
 #define RAM_SIZE 65536
 #define RAM_GPA  0x10000ULL

@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "bridge/bridge.h"
+#include "common/common.h"
+#include "session/bridge/bridge.h"
 
 /* Open descriptors in this process. */
 static int

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "agent.h"
-#include "proto.h"
-#include "session.h"
+#include "common/common.h"
+#include "agent/agent.h"
+#include "proto/proto.h"
+#include "session/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "proto/proto.h"
 
 /* Agent restarts: the delay doubles from MIN to MAX, and resets once an
  * agent has lived STABLE; at shutdown, SIGTERM comes GRACE before SIGKILL. */

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "qemu.h"
+#include "common/common.h"
+#include "session/qemu.h"
 
 /* Parse options into a qemu_config and print qemu_argv's answer. */
 int

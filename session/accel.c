@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "qemu.h"
 
 #define MODULES_DIR "/sys/module"

@@ -18,8 +18,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "proto.h"
+#include "common/common.h"
+#include "proto/proto.h"
 #include "session.h"
 
 /* Parse one reply; the object on success, NULL with cause otherwise. */

@@ -1,6 +1,5 @@
 /*
- * attach.c: the client side of agent streams that begin with one JSON line
- * (owned by the shell/CLI helper).
+ * attach.c: the client side of agent streams that begin with one JSON line.
  *
  * agent_line_call() sends a request and reads the agent's first line, keeping
  * whatever came after it: attach_shell (binary frames, proto/attach.h)
@@ -19,9 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "proto.h"
-#include "attach.h"
+#include "common/common.h"
+#include "proto/proto.h"
+#include "proto/attach.h"
 #include "session.h"
 
 #define READ_CHUNK 65536

@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "proto.h"
+#include "common/common.h"
+#include "proto/proto.h"
 #include "qemu.h"
 #include "session.h"
 

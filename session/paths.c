@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "session.h"
 
 /* Longest name we put in a socket directory: "vsock.sock_<u32 port>". */

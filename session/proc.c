@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "session.h"
 
 /* Where the grandchild parks its exec-error pipe while it rearranges fds. */

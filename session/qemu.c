@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "qemu.h"
 
 #define QEMU_DEFAULT "qemu-system-x86_64"

@@ -1,10 +1,10 @@
 /*
  * qemu.h: QEMU command lines for vmux guests and the choice of accelerator.
  *
- * Owned by the guest side (session/qemu.c, session/accel.c); the session
- * code fills a qemu_config, spawns the argv it gets back and frees it.
- * Guests always boot the uncompressed PVH vmlinux on -M microvm (why: see
- * qemu.c), with memory in a shared memfd so a vhost-user back end can map it.
+ * Implemented in session/qemu.c and session/accel.c; the session code fills a
+ * qemu_config, spawns the argv it gets back and frees it. Guests always boot
+ * the uncompressed PVH vmlinux on -M microvm (why: see qemu.c), with memory in
+ * a shared memfd so a vhost-user back end can map it.
  */
 #ifndef VMUX_QEMU_H
 #define VMUX_QEMU_H

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "session.h"
 
 /* Records are small; anything bigger is not ours. */

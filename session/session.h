@@ -1,5 +1,5 @@
 /*
- * session.h: the host side of vmux sessions (owned by the session/CLI helper).
+ * session.h: the host side of vmux sessions.
  *
  * A session is one QEMU microVM plus its vsock bridge, described by a record
  * (session.json) in its own state directory under the vmux home. This header
@@ -9,8 +9,8 @@
  * (transport.c), the agent's JSON request/reply client (agent_client.c) and
  * its streams that follow a first JSON line: attached shells and archives
  * (attach.c).
- * QEMU command lines come from qemu.h (guest helper); the bridge itself
- * lives in bridge/ (bridge helper).
+ * QEMU command lines come from qemu.h; the bridge itself is a separate
+ * program (session/bridge/, vmux-bridge).
  *
  * Conventions: user-facing errors as `char **cause` (caller frees); times
  * given as deadlines on the mono_ms() clock.

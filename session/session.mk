@@ -1,11 +1,10 @@
 # session.mk: the host side of sessions (records, launch, stop, transport,
 # agent client), linked into vmux and into the session unit tests.
-# session/qemu.c and accel.c (QEMU command lines, accelerator detection)
-# belong to the guest helper; they are linked into vmux when present.
+# session/qemu.c and accel.c: QEMU command lines, accelerator detection.
 SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/launch.c session/stop.c session/transport.c \
                 session/agent_client.c session/attach.c
-SESSION_QEMU_SRCS := $(wildcard session/qemu.c session/accel.c)
+SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
 # Everything but launch.c (which needs qemu_argv) is testable without QEMU.

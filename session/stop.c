@@ -20,7 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "session.h"
 
 /* Deadlines of the polite steps. */

@@ -21,7 +21,7 @@
 
 #include <linux/vm_sockets.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "session.h"
 
 /* The bridge's reply line is short; anything longer is garbage. */

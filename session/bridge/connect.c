@@ -11,7 +11,7 @@
 
 #include <sys/types.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 static const char prefix[] = "CONNECT ";

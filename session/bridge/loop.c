@@ -25,7 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 enum kind {

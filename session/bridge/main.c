@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 /* Exit 2 with one line on stderr. */

@@ -16,7 +16,7 @@
 
 #include <sys/types.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 /* Empty table. */

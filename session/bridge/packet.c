@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 /* Decode a little-endian header. */

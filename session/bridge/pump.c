@@ -10,7 +10,7 @@
  */
 #include <sys/types.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 /*

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 struct vhu_hdr {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 /* A 16-bit load from guest memory the compiler must perform exactly once. */

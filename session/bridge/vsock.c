@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "bridge.h"
 
 #define PEND_REQUEST    0x01

@@ -9,7 +9,7 @@
 
 #include <sys/types.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 
 struct test_agent {
 	pid_t pid;

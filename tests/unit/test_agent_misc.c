@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
-#include "attach.h"
+#include "agent/agent.h"
+#include "proto/attach.h"
 #include "unit.h"
 
 TEST(signame_parse_names)

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "unit.h"
 
 /* Parse a C string; returns the request or NULL with the cause kept. */

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "unit.h"
 
 TEST(ring_small_writes_and_peek)

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "test_agent_client.h"
 #include "unit.h"
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "attach.h"
+#include "agent/agent.h"
+#include "proto/attach.h"
 #include "test_agent_client.h"
 #include "unit.h"
 

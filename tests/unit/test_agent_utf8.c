@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
+#include "agent/agent.h"
 #include "unit.h"
 
 /* Encode bytes; returns the JSON text (static) and the counts. */

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "archive.h"
+#include "archive/archive.h"
 
 struct scratch {
 	char root[256];

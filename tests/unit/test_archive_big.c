@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "unit.h"
 #include "test_archive.h"
 

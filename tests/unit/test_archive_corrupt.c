@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "unit.h"
 #include "test_archive.h"
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "unit.h"
 #include "test_archive.h"
 

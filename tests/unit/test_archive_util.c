@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "test_archive.h"
 
 /* Make a fresh scratch directory with an empty "outside" sibling. */

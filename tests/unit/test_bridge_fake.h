@@ -19,8 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "bridge/bridge.h"
+#include "common/common.h"
+#include "session/bridge/bridge.h"
 #include "unit.h"
 
 #define FG_SIZE (4u << 20)

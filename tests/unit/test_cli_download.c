@@ -16,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "session.h"
-#include "cli.h"
+#include "common/common.h"
+#include "session/session.h"
+#include "cli/cli.h"
 #include "unit.h"
 
 /* cp.c reports skipped entries through the CLI's error printer. */

@@ -6,9 +6,9 @@
  */
 #include <stdlib.h>
 
-#include "common.h"
-#include "session.h"
-#include "cli.h"
+#include "common/common.h"
+#include "session/session.h"
+#include "cli/cli.h"
 #include "unit.h"
 
 /* The manual's text. */

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "attach.h"
-#include "session.h"
-#include "cli.h"
+#include "common/common.h"
+#include "proto/attach.h"
+#include "session/session.h"
+#include "cli/cli.h"
 #include "unit.h"
 
 TEST(detach_key_names)

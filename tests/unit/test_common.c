@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "unit.h"
 
 TEST(xasprintf_formats)

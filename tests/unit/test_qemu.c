@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "qemu.h"
+#include "common/common.h"
+#include "session/qemu.h"
 #include "unit.h"
 
 /* Index of the first argument equal to s, or -1. */

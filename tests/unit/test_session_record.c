@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "session.h"
+#include "common/common.h"
+#include "session/session.h"
 #include "unit.h"
 
 /* A fresh temporary directory (tests run in forked children). */

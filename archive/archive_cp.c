@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "archive.h"
 
 /*

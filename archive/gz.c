@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "archive.h"
 
 #define GZ_OUT (64 * 1024)

@@ -28,7 +28,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "archive.h"
 
 struct xp_level {

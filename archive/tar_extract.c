@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "common/common.h"
 #include "archive.h"
 
 /* Directory metadata kept for the end; past this, applied at once. */

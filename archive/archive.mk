@@ -1,7 +1,7 @@
 # archive.mk: the tar extract/export module shared by vmux-agent and the CLI.
 # Link $(ARCHIVE_SRCS) with $(ARCHIVE_LIBS) (zlib, static when libz.a exists).
-ARCHIVE_SRCS := agent/tar_extract.c agent/tar_export.c agent/gz.c \
-                agent/archive_hdr.c agent/archive_fs.c agent/archive_cp.c
+ARCHIVE_SRCS := archive/tar_extract.c archive/tar_export.c archive/gz.c \
+                archive/archive_hdr.c archive/archive_fs.c archive/archive_cp.c
 ZLIB_LIBDIR  := $(shell pkg-config --variable=libdir zlib 2>/dev/null)
 ARCHIVE_LIBS := $(if $(wildcard $(ZLIB_LIBDIR)/libz.a),-l:libz.a,-lz)
 

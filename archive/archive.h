@@ -1,8 +1,8 @@
 /*
  * archive.h: tar archives in and out, the file-transfer core of vmux.
  *
- * Owned by the archive module (agent/archive.h, agent/tar_extract.c,
- * agent/tar_export.c, agent/gz.c, agent/archive_*.c). It depends only on
+ * The archive module (archive/: this header, tar_extract.c, tar_export.c,
+ * gz.c, archive_*.c) is host and guest code at once. It depends only on
  * common/ and zlib, so the guest agent (extract_archive / export_archive)
  * and the host CLI (`vmux cp`) link the same code.
  *
