@@ -51,6 +51,8 @@ struct tar_extract *tar_extract_new(const char *destination, char **cause);
 void tar_extract_set_flags(struct tar_extract *, int flags);
 int tar_extract_rename_top(
     struct tar_extract *, const char *name, char **cause);
+int tar_extract_expect_top(
+    struct tar_extract *, const char *name, char **cause);
 int tar_extract_feed(
     struct tar_extract *, const void *buf, size_t len, char **cause);
 int tar_extract_finish(

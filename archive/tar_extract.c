@@ -43,6 +43,7 @@ struct tar_extract {
 	int flags;
 	char *top;       /* replacement for the top-level component */
 	char *first_top; /* the archive's top-level component */
+	int expect_top;  /* first_top was given: refuse any other */
 
 	enum tx_format format;
 	unsigned char magic[2];
@@ -129,6 +130,31 @@ tar_extract_rename_top(struct tar_extract *te, const char *name, char **cause)
 	return 0;
 }
 
+/*
+ * Accept only members beneath the top-level entry name (the source an
+ * untrusted peer was asked for); any other member fails the extraction
+ * with an error naming it.
+ */
+int
+tar_extract_expect_top(struct tar_extract *te, const char *name, char **cause)
+{
+	char *clean;
+
+	if (afs_clean_name(name, strlen(name), &clean, cause) != 0)
+		return -1;
+	if (*clean == '\0' || strchr(clean, '/') != NULL) {
+		free(clean);
+		xasprintf(cause, "invalid top-level name '%s'", name);
+		return -1;
+	}
+	free(te->first_top);
+	te->first_top = clean;
+	te->expect_top = 1;
+	if (te->top == NULL)
+		te->top = xstrdup(clean);
+	return 0;
+}
+
 /* Forget the GNU and pax overrides once a member has used them. */
 static void
 tx_clear_overrides(struct tar_extract *te)
@@ -157,6 +183,12 @@ tx_rename(struct tar_extract *te, char **name, int record, char **cause)
 		te->first_top = xstrndup(*name, n);
 	if (te->first_top == NULL || strlen(te->first_top) != n ||
 	    memcmp(te->first_top, *name, n) != 0) {
+		if (te->expect_top) {
+			xasprintf(cause,
+			    "unexpected entry '%s' (only '%s' was asked for)",
+			    *name, te->first_top);
+			return -1;
+		}
 		xasprintf(cause,
 		    "archive has more than one top-level entry "
 		    "('%s' and '%.*s'): cannot extract it as '%s'",

@@ -174,4 +174,9 @@ int cp_upload(
 int cp_download(
     const struct vsock_target *, const struct cp_spec *, char **cause);
 
+/* cp-place.c: a downloaded copy moves into place all or nothing. */
+char *cp_source_name(const char *remote);
+char *cp_stage_new(const char *dir, char **cause);
+int cp_place(const char *src, const char *dst, char **cause);
+
 #endif

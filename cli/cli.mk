@@ -3,7 +3,8 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-exec.c cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c \
             cli/cmd-ping.c cli/cmd-help.c cli/cmd-shell.c cli/cmd-shells.c \
             cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \
-            cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/progress.c
+            cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/cp-place.c \
+            cli/progress.c
 
 PROGRAMS += $(BIN)/vmux
 
@@ -34,6 +35,7 @@ UNIT_cli_shell_LIBS := $(SESSION_LIBS)
 # the destination.
 UNIT_TESTS += cli_download
 UNIT_cli_download_SRCS := tests/unit/test_cli_download.c cli/cp.c \
+                          cli/cp-place.c \
                           cli/progress.c $(SESSION_UNIT_SRCS) $(ARCHIVE_SRCS)
 UNIT_cli_download_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
 

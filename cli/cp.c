@@ -9,8 +9,10 @@
  * directory), so a refused copy stops at once.
  *
  * Download: export_archive {"path"} answers one JSON line, then streams a
- * tar until it closes; the archive module extracts it on the host under
- * the same destination rules (tar_cp_destination), never outside it.
+ * tar until it closes; the archive module extracts it on the host into a
+ * staging directory, accepting only the source's own top-level name, and
+ * cp-place.c moves the copy into place under the same destination rules
+ * (tar_cp_destination) only once the whole archive was valid.
  * Either way no progress for CP_IDLE_MS is an error.
  */
 #include <sys/socket.h>
@@ -243,7 +245,8 @@ cp_download(
 	struct progress pr;
 	struct tar_result tr;
 	struct stat st;
-	char *dir = NULL, *top = NULL, *buf = NULL;
+	char *dir = NULL, *top = NULL, *buf = NULL, *name = NULL;
+	char *stage = NULL, *root = NULL, *from = NULL, *to = NULL;
 	uint8_t *rest = NULL;
 	size_t rest_len = 0;
 	const cJSON *type, *size;
@@ -253,6 +256,7 @@ cp_download(
 
 	if (tar_cp_destination(spec->local, &dir, &top, cause) != 0)
 		return -1;
+	name = cp_source_name(spec->remote);
 	sock = transport_connect(
 	    t, VMUX_AGENT_PORT, mono_ms() + CLI_CONNECT_MS, cause);
 	if (sock < 0)
@@ -274,9 +278,17 @@ cp_download(
 		    spec->session, spec->remote, spec->local);
 		goto out;
 	}
-	if ((te = tar_extract_new(dir, cause)) == NULL)
+
+	/* Everything lands in staging first: see cp-place.c. */
+	if ((stage = cp_stage_new(dir, cause)) == NULL)
 		goto out;
-	if (top != NULL && tar_extract_rename_top(te, top, cause) != 0)
+	if (name == NULL)
+		xasprintf(&root, "%s/c", stage);
+	else
+		root = xstrdup(stage);
+	if ((te = tar_extract_new(root, cause)) == NULL)
+		goto out;
+	if (name != NULL && tar_extract_expect_top(te, name, cause) != 0)
 		goto out;
 	tar_extract_set_flags(te, TAR_X_SKIP_UNSAFE_LINKS);
 	set_nonblock(sock, 1);
@@ -312,6 +324,16 @@ cp_download(
 	if (tar_extract_finish(te, &tr, cause) != 0)
 		goto fail;
 	progress_done(&pr, 1);
+	if (name != NULL)
+		xasprintf(&from, "%s/%s", stage, name);
+	else
+		from = xstrdup(root);
+	if (name == NULL && top == NULL)
+		to = xstrdup(dir);
+	else
+		xasprintf(&to, "%s/%s", dir, top != NULL ? top : name);
+	if (cp_place(from, to, cause) != 0)
+		goto out;
 	cp_skipped(NULL, (double)tr.skipped);
 	rc = 0;
 	goto out;
@@ -319,11 +341,18 @@ fail:
 	progress_done(&pr, 0);
 out:
 	tar_extract_free(te);
+	if (stage != NULL)
+		rmtree(stage);
 	cJSON_Delete(reply);
 	free(rest);
 	free(buf);
 	free(dir);
 	free(top);
+	free(name);
+	free(stage);
+	free(root);
+	free(from);
+	free(to);
 	if (sock >= 0)
 		close(sock);
 	return rc;

@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <dirent.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +78,9 @@ tar_end(struct tarbuf *t)
 	t->len += 1024;
 }
 
+/* The "type" the fake export answers with. */
+static const char *fake_type = "directory";
+
 /* Read up to and including a newline (the child's side). */
 static void
 read_line(int fd)
@@ -93,8 +98,7 @@ read_line(int fd)
 static pid_t
 fake_export(const char *path, const struct tarbuf *t)
 {
-	static const char answer[] =
-	    "{\"path\":\"/x\",\"type\":\"directory\"}\n";
+	char answer[128];
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int ls = socket(AF_UNIX, SOCK_STREAM, 0), fd;
 	pid_t pid;
@@ -103,6 +107,8 @@ fake_export(const char *path, const struct tarbuf *t)
 	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) != 0 ||
 	    listen(ls, 1) != 0)
 		fatal("fake bridge socket");
+	snprintf(answer, sizeof answer, "{\"path\":\"/x\",\"type\":\"%s\"}\n",
+	    fake_type);
 	pid = fork();
 	if (pid != 0) {
 		close(ls);
@@ -115,17 +121,18 @@ fake_export(const char *path, const struct tarbuf *t)
 	if (write(fd, "OK 1073741824\n", 14) != 14)
 		_exit(1);
 	read_line(fd); /* {"action":"export_archive",...} */
-	if (write(fd, answer, sizeof answer - 1) !=
-	        (ssize_t)sizeof answer - 1 ||
+	if (write(fd, answer, strlen(answer)) != (ssize_t)strlen(answer) ||
 	    write(fd, t->p, t->len) != (ssize_t)t->len)
 		_exit(1);
 	close(fd);
 	_exit(0);
 }
 
-/* Run cp_download from the fake at dir/v.sock into dir/dst/out. */
+/* Run cp_download of guest path remote from the fake at dir/v.sock to
+ * dir/rel. */
 static int
-download(const char *dir, const struct tarbuf *t, char **cause)
+download_to(const char *dir, const struct tarbuf *t, const char *remote,
+    const char *rel, char **cause)
 {
 	struct vsock_target target;
 	struct cp_spec spec = {0};
@@ -134,11 +141,12 @@ download(const char *dir, const struct tarbuf *t, char **cause)
 	int rc, status;
 
 	xasprintf(&sock, "%s/v.sock", dir);
-	xasprintf(&local, "%s/dst/out", dir);
+	xasprintf(&local, "%s/%s", dir, rel);
+	unlink(sock);
 	target.cid = 3;
 	target.uds = sock;
 	spec.session = "guest";
-	spec.remote = "/x";
+	spec.remote = (char *)remote;
 	spec.local = local;
 	pid = fake_export(sock, t);
 	rc = cp_download(&target, &spec, cause);
@@ -146,6 +154,13 @@ download(const char *dir, const struct tarbuf *t, char **cause)
 	free(sock);
 	free(local);
 	return rc;
+}
+
+/* Run cp_download of /x from the fake at dir/v.sock into dir/dst/out. */
+static int
+download(const char *dir, const struct tarbuf *t, char **cause)
+{
+	return download_to(dir, t, "/x", "dst/out", cause);
 }
 
 /* A fresh directory with dst/ and outside/ in it. */
@@ -165,6 +180,73 @@ setup(void)
 		fatal("mkdir %s", p);
 	free(p);
 	return d;
+}
+
+/* Append one line per entry beneath path (name, type, mode, size, mtime). */
+static void
+listing_add(char **out, const char *path, const char *rel)
+{
+	struct dirent **names;
+	struct stat st;
+	char *p, *r, *line;
+	int n;
+
+	n = scandir(path, &names, NULL, alphasort);
+	for (int i = 0; i < n; i++) {
+		const char *e = names[i]->d_name;
+
+		if (strcmp(e, ".") != 0 && strcmp(e, "..") != 0) {
+			xasprintf(&p, "%s/%s", path, e);
+			xasprintf(&r, "%s%s", rel, e);
+			if (lstat(p, &st) == 0) {
+				xasprintf(&line, "%s%s %o %lld %lld.%09ld\n",
+				    *out, r, (unsigned)st.st_mode,
+				    (long long)st.st_size,
+				    (long long)st.st_mtim.tv_sec,
+				    st.st_mtim.tv_nsec);
+				free(*out);
+				*out = line;
+				if (S_ISDIR(st.st_mode)) {
+					char *sub;
+
+					xasprintf(&sub, "%s/", r);
+					listing_add(out, p, sub);
+					free(sub);
+				}
+			}
+			free(p);
+			free(r);
+		}
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
+}
+
+/* Everything beneath dir/rel, one line per entry; caller frees. */
+static char *
+listing(const char *dir, const char *rel)
+{
+	char *path, *out = xstrdup("");
+
+	xasprintf(&path, "%s/%s", dir, rel);
+	listing_add(&out, path, "");
+	free(path);
+	return out;
+}
+
+/* Write text to dir/rel. */
+static void
+put(const char *dir, const char *rel, const char *text)
+{
+	char *p;
+	FILE *f;
+
+	xasprintf(&p, "%s/%s", dir, rel);
+	f = fopen(p, "w");
+	if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+		fatal("write %s", p);
+	free(p);
 }
 
 /* Does dir/rel exist (without following a final symlink)? */
@@ -201,9 +283,9 @@ TEST(download_benign_tree_lands_under_the_destination)
 }
 
 /*
- * Each hostile entry after a good one: the good one arrives (the stream got
- * through), and nothing is written beside dst/, whether the download fails
- * or the entry is skipped.
+ * Each hostile entry after a good one: nothing is written beside dst/,
+ * whether the download fails or the entry is skipped; a failed download
+ * leaves dst/ as it was (empty), a skipped entry lets the good one land.
  */
 TEST(download_hostile_entries_write_nothing_outside)
 {
@@ -238,11 +320,14 @@ TEST(download_hostile_entries_write_nothing_outside)
 			tar_add(&t, hostile[i][j].name, hostile[i][j].type,
 			    hostile[i][j].link, hostile[i][j].data);
 		tar_end(&t);
-		download(d, &t, &cause);
-		if (!exists(d, "dst/out/ok.txt"))
-			fprintf(stderr, "    case %zu: %s\n", i,
-			    cause ? cause : "no ok.txt");
-		CHECK(exists(d, "dst/out/ok.txt"));
+		if (download(d, &t, &cause) == 0)
+			CHECK(exists(d, "dst/out/ok.txt"));
+		else {
+			char *l = listing(d, "dst");
+
+			CHECK_STR(l, "");
+			free(l);
+		}
 		CHECK(!exists(d, "outside/pwned.txt"));
 		CHECK(!exists(d, "pwned.txt"));
 		CHECK(!exists(d, "dst/pwned.txt"));
@@ -259,4 +344,170 @@ TEST(download_hostile_entries_write_nothing_outside)
 		rmtree(d);
 		free(d);
 	}
+}
+
+/*
+ * docker cp NAME:/x DIR with an existing DIR: only x may be created. An
+ * archive that also holds any other top-level name (or a trick that
+ * resolves to one) is refused naming it, after good entries too, and DIR
+ * is exactly as it was: nothing appears, nothing changes.
+ */
+TEST(download_into_a_directory_accepts_only_the_source)
+{
+	static const struct {
+		const char *name, *link, *data;
+		char type;
+		const char *named; /* the error names this */
+	} extra[] = {
+	    {".bashrc", NULL, "evil\n", '0', ".bashrc"},
+	    {"y/evil", NULL, "evil\n", '0', "y/evil"},
+	    {"keep.txt", NULL, "evil\n", '0', "keep.txt"},
+	    {"/etc/evil", NULL, "abs\n", '0', "etc/evil"},
+	    {"../evil", NULL, "up\n", '0', ".."},
+	    {"x/../.bashrc", NULL, "up\n", '0', ".."},
+	    {"z", "x", NULL, '2', "z"},
+	    {"x/hard", ".bashrc", NULL, '1', ".bashrc"},
+	    {"./.profile", NULL, "dot\n", '0', ".profile"},
+	};
+
+	for (size_t i = 0; i < nitems(extra); i++) {
+		struct tarbuf t = {0};
+		char *d = setup(), *cause = NULL, *before, *after, *p;
+
+		put(d, "dst/keep.txt", "mine\n");
+		put(d, "dst/.bashrc", "my rc\n");
+		xasprintf(&p, "%s/dst/y", d);
+		CHECK(mkdir(p, 0755) == 0);
+		free(p);
+		before = listing(d, "dst");
+		tar_add(&t, "x/", '5', NULL, NULL);
+		tar_add(&t, "x/ok.txt", '0', NULL, "fine\n");
+		tar_add(&t, extra[i].name, extra[i].type, extra[i].link,
+		    extra[i].data);
+		tar_add(&t, "x/late.txt", '0', NULL, "late\n");
+		tar_end(&t);
+		CHECK(download_to(d, &t, "/x", "dst", &cause) != 0);
+		if (cause == NULL || strstr(cause, extra[i].named) == NULL)
+			fprintf(stderr, "    case %zu: %s\n", i,
+			    cause ? cause : "no error");
+		CHECK(cause != NULL && strstr(cause, extra[i].named) != NULL);
+		after = listing(d, "dst");
+		CHECK_STR(after, before);
+		free(before);
+		free(after);
+		free(cause);
+		free(t.p);
+		rmtree(d);
+		free(d);
+	}
+}
+
+/* An existing DIR/x is merged into, as docker cp does. */
+TEST(download_merges_into_an_existing_copy)
+{
+	struct tarbuf t = {0};
+	char *d = setup(), *cause = NULL, *p;
+
+	xasprintf(&p, "%s/dst/x", d);
+	CHECK(mkdir(p, 0755) == 0);
+	free(p);
+	put(d, "dst/x/old.txt", "old\n");
+	put(d, "dst/x/ok.txt", "stale\n");
+	tar_add(&t, "x/", '5', NULL, NULL);
+	tar_add(&t, "x/ok.txt", '0', NULL, "fine\n");
+	tar_add(&t, "x/sub/", '5', NULL, NULL);
+	tar_add(&t, "x/sub/new.txt", '0', NULL, "new\n");
+	tar_end(&t);
+	CHECK_INT(download_to(d, &t, "/x", "dst", &cause), 0);
+	CHECK(exists(d, "dst/x/old.txt"));
+	CHECK(exists(d, "dst/x/sub/new.txt"));
+	p = listing(d, "dst/x");
+	CHECK(strstr(p, "ok.txt 100644 5 ") != NULL);
+	free(p);
+	CHECK(!exists(d, "dst/x/x"));
+	p = listing(d, "dst");
+	CHECK(strstr(p, ".vmux-cp") == NULL);
+	free(p);
+	free(cause);
+	free(t.p);
+	rmtree(d);
+	free(d);
+}
+
+/* /x/. copies the directory's contents: any names, but only within DST. */
+TEST(download_contents_of_a_directory)
+{
+	struct tarbuf t = {0};
+	char *d = setup(), *cause = NULL, *l;
+
+	put(d, "dst/keep.txt", "mine\n");
+	tar_add(&t, "./", '5', NULL, NULL);
+	tar_add(&t, "./a.txt", '0', NULL, "a\n");
+	tar_add(&t, "./b/", '5', NULL, NULL);
+	tar_add(&t, "./b/c.txt", '0', NULL, "c\n");
+	tar_end(&t);
+	CHECK_INT(download_to(d, &t, "/x/.", "dst", &cause), 0);
+	CHECK(exists(d, "dst/a.txt") && exists(d, "dst/b/c.txt"));
+	CHECK(exists(d, "dst/keep.txt"));
+	CHECK_INT(download_to(d, &t, "/x/.", "dst/new", &cause), 0);
+	CHECK(exists(d, "dst/new/a.txt") && exists(d, "dst/new/b/c.txt"));
+	l = listing(d, "dst");
+	CHECK(strstr(l, ".vmux-cp") == NULL);
+	free(l);
+
+	/* a failure late in the stream leaves DST as it was */
+	free(t.p);
+	t = (struct tarbuf){0};
+	tar_add(&t, "./", '5', NULL, NULL);
+	tar_add(&t, "./fresh.txt", '0', NULL, "a\n");
+	tar_add(&t, "./../evil", '0', NULL, "up\n");
+	tar_end(&t);
+	l = listing(d, "dst");
+	free(cause);
+	cause = NULL;
+	CHECK(download_to(d, &t, "/x/.", "dst", &cause) != 0);
+	CHECK(!exists(d, "dst/fresh.txt"));
+	{
+		char *after = listing(d, "dst");
+
+		CHECK_STR(after, l);
+		free(after);
+	}
+	free(l);
+	free(cause);
+	free(t.p);
+	rmtree(d);
+	free(d);
+}
+
+/* A file to a new name, and to a directory; an extra entry is refused. */
+TEST(download_a_file)
+{
+	struct tarbuf t = {0};
+	char *d = setup(), *cause = NULL, *l, *after;
+
+	fake_type = "file";
+	tar_add(&t, "f.txt", '0', NULL, "file\n");
+	tar_end(&t);
+	CHECK_INT(download_to(d, &t, "/etc/f.txt", "dst/g.txt", &cause), 0);
+	CHECK(exists(d, "dst/g.txt") && !exists(d, "dst/f.txt"));
+	CHECK_INT(download_to(d, &t, "/etc/f.txt", "dst", &cause), 0);
+	CHECK(exists(d, "dst/f.txt"));
+	free(t.p);
+	t = (struct tarbuf){0};
+	tar_add(&t, "f.txt", '0', NULL, "file\n");
+	tar_add(&t, ".bashrc", '0', NULL, "evil\n");
+	tar_end(&t);
+	l = listing(d, "dst");
+	CHECK(download_to(d, &t, "/etc/f.txt", "dst/h.txt", &cause) != 0);
+	CHECK(cause != NULL && strstr(cause, ".bashrc") != NULL);
+	after = listing(d, "dst");
+	CHECK_STR(after, l);
+	free(after);
+	free(l);
+	fake_type = "directory";
+	free(cause);
+	free(t.p);
+	rmtree(d);
+	free(d);
 }
