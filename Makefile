@@ -31,7 +31,8 @@ PROGRAMS   :=
 UNIT_TESTS :=
 GUEST      :=
 
-COMMON_SRCS := common/xmalloc.c common/log.c common/util.c
+COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
+               common/printable.c
 
 .PHONY: all run test unit unit-asan e2e bench fuzz install clean deps format \
         check-format

@@ -77,6 +77,9 @@ void cmd_print_overview(int to_stderr);
 char *cmd_usage(const struct cmd_entry *);
 void cmd_print_help(const struct cmd_entry *);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct cJSON;
+void cli_json_printable(struct cJSON *);
+void cli_json_print(const struct cJSON *, int pretty);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);

@@ -107,11 +107,11 @@ cmd_ping_exec(struct args *a)
 		return 1;
 	}
 	if (args_has(a, "json")) {
-		char *s = cJSON_PrintUnformatted(reply);
-		printf("%s\n", s);
-		cJSON_free(s);
-	} else
+		cli_json_print(reply, 0);
+	} else {
+		cli_json_printable(reply);
 		ping_print(reply);
+	}
 	cJSON_Delete(reply);
 	return 0;
 }

@@ -199,10 +199,10 @@ shell_open(const struct vsock_target *t, cJSON *req, char **cause)
 	if (reply == NULL)
 		return NULL;
 	id = cJSON_GetObjectItemCaseSensitive(reply, "shell_id");
-	if (cJSON_IsString(id))
-		s = xstrdup(id->valuestring);
-	else
+	if (!cJSON_IsString(id))
 		xasprintf(cause, "agent's open_shell answer has no shell_id");
+	else if (shell_id_valid(id->valuestring, cause) == 0)
+		s = xstrdup(id->valuestring); /* printed as is from here on */
 	cJSON_Delete(reply);
 	return s;
 }

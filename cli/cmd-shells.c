@@ -117,8 +117,8 @@ cmd_shells_exec(struct args *a)
 	struct session_record r;
 	struct vsock_target t;
 	cJSON *req, *reply;
-	const cJSON *arr;
-	char *cause = NULL, *text;
+	cJSON *arr;
+	char *cause = NULL;
 	int rc;
 
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
@@ -139,11 +139,11 @@ cmd_shells_exec(struct args *a)
 		return 1;
 	}
 	if (args_has(a, "json")) {
-		text = cJSON_Print(arr);
-		printf("%s\n", text);
-		cJSON_free(text);
-	} else
+		cli_json_print(arr, 1);
+	} else {
+		cli_json_printable(arr);
 		shells_print(arr);
+	}
 	cJSON_Delete(reply);
 	return 0;
 }

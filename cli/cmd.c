@@ -122,18 +122,25 @@ cmd_print_help(const struct cmd_entry *e)
 	free(usage);
 }
 
-/* Print "vmux: <message>" on stderr. */
+/*
+ * Print "vmux: <message>" on stderr. Messages often quote the guest (agent
+ * errors, names in a guest's archive): control characters are shown as
+ * escapes (str_printable), so no guest can drive the user's terminal.
+ */
 void
 cli_error(const char *fmt, ...)
 {
 	va_list ap;
+	char *msg, *safe;
 
 	fflush(stdout);
-	fputs("vmux: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	safe = str_printable(msg, STR_KEEP_NL);
+	fprintf(stderr, "vmux: %s\n", safe);
+	free(safe);
+	free(msg);
 }
 
 /* Report a usage error of command e in one line; returns EXIT_USAGE. */
@@ -217,4 +224,48 @@ cli_agent(const struct vsock_target *t, cJSON *req, int timeout_s, char **cause)
 	    now + (uint64_t)timeout_s * 1000, NULL, NULL, cause);
 	cJSON_Delete(req);
 	return reply;
+}
+
+/* A cJSON-allocated copy of s with controls escaped. */
+static char *
+cli_json_str(const char *s)
+{
+	char *safe = str_printable(s, 0), *out;
+
+	out = cJSON_malloc(strlen(safe) + 1);
+	strcpy(out, safe);
+	free(safe);
+	return out;
+}
+
+/* Make every string (and key) in a guest's JSON answer safe to print. */
+void
+cli_json_printable(cJSON *o)
+{
+	cJSON *e;
+	char *s;
+
+	if (cJSON_IsString(o) && o->valuestring != NULL) {
+		s = cli_json_str(o->valuestring);
+		cJSON_free(o->valuestring);
+		o->valuestring = s;
+	}
+	if (o->string != NULL && !(o->type & cJSON_StringIsConst)) {
+		s = cli_json_str(o->string);
+		cJSON_free(o->string);
+		o->string = s;
+	}
+	cJSON_ArrayForEach(e, o) cli_json_printable(e);
+}
+
+/* Print a guest's JSON answer and a newline: controls escaped, data kept. */
+void
+cli_json_print(const cJSON *o, int pretty)
+{
+	char *text = pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
+	char *safe = json_printable(text != NULL ? text : "null");
+
+	printf("%s\n", safe);
+	free(safe);
+	cJSON_free(text);
 }

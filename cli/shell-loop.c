@@ -165,12 +165,14 @@ static void
 loop_msg(const struct loop *l, const char *fmt, ...)
 {
 	va_list ap;
-	char *s;
+	char *s, *safe;
 
 	va_start(ap, fmt);
 	xvasprintf(&s, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "vmux: %s%s", s, l->o->tty ? "\r\n" : "\n");
+	safe = str_printable(s, 0); /* ERROR frames are the guest's text */
+	fprintf(stderr, "vmux: %s%s", safe, l->o->tty ? "\r\n" : "\n");
+	free(safe);
 	free(s);
 }
 

@@ -19,6 +19,11 @@
 /* A branch that cannot happen; abort loudly if it does (SQLite's NEVER). */
 #define NEVER(msg) fatalx("%s:%d: can't happen: %s", __FILE__, __LINE__, (msg))
 
+/* printable.c: guest text made safe to print on a terminal. */
+#define STR_KEEP_NL 0x1 /* keep newlines: the text is multi-line */
+char *str_printable(const char *, int flags);
+char *json_printable(const char *);
+
 /* xmalloc.c */
 void *xmalloc(size_t);
 void *xcalloc(size_t, size_t);

@@ -2,6 +2,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/common.h"
 #include "unit.h"
 
@@ -25,4 +27,53 @@ TEST(write_all_and_read_full_round_trip)
 	CHECK_INT(read_full(p[0], buf, sizeof buf), 5);
 	CHECK_STR(buf, "hello");
 	close(p[0]);
+}
+
+TEST(str_printable_escapes_controls)
+{
+	char *s;
+
+	s = str_printable("a\033[2Jb\x07\x7f\tc\nd", 0);
+	CHECK_STR(s, "a\\x1b[2Jb\\x07\\x7f\tc\\x0ad");
+	free(s);
+	s = str_printable("line1\nline2\r\n", STR_KEEP_NL);
+	CHECK_STR(s, "line1\nline2\\x0d\n");
+	free(s);
+	/* C1 controls in UTF-8 form (CSI is U+009B), other UTF-8 kept */
+	s = str_printable("x\xc2\x9b"
+	                  "31my \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80",
+	    0);
+	CHECK_STR(s, "x\\u009b31my \xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	free(s);
+	/* raw 8-bit C1 and other ill-formed bytes */
+	s = str_printable("\x9b\xc0\xaf\xed\xa0\x80z", 0);
+	CHECK_STR(s, "\\x9b\\xc0\\xaf\\xed\\xa0\\x80z");
+	free(s);
+	s = str_printable("", 0);
+	CHECK_STR(s, "");
+	free(s);
+}
+
+TEST(json_printable_keeps_data_and_hides_controls)
+{
+	cJSON *o = cJSON_CreateObject(), *back;
+	char *text, *safe;
+
+	cJSON_AddStringToObject(o, "k", "a\033b\x7f\xc2\x9b\xc2\xa0\n");
+	text = cJSON_Print(o);
+	safe = json_printable(text);
+	for (const unsigned char *p = (const unsigned char *)safe; *p; p++)
+		CHECK(!(*p < 0x20 && *p != '\n' && *p != '\t') && *p != 0x7f &&
+		    !(p[0] == 0xc2 && p[1] <= 0x9f));
+	back = cJSON_Parse(safe);
+	CHECK(back != NULL);
+	CHECK_STR(cJSON_GetObjectItem(back, "k")->valuestring,
+	    "a\033b\x7f\xc2\x9b\xc2\xa0\n");
+	cJSON_Delete(back);
+	free(safe);
+	safe = json_printable("\"\xff\"");
+	CHECK_STR(safe, "\"\\ufffd\"");
+	free(safe);
+	cJSON_free(text);
+	cJSON_Delete(o);
 }
