@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <cjson/cJSON.h>
@@ -178,6 +179,8 @@ struct exec_stream {
 	struct buf data;
 	uint64_t total; /* bytes the command wrote, kept or not */
 	int truncated;
+	int over_budget; /* the memory budget cut it short */
+	size_t charged;  /* kept bytes reserved from the memory budget */
 };
 struct exec_result {
 	struct exec_stream out, err;
@@ -206,6 +209,16 @@ typedef int (*response_sink)(void *, const void *, size_t);
 char *response_error(const char *, size_t *);
 int response_exec(const struct exec_result *, response_sink, void *);
 char *response_print(cJSON *, size_t *);
+
+/* budget.c: one memory budget for scrollback, input and exec output. */
+void budget_set(size_t);
+size_t budget_limit(void);
+size_t budget_used(void);
+int budget_reserve(size_t, char **);
+void budget_release(size_t);
+
+/* peer.c: only the host may talk to the agent. */
+int agent_peer_allowed(const struct sockaddr *, socklen_t);
 
 /* ping.c */
 cJSON *ping_info(int, int);
@@ -273,6 +286,7 @@ struct shell {
 	uint64_t kill_deadline; /* closing: SIGKILL at; 0 none */
 	uint64_t give_up;       /* closing: answer even if not reaped */
 	struct buf input;       /* pending keystrokes */
+	size_t charged;         /* reserved from the memory budget */
 	struct conn *clients;
 	int nclients;
 	struct conn *closer;

@@ -89,6 +89,8 @@ exec_result_free(struct exec_result *res)
 {
 	buf_free(&res->out.data);
 	buf_free(&res->err.data);
+	budget_release(res->out.charged + res->err.charged);
+	res->out.charged = res->err.charged = 0;
 }
 
 /* Keep what fits under max, count the rest. */
@@ -99,6 +101,11 @@ stream_add(struct exec_stream *s, const void *p, size_t n, size_t max)
 
 	if (keep > n)
 		keep = n;
+	if (keep != 0 && budget_reserve(keep, NULL) != 0) {
+		keep = 0;
+		s->over_budget = 1;
+	}
+	s->charged += keep;
 	s->total += n;
 	if (keep != 0)
 		buf_add(&s->data, p, keep);
@@ -114,7 +121,9 @@ stream_finish(struct exec_stream *s)
 
 	if (!s->truncated)
 		return;
-	xasprintf(&msg, "\n[vmux: output truncated: kept %zu of %llu bytes]\n",
+	xasprintf(&msg,
+	    "\n[vmux: output truncated%s: kept %zu of %llu bytes]\n",
+	    s->over_budget ? " (agent memory budget exhausted)" : "",
 	    s->data.len, (unsigned long long)s->total);
 	buf_addstr(&s->data, msg);
 	free(msg);

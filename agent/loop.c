@@ -280,12 +280,15 @@ refuse(int fd, const char *why)
 static void
 do_accept(struct agent *a)
 {
+	struct sockaddr_storage ss;
 	struct conn *c;
+	socklen_t len;
 	int fd;
 
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		fd = accept4(
-		    a->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		len = sizeof ss;
+		fd = accept4(a->listen_fd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE ||
 			    errno == ENOBUFS || errno == ENOMEM) {
@@ -293,6 +296,13 @@ do_accept(struct agent *a)
 				accept_paused_until = a->now + 100;
 			}
 			return;
+		}
+		if (!agent_peer_allowed((struct sockaddr *)&ss, len)) {
+			/* a guest process through vsock loopback: no answer */
+			log_debug("closed a connection from a peer that is not "
+			          "the host");
+			close(fd);
+			continue;
 		}
 		if (a->nconns + exec_serve_active() + files_serve_active() >=
 		    a->opts->max_conns) {

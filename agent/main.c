@@ -3,12 +3,16 @@
  *
  *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
- *	    [--poweroff-pid PID]
+ *	    [--memory-budget BYTES] [--poweroff-pid PID]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
  * instead (host-side testing); there "shutdown" ends the agent rather than
  * signalling PID 1 (unless --poweroff-pid says otherwise).
+ *
+ * --memory-budget caps what shells and execs make the agent hold (default:
+ * a quarter of MemTotal; budget.c). On vsock (in the guest) the agent makes
+ * itself exempt from the OOM killer; what it starts is not (spawn.c).
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -37,7 +41,8 @@ usage(int status)
 	    "usage: vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]\n"
 	    "                  [--max-conns N] [--max-shells N] "
 	    "[--scrollback BYTES]\n"
-	    "                  [--poweroff-pid PID] [--version]\n");
+	    "                  [--memory-budget BYTES] [--poweroff-pid PID] "
+	    "[--version]\n");
 	exit(status);
 }
 
@@ -146,6 +151,7 @@ main(int argc, char **argv)
 	    {"max-shells", required_argument, NULL, 's'},
 	    {"scrollback", required_argument, NULL, 'b'},
 	    {"poweroff-pid", required_argument, NULL, 'P'},
+	    {"memory-budget", required_argument, NULL, 'm'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -189,6 +195,10 @@ main(int argc, char **argv)
 			opts.scrollback = (size_t)number("--scrollback", optarg,
 			    SHELL_MIN_SCROLLBACK, SHELL_MAX_SCROLLBACK);
 			break;
+		case 'm':
+			budget_set((size_t)number("--memory-budget", optarg,
+			    1 << 20, (long long)1 << 40));
+			break;
 		case 'P':
 			poweroff = number("--poweroff-pid", optarg, 0, 1 << 22);
 			break;
@@ -213,6 +223,9 @@ main(int argc, char **argv)
 		fd = listen_unix(unix_path);
 		xasprintf(&desc, "unix %s", unix_path);
 	} else {
+		/* never an OOM victim: a memory hog is, not the agent */
+		if ((rc = oom_score_adj("-1000")) < 0)
+			log_debug("oom_score_adj: %s", strerror(-rc));
 		/* The vsock transport may still be loading: retry a while. */
 		give_up = mono_ms() + LISTEN_RETRY_MS;
 		while ((fd = listen_vsock(port)) < 0 && mono_ms() < give_up)

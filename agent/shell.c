@@ -173,6 +173,7 @@ shell_free(struct shell *s)
 		close(s->pidfd);
 	ring_free(&s->ring);
 	buf_free(&s->input);
+	budget_release(s->charged);
 	free(s->id);
 	free(s->cwd);
 	free(s->command);
@@ -203,7 +204,13 @@ shell_open(struct agent *a, struct agent_request *req, char **cause)
 		xasprintf(cause, "shell \"%s\" already exists", req->shell_id);
 		return NULL;
 	}
+	/* the ring and the input buffer may grow to their caps */
+	n = (req->scrollback ? req->scrollback : a->opts->scrollback) +
+	    SHELL_INPUT_MAX;
+	if (budget_reserve(n, cause) != 0)
+		return NULL;
 	s = xcalloc(1, sizeof *s);
+	s->charged = n;
 	s->master = s->pidfd = -1;
 	s->exit_code = -1;
 	s->id = req->shell_id ? xstrdup(req->shell_id) : shell_new_id(a);

@@ -197,6 +197,13 @@ child_run(const struct spawn *sp, int errfd)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
+	/*
+	 * The agent is exempt from the OOM killer (-1000); what it starts is
+	 * not, so a memory hog is what gets killed. Best effort: on a host
+	 * test without privileges the value may already be what we want.
+	 */
+	oom_score_adj("0");
+
 	if (setsid() < 0)
 		child_fail(errfd, STEP_SETUP);
 	if (sp->ctty && ioctl(sp->fd_in, TIOCSCTTY, 0) < 0)

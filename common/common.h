@@ -49,5 +49,6 @@ int set_nonblock(int fd, int on);
 int set_cloexec(int fd);
 ssize_t write_all(int fd, const void *buf, size_t len);
 ssize_t read_full(int fd, void *buf, size_t len);
+int oom_score_adj(const char *value);
 
 #endif

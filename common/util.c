@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -89,4 +90,21 @@ read_full(int fd, void *buf, size_t len)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+/*
+ * Set this process's OOM killer adjustment (-1000 exempt .. 1000); 0 or
+ * -errno. Only open, write and close: safe between fork and exec.
+ */
+int
+oom_score_adj(const char *value)
+{
+	size_t n = strlen(value);
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = write(fd, value, n) == (ssize_t)n ? 0 : -errno;
+	close(fd);
+	return err;
 }

@@ -403,6 +403,22 @@ static void __attribute__((noreturn)) shutdown_now(int cmd)
 		pause();
 }
 
+/*
+ * Never an OOM victim (the kernel spares PID 1 anyway; the value is also
+ * what the agent inherits, and the agent resets it to 0 for everything it
+ * starts).
+ */
+static void
+oom_exempt(void)
+{
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0 || write(fd, "-1000", 5) != 5)
+		say("oom_score_adj: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 /* PID 1: set the guest up, then supervise the agent until told to stop. */
 int
 main(void)
@@ -434,6 +450,7 @@ main(void)
 	if (chdir("/") < 0)
 		say("chdir /: %s", strerror(errno));
 	mount_all();
+	oom_exempt();
 	set_hostname();
 	setenv("PATH",
 	    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"

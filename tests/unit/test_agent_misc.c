@@ -1,4 +1,12 @@
-/* test_agent_misc.c: signal names and the attach frame encoding. */
+/*
+ * test_agent_misc.c: signal names, the attach frame encoding, the peer
+ * check and the memory budget.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <linux/vm_sockets.h>
+
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,4 +119,53 @@ TEST(path_resolve_uses_path)
 	p = path_resolve("/x/y", env, &cause);
 	CHECK_STR(p, "/x/y");
 	free(p);
+}
+
+TEST(peer_only_the_host_over_vsock)
+{
+	struct sockaddr_vm vm = {.svm_family = AF_VSOCK, .svm_port = 1234};
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+
+	vm.svm_cid = VMADDR_CID_HOST;
+	CHECK(agent_peer_allowed((struct sockaddr *)&vm, sizeof vm));
+	for (unsigned cid = 0; cid < 64; cid++) {
+		if (cid == VMADDR_CID_HOST)
+			continue;
+		vm.svm_cid = cid; /* 1 is loopback, 3+ the guest itself */
+		CHECK(!agent_peer_allowed((struct sockaddr *)&vm, sizeof vm));
+	}
+	vm.svm_cid = VMADDR_CID_ANY;
+	CHECK(!agent_peer_allowed((struct sockaddr *)&vm, sizeof vm));
+	vm.svm_cid = VMADDR_CID_HOST;
+	CHECK(!agent_peer_allowed((struct sockaddr *)&vm, 4)); /* short */
+	CHECK(agent_peer_allowed((struct sockaddr *)&un, sizeof un));
+	CHECK(!agent_peer_allowed((struct sockaddr *)&un, 0));
+}
+
+TEST(budget_reserve_release_and_refusal)
+{
+	char *cause = NULL;
+	size_t base = budget_used();
+
+	budget_set(8 << 20);
+	CHECK(budget_limit() == (8 << 20));
+	CHECK_INT(budget_reserve(5 << 20, &cause), 0);
+	CHECK_INT(budget_reserve(2 << 20, &cause), 0);
+	CHECK(budget_used() == base + (7 << 20));
+	CHECK_INT(budget_reserve(2 << 20, &cause), -1);
+	CHECK(cause != NULL);
+	CHECK_STR(cause,
+	    "agent memory budget exhausted: 7 MiB in use of 8 MiB, 2 MiB "
+	    "more asked");
+	free(cause);
+	CHECK(budget_used() == base + (7 << 20)); /* a refusal takes nothing */
+	CHECK_INT(budget_reserve(1 << 20, NULL), 0); /* exactly full */
+	CHECK_INT(budget_reserve(1, NULL), -1);
+	CHECK_INT(budget_reserve((size_t)-1, NULL), -1); /* no wrap */
+	budget_release(5 << 20);
+	CHECK_INT(budget_reserve(4 << 20, NULL), 0);
+	budget_release((4 << 20) + (2 << 20) + (1 << 20));
+	CHECK(budget_used() == base);
+	budget_set(0); /* back to a quarter of MemTotal */
+	CHECK(budget_limit() > (8 << 20));
 }

@@ -744,3 +744,51 @@ TEST(shell_attach_garbage_frames)
 	cJSON_Delete(r);
 	CHECK_INT(ta_stop(&ta), 0);
 }
+
+/*
+ * One memory budget for shells and execs: a shell reserves its scrollback
+ * and input buffer when it opens, an exec its kept output as it arrives;
+ * past the budget the request is refused with a clear error, and closing a
+ * shell gives its share back.
+ */
+TEST(shell_and_exec_share_the_memory_budget)
+{
+	struct test_agent ta;
+	const char *out;
+	cJSON *r;
+
+	budget_set(12 << 20); /* the forked agent inherits it */
+	CHECK(ta_start(&ta, 5000) == 0);
+	budget_set(0);
+	r = ta_request(&ta,
+	    "{\"action\":\"open_shell\",\"shell_id\":\"big\","
+	    "\"scrollback_bytes\":8388608,\"command\":[\"cat\"]}");
+	CHECK_STR(ta_str(r, "shell_id"), "big");
+	cJSON_Delete(r);
+	r = ta_request(&ta,
+	    "{\"action\":\"open_shell\",\"shell_id\":\"big2\","
+	    "\"scrollback_bytes\":8388608,\"command\":[\"cat\"]}");
+	CHECK_STR(ta_str(r, "error"),
+	    "agent memory budget exhausted: 9 MiB in use of 12 MiB, 9 MiB "
+	    "more asked");
+	cJSON_Delete(r);
+	/* 3 MiB left: an exec keeps that much of its output, and says why */
+	r = ta_request(
+	    &ta, "{\"command\":\"head -c 5000000 /dev/zero | tr '\\\\0' x\"}");
+	CHECK(ta_num(r, "stdout_bytes") == 5000000);
+	out = ta_str(r, "stdout");
+	CHECK(out != NULL &&
+	    strstr(out,
+	        "(agent memory budget exhausted): "
+	        "kept 3145728 of 5000000 bytes") != NULL);
+	cJSON_Delete(r);
+	/* the exec gave its share back, and so does a closed shell */
+	cJSON_Delete(ta_request(
+	    &ta, "{\"action\":\"close_shell\",\"shell_id\":\"big\"}"));
+	r = ta_request(&ta,
+	    "{\"action\":\"open_shell\",\"shell_id\":\"big2\","
+	    "\"scrollback_bytes\":8388608,\"command\":[\"cat\"]}");
+	CHECK_STR(ta_str(r, "shell_id"), "big2");
+	cJSON_Delete(r);
+	CHECK_INT(ta_stop(&ta), 0);
+}
