@@ -181,5 +181,7 @@ int cp_download(
 char *cp_source_name(const char *remote);
 char *cp_stage_new(const char *dir, char **cause);
 int cp_place(const char *src, const char *dst, char **cause);
+struct stat;
+void cp_restore_times(const char *dir, const struct stat *);
 
 #endif

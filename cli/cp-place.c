@@ -9,8 +9,8 @@
  * name is one rename(2); an existing directory is merged entry by entry
  * (docker cp's behaviour), after a first walk has checked that no entry
  * would replace a directory with a file or the reverse. A refused archive
- * leaves the destination exactly as it was; the staging directory is
- * removed either way.
+ * leaves the destination exactly as it was (its own times too, put back
+ * after the staging directory is removed).
  *
  * For a source ending in "/." (docker cp's "contents of the directory"),
  * every top-level entry is the directory's own content and so allowed; it
@@ -65,6 +65,15 @@ cp_stage_new(const char *dir, char **cause)
 		return NULL;
 	}
 	return path;
+}
+
+/* Put dir's access and modification times back as st had them. */
+void
+cp_restore_times(const char *dir, const struct stat *st)
+{
+	struct timespec ts[2] = {st->st_atim, st->st_mtim};
+
+	utimensat(AT_FDCWD, dir, ts, AT_SYMLINK_NOFOLLOW);
 }
 
 /*

@@ -244,7 +244,7 @@ cp_download(
 	struct tar_extract *te = NULL;
 	struct progress pr;
 	struct tar_result tr;
-	struct stat st;
+	struct stat st, dst;
 	char *dir = NULL, *top = NULL, *buf = NULL, *name = NULL;
 	char *stage = NULL, *root = NULL, *from = NULL, *to = NULL;
 	uint8_t *rest = NULL;
@@ -280,6 +280,11 @@ cp_download(
 	}
 
 	/* Everything lands in staging first: see cp-place.c. */
+	if (stat(dir, &dst) != 0) {
+		xasprintf(
+		    cause, "cannot copy into '%s': %s", dir, strerror(errno));
+		goto out;
+	}
 	if ((stage = cp_stage_new(dir, cause)) == NULL)
 		goto out;
 	if (name == NULL)
@@ -341,8 +346,11 @@ fail:
 	progress_done(&pr, 0);
 out:
 	tar_extract_free(te);
-	if (stage != NULL)
+	if (stage != NULL) {
 		rmtree(stage);
+		if (rc != 0) /* refused: not even dir's times change */
+			cp_restore_times(dir, &dst);
+	}
 	cJSON_Delete(reply);
 	free(rest);
 	free(buf);

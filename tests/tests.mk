@@ -2,3 +2,20 @@
 UNIT_TESTS += common
 UNIT_common_SRCS := tests/unit/test_common.c
 UNIT_common_LIBS := -lcjson
+
+# A hostile guest for tests/e2e/65-hostile.sh: an agent that lies
+# (tests/tools/hostile-agent.c, static) in an initramfs of its own, booted
+# with `vmux new --initrd`.
+TEST_EXTRA += $(BUILD)/tests/hostile-initrd.img
+$(BUILD)/tests/hostile-agent: $(BUILD)/obj/tests/tools/hostile-agent.o
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -static -o $@ $^
+
+$(BUILD)/tests/hostile-initrd.img: $(GUEST_OUT)/kernel.root guest/mkinitrd \
+    guest/modules.list $(BIN)/vmux-init $(BIN)/vmux-nc \
+    $(BUILD)/tests/hostile-agent
+	$(if $(V),,@echo "  INITRD  $@")
+	$(Q)guest/mkinitrd --kernel-root "$$(cat $<)" \
+	    --modules guest/modules.list --init $(BIN)/vmux-init \
+	    --nc $(BIN)/vmux-nc --agent $(BUILD)/tests/hostile-agent --out $@

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# 65-hostile: a guest whose agent lies gets nothing on the host. The guest
+# boots an initramfs whose agent is tests/tools/hostile-agent.c (built by
+# tests/tests.mk, booted with `vmux new --initrd`): it answers ping like the
+# real agent, so the session comes up, and everything else with escape
+# sequences and archives holding more than was asked for.
+#   - `vmux cp h:/x-TRICK DIR`: nonzero exit, an error naming the offending
+#     entry, DIR exactly as it was (names, modes, sizes, mtimes), nothing
+#     written outside it
+#   - no ESC, BEL, DEL or C1 byte from the guest reaches vmux's stdout or
+#     stderr: agent errors, vmux ping (and --json), vmux shells (and
+#     --json), attach ERROR frames in vmux shell, names in cp errors
+source "$(dirname "$0")/lib.sh"
+IMG=$BUILD/tests/hostile-initrd.img
+[[ -f $IMG ]] || { echo "FAIL $IMG missing (make test builds it)"; exit 1; }
+need_session h --initrd "$IMG"
+W=$TMP/work
+mkdir -p "$W/dst/y"
+echo mine >"$W/dst/keep.txt"
+echo "my rc" >"$W/dst/.bashrc"
+
+# listing DIR: every entry under DIR with type, mode, size and mtime.
+listing() { (cd "$1" && find . -printf '%p %y %m %s %T@\n' | LC_ALL=C sort); }
+
+# no_controls FILE: fail if FILE holds a control character (C0 other than
+# newline and tab, DEL, C1) or bytes that are not UTF-8 (a raw 0x9b is CSI).
+no_controls() {
+	if LC_ALL=C.UTF-8 grep -aqP '[\x{00}-\x{08}\x{0b}-\x{1f}\x{7f}-\x{9f}]' "$1" ||
+		LC_ALL=C.UTF-8 grep -aqxv '.*' "$1"; then
+		echo "control bytes reached the terminal:"
+		od -c "$1" | head -n 20
+		return 1
+	fi
+}
+
+# cp_refused TRICK NAMED: vmux cp h:/x-TRICK fails naming NAMED, DIR unchanged.
+cp_refused() {
+	local before after rc
+	before=$(listing "$W/dst")
+	vmux cp "h:/x-$1" "$W/dst" >"$TMP/cp.out" 2>&1
+	rc=$?
+	cat "$TMP/cp.out"
+	[[ $rc -ne 0 ]] || fail "vmux cp h:/x-$1 succeeded" || return 1
+	grep -qF -- "$2" "$TMP/cp.out" || fail "the error does not name '$2'" || return 1
+	no_controls "$TMP/cp.out" || return 1
+	after=$(listing "$W/dst")
+	[[ $before == "$after" ]] || fail "DIR changed: $(diff <(echo "$before") <(echo "$after"))" || return 1
+	[[ ! -e $W/evil && ! -e /tmp/vmux-hostile-pwned && ! -e $W/y ]] ||
+		fail "something was written outside DIR"
+}
+t_cp_bashrc() { cp_refused bashrc "'.bashrc'"; }
+t_cp_other() { cp_refused other "'y/evil'"; }
+t_cp_dotdot() { cp_refused dotdot ".."; }
+t_cp_abs() { cp_refused abs "'etc/evil'"; }
+t_cp_link() { cp_refused link "'z'"; }
+t_cp_hard() { cp_refused hard "'.bashrc'"; }
+t_cp_symlink() {
+	# the link out is skipped (with a warning); what follows it lands in
+	# a plain directory inside DIR, never in /tmp
+	vmux cp h:/x-symlink "$W/dst" >"$TMP/cp.out" 2>&1 || { cat "$TMP/cp.out"; return 1; }
+	grep -q "skipped 1 entries" "$TMP/cp.out" || fail "no warning: $(cat "$TMP/cp.out")" || return 1
+	[[ ! -e /tmp/vmux-hostile-pwned ]] || fail "written through the link" || return 1
+	[[ -d $W/dst/x-symlink/esc && ! -L $W/dst/x-symlink/esc ]] ||
+		fail "x-symlink/esc is not a plain directory" || return 1
+	rm -rf "$W/dst/x-symlink"
+}
+t_cp_esc() { cp_refused esc "\\x1b[2J"; }
+t_cp_honest() {
+	vmux cp h:/x-fine "$W/dst" || return 1
+	expect_eq content "$(cat "$W/dst/x-fine/ok.txt")" "fine" || return 1
+	expect_eq late "$(cat "$W/dst/x-fine/late.txt")" "late" || return 1
+	expect_eq "my .bashrc" "$(cat "$W/dst/.bashrc")" "my rc"
+}
+
+# shows CMD...: run a vmux command, keep both streams, check for controls.
+shows() {
+	"$VMUX" "$@" >"$TMP/show.out" 2>&1 </dev/null
+	cat "$TMP/show.out"
+	no_controls "$TMP/show.out"
+}
+t_exec_error() {
+	shows exec h -- true || return 1
+	grep -qF 'cwd /no\x1b[2Jdir' "$TMP/show.out" || fail "error not shown escaped"
+}
+t_ping() {
+	shows ping h || return 1
+	grep -qF '6.1\x1b[31m' "$TMP/show.out" || fail "kernel not shown escaped"
+}
+t_ping_json() {
+	shows ping h --json || return 1
+	expect_eq kernel "$(jq -r .kernel "$TMP/show.out" | od -An -c | tr -s ' ' | head -n 1)" \
+		" 6 . 1 033 [ 3 1 m \\n"
+}
+t_shells() {
+	shows shells h || return 1
+	grep -qF 'ev\x1b[31mil' "$TMP/show.out" || fail "id not shown escaped"
+}
+t_shells_json() {
+	shows shells h --json || return 1
+	expect_eq "C1 kept as data" "$(jq -r '.[0].command' "$TMP/show.out" | od -An -tx1 | tr -d ' \n')" \
+		"726d1b5d303b7807202d726620c29b324a0a"
+}
+t_attach_error() {
+	shows shell h --id evil
+	grep -qF 'bad\x1b[2J' "$TMP/show.out" || fail "ERROR frame not shown escaped" || return 1
+	no_controls "$TMP/show.out"
+}
+
+check "cp: .bashrc beside the source is refused, DIR unchanged" t_cp_bashrc
+check "cp: y/evil is refused, DIR unchanged" t_cp_other
+check "cp: ../evil is refused, DIR unchanged" t_cp_dotdot
+check "cp: /etc/evil is refused, DIR unchanged" t_cp_abs
+check "cp: a top-level symlink is refused, DIR unchanged" t_cp_link
+check "cp: a hard link out of the source is refused, DIR unchanged" t_cp_hard
+check "cp: a symlink to /tmp is skipped, nothing written through it" t_cp_symlink
+check "cp: a name with escapes is refused and shown escaped" t_cp_esc
+check "cp: the honest part of a download still works" t_cp_honest
+check "exec: the agent's error is shown escaped" t_exec_error
+check "ping: guest strings shown escaped" t_ping
+check "ping --json: escaped, data kept" t_ping_json
+check "shells: table shown escaped" t_shells
+check "shells --json: escaped, data kept" t_shells_json
+check "shell: attach ERROR frame shown escaped" t_attach_error

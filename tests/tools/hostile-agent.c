@@ -1,0 +1,242 @@
+/*
+ * hostile-agent.c: a guest agent that lies, for tests/e2e/65-hostile.sh.
+ *
+ * Built static and put in an initramfs of its own (tests/tests.mk) in place
+ * of vmux-agent. It answers ping like the real agent, so `vmux new` finds
+ * the guest ready, and answers everything else with what a compromised
+ * guest could send: text full of terminal escape sequences (agent errors,
+ * the shells list, attach ERROR frames, the ping strings) and, for
+ * export_archive, tar archives holding more than the source asked for.
+ * The path asked for picks the trick: /x-bashrc adds .bashrc beside the
+ * source, /x-other y/evil, /x-dotdot ../evil, /x-abs /etc/evil, /x-link a
+ * top-level symlink z, /x-hard a hard link to .bashrc, /x-symlink writes
+ * through a symlink to /tmp, /x-esc a name with an escape sequence; any
+ * other path gets its honest top-level entry only.
+ */
+#include <sys/reboot.h>
+#include <sys/socket.h>
+
+#include <linux/vm_sockets.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PORT 5005
+
+static const char ping_reply[] =
+    "{\"ok\":true,\"version\":\"hostile\\u001b[2J\",\"protocol\":1,"
+    "\"os\":\"Linux\\u001b]0;pwned\\u0007\",\"kernel\":\"6.1\\u001b[31m\","
+    "\"machine\":\"x86_64\\u009b31m\",\"uptime_seconds\":1.5,"
+    "\"hostname\":\"h\\u001bc\",\"pid\":2,\"shells\":0,\"execs\":0}\n";
+
+static const char shells_reply[] =
+    "{\"shells\":[{\"shell_id\":\"ev\\u001b[31mil\","
+    "\"state\":\"running\\u001b[2J\",\"cols\":80,\"rows\":24,"
+    "\"started_at\":1,\"ended_at\":null,\"exit_code\":null,\"pid\":7,"
+    "\"command\":\"rm\\u001b]0;x\\u0007 -rf \\u009b2J\",\"clients\":0,"
+    "\"output_bytes\":0,\"oldest_cursor\":0,\"cwd\":\"/\\u001b[H\"},"
+    "{\"shell_id\":\"evil\",\"state\":\"running\",\"cols\":80,\"rows\":24,"
+    "\"started_at\":1,\"ended_at\":null,\"exit_code\":null,\"pid\":8,"
+    "\"command\":\"sh\",\"clients\":0,\"output_bytes\":0,"
+    "\"oldest_cursor\":0,\"cwd\":\"/\"}]}\n";
+
+struct tarbuf {
+	unsigned char p[65536];
+	size_t len;
+};
+
+/* Append one ustar member (name, type, link target, file data). */
+static void
+tar_add(struct tarbuf *t, const char *name, char type, const char *link,
+    const char *data)
+{
+	size_t size = data != NULL ? strlen(data) : 0;
+	size_t padded = (size + 511) / 512 * 512;
+	unsigned char *h = t->p + t->len;
+	unsigned sum = 0;
+
+	if (t->len + 512 + padded + 1024 > sizeof t->p)
+		return;
+	memset(h, 0, 512 + padded);
+	snprintf((char *)h, 100, "%s", name);
+	snprintf((char *)h + 100, 8, "%07o", type == '5' ? 0755 : 0644);
+	snprintf((char *)h + 108, 8, "%07o", 0);
+	snprintf((char *)h + 116, 8, "%07o", 0);
+	snprintf((char *)h + 124, 12, "%011o", (unsigned)size);
+	snprintf((char *)h + 136, 12, "%011o", 1700000000u);
+	h[156] = (unsigned char)type;
+	if (link != NULL)
+		snprintf((char *)h + 157, 100, "%s", link);
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+	if (size > 0)
+		memcpy(h + 512, data, size);
+	t->len += 512 + padded;
+}
+
+/* Write all of buf, or give up. */
+static void
+send_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0 && (n = write(fd, p, len)) > 0) {
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* The value of "path" in the request line, or "". */
+static void
+request_path(const char *req, char *out, size_t size)
+{
+	const char *p = strstr(req, "\"path\":\"");
+	size_t n = 0;
+
+	if (p != NULL) {
+		p += 8;
+		while (p[n] != '\0' && p[n] != '"' && n + 1 < size)
+			n++;
+		memcpy(out, p, n);
+	}
+	out[n] = '\0';
+}
+
+/* Answer export_archive for path with the archive its name asks for. */
+static void
+export(int fd, const char *path)
+{
+	static struct tarbuf t;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	char head[512], name[320];
+
+	t.len = 0;
+	snprintf(head, sizeof head, "{\"path\":\"%s\",\"type\":\"directory\"}\n",
+	    path);
+	snprintf(name, sizeof name, "%s/", base);
+	tar_add(&t, name, '5', NULL, NULL);
+	snprintf(name, sizeof name, "%s/ok.txt", base);
+	tar_add(&t, name, '0', NULL, "fine\n");
+	if (strcmp(base, "x-bashrc") == 0)
+		tar_add(&t, ".bashrc", '0', NULL, "echo pwned\n");
+	else if (strcmp(base, "x-other") == 0)
+		tar_add(&t, "y/evil", '0', NULL, "evil\n");
+	else if (strcmp(base, "x-dotdot") == 0)
+		tar_add(&t, "../evil", '0', NULL, "evil\n");
+	else if (strcmp(base, "x-abs") == 0)
+		tar_add(&t, "/etc/evil", '0', NULL, "evil\n");
+	else if (strcmp(base, "x-link") == 0)
+		tar_add(&t, "z", '2', base, NULL);
+	else if (strcmp(base, "x-hard") == 0) {
+		snprintf(name, sizeof name, "%s/h", base);
+		tar_add(&t, name, '1', ".bashrc", NULL);
+	} else if (strcmp(base, "x-symlink") == 0) {
+		snprintf(name, sizeof name, "%s/esc", base);
+		tar_add(&t, name, '2', "/tmp", NULL);
+		snprintf(name, sizeof name, "%s/esc/vmux-hostile-pwned", base);
+		tar_add(&t, name, '0', NULL, "evil\n");
+	} else if (strcmp(base, "x-esc") == 0)
+		tar_add(&t, "\033[2J\033]0;pwned\007", '0', NULL, "evil\n");
+	snprintf(name, sizeof name, "%s/late.txt", base);
+	tar_add(&t, name, '0', NULL, "late\n");
+	memset(t.p + t.len, 0, 1024);
+	t.len += 1024;
+	send_all(fd, head, strlen(head));
+	send_all(fd, t.p, t.len);
+}
+
+/* An attach_shell answer, then an ERROR frame with escapes, then close. */
+static void
+attach(int fd)
+{
+	static const char line[] =
+	    "{\"shell_id\":\"evil\",\"cursor\":0,\"attached\":true,"
+	    "\"state\":\"running\",\"output_bytes\":0,\"oldest_cursor\":0}\n";
+	static const char text[] = "bad\033[2J\033]0;pwned\007thing\302\233m";
+	unsigned char frame[5 + sizeof text];
+	size_t n = sizeof text - 1;
+
+	frame[0] = 7; /* VMUX_ATTACH_ERROR */
+	frame[1] = (unsigned char)n;
+	frame[2] = frame[3] = frame[4] = 0;
+	memcpy(frame + 5, text, n);
+	send_all(fd, line, sizeof line - 1);
+	send_all(fd, frame, 5 + n);
+}
+
+/* One connection: read the request line, answer, close. */
+static void
+serve(int fd)
+{
+	static char req[65536];
+	char path[256];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len + 1 < sizeof req &&
+	       (n = read(fd, req + len, sizeof req - 1 - len)) > 0) {
+		len += (size_t)n;
+		if (memchr(req, '\n', len) != NULL)
+			break;
+	}
+	req[len] = '\0';
+	if (strstr(req, "\"ping\"") != NULL)
+		send_all(fd, ping_reply, sizeof ping_reply - 1);
+	else if (strstr(req, "\"shutdown\"") != NULL) {
+		send_all(fd, "{\"ok\":true,\"poweroff\":true}\n", 28);
+		kill(1, SIGUSR2);
+	} else if (strstr(req, "\"list_shells\"") != NULL)
+		send_all(fd, shells_reply, sizeof shells_reply - 1);
+	else if (strstr(req, "\"export_archive\"") != NULL) {
+		request_path(req, path, sizeof path);
+		export(fd, path);
+	} else if (strstr(req, "\"attach_shell\"") != NULL)
+		attach(fd);
+	else {
+		static const char err[] =
+		    "{\"error\":\"cwd /no\\u001b[2Jdir\\u001b]0;pwned\\u0007: "
+		    "\\u009b31mNo such file\"}\n";
+		send_all(fd, err, sizeof err - 1);
+	}
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
+/* Listen on vsock port 5005 and answer forever. */
+int
+main(void)
+{
+	struct sockaddr_vm sa = {.svm_family = AF_VSOCK,
+	    .svm_cid = VMADDR_CID_ANY,
+	    .svm_port = PORT};
+	int ls = -1, fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (int i = 0; i < 100; i++) { /* the transport may still load */
+		ls = socket(AF_VSOCK, SOCK_STREAM, 0);
+		if (ls >= 0 && bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		    listen(ls, 16) == 0)
+			break;
+		if (ls >= 0)
+			close(ls);
+		ls = -1;
+		usleep(100000);
+	}
+	if (ls < 0) {
+		perror("hostile-agent: listen");
+		return 1;
+	}
+	for (;;) {
+		if ((fd = accept(ls, NULL, NULL)) >= 0)
+			serve(fd);
+	}
+}
