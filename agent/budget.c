@@ -15,7 +15,7 @@
 
 #include "agent.h"
 
-static size_t budget_max;  /* 0: not set yet */
+static size_t budget_max;   /* 0: not set yet */
 static size_t budget_inuse; /* atomic */
 
 /* A quarter of MemTotal from /proc/meminfo (64 MiB if unreadable). */
@@ -78,7 +78,8 @@ budget_reserve(size_t n, char **cause)
 				xasprintf(cause,
 				    "agent memory budget exhausted: %zu MiB "
 				    "in use of %zu MiB, %zu MiB more asked",
-				    cur >> 20, max >> 20, (n + (1 << 20) - 1) >> 20);
+				    cur >> 20, max >> 20,
+				    (n + (1 << 20) - 1) >> 20);
 			return -1;
 		}
 	} while (!__atomic_compare_exchange_n(&budget_inuse, &cur, cur + n, 0,

@@ -112,16 +112,15 @@ request_path(const char *req, char *out, size_t size)
 }
 
 /* Answer export_archive for path with the archive its name asks for. */
-static void
-export(int fd, const char *path)
+static void export(int fd, const char *path)
 {
 	static struct tarbuf t;
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 	char head[512], name[320];
 
 	t.len = 0;
-	snprintf(head, sizeof head, "{\"path\":\"%s\",\"type\":\"directory\"}\n",
-	    path);
+	snprintf(head, sizeof head,
+	    "{\"path\":\"%s\",\"type\":\"directory\"}\n", path);
 	snprintf(name, sizeof name, "%s/", base);
 	tar_add(&t, name, '5', NULL, NULL);
 	snprintf(name, sizeof name, "%s/ok.txt", base);
@@ -183,7 +182,7 @@ serve(int fd)
 	ssize_t n;
 
 	while (len + 1 < sizeof req &&
-	       (n = read(fd, req + len, sizeof req - 1 - len)) > 0) {
+	    (n = read(fd, req + len, sizeof req - 1 - len)) > 0) {
 		len += (size_t)n;
 		if (memchr(req, '\n', len) != NULL)
 			break;
@@ -223,7 +222,8 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	for (int i = 0; i < 100; i++) { /* the transport may still load */
 		ls = socket(AF_VSOCK, SOCK_STREAM, 0);
-		if (ls >= 0 && bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		if (ls >= 0 &&
+		    bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
 		    listen(ls, 16) == 0)
 			break;
 		if (ls >= 0)
