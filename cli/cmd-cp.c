@@ -24,6 +24,9 @@ const struct cmd_entry cmd_cp_entry = {
                "exactly one side is remote. As with docker cp, an "
                "existing directory DST receives SRC under its own name; "
                "any other DST names the copy (its parent must exist). "
+               "A download is all or nothing: only the source's own name "
+               "may come from the guest, any other entry is refused by "
+               "name and DST is left as it was. "
                "Shows progress when stderr is a terminal.",
     .opts = cmd_cp_opts,
     .min_args = 2,
