@@ -164,6 +164,7 @@ do_attach(
     struct agent *a, struct conn *c, struct shell *s, struct agent_request *req)
 {
 	uint64_t oldest = ring_oldest(&s->ring), from;
+	char *cause = NULL;
 	cJSON *obj;
 
 	if (req->has_cursor && req->cursor > s->ring.end) {
@@ -183,7 +184,12 @@ do_attach(
 	cJSON_AddNumberToObject(
 	    obj, "cursor", (double)(from < oldest ? oldest : from));
 	cJSON_AddBoolToObject(obj, "attached", 1);
-	attach_start(a, c, s, from);
+	if (attach_start(a, c, s, from, &cause) != 0) {
+		cJSON_Delete(obj);
+		conn_reply_error(a, c, cause);
+		free(cause);
+		return;
+	}
 	c->after = AFTER_ATTACH;
 	conn_reply(a, c, obj);
 }

@@ -256,6 +256,7 @@ struct conn {
 	int input_blocked;  /* the shell's input buffer is full */
 	int eof;            /* the client sends no more */
 	int broken;         /* kill at the end of the pass */
+	size_t charged;     /* input buffer reserved from the memory budget */
 	struct conn *next;  /* agent's list */
 	struct conn *snext; /* shell's client list */
 };
@@ -345,7 +346,8 @@ void shell_destroy_all(struct agent *);
 void shell_reap_orphans(struct agent *);
 
 /* attach.c */
-void attach_start(struct agent *, struct conn *, struct shell *, uint64_t);
+int attach_start(
+    struct agent *, struct conn *, struct shell *, uint64_t, char **);
 void attach_detach(struct agent *, struct conn *);
 int attach_wants_write(const struct conn *);
 void attach_read(struct agent *, struct conn *);

@@ -22,6 +22,8 @@
 
 #define ATTACH_CHUNK   32768
 #define ATTACH_CTL_MAX 65536
+/* a client's unparsed input: one whole frame and one read more */
+#define ATTACH_INPUT_ROOM (VMUX_ATTACH_HDR + VMUX_ATTACH_MAX_PAYLOAD + 65536)
 
 /* Queue a control frame; a client that lets too many pile up is dropped. */
 void
@@ -63,13 +65,20 @@ attach_queue_exit(struct conn *c, const struct shell *s)
 /*
  * Make c a client of s, streaming from `cursor` (clamped to what the ring
  * still has; a TRUNCATED frame says so). Frames start once the JSON reply
- * is written.
+ * is written. 0, or -1 with cause when the memory budget has no room for
+ * the client's input buffer.
  */
-void
-attach_start(struct agent *a, struct conn *c, struct shell *s, uint64_t cursor)
+int
+attach_start(struct agent *a, struct conn *c, struct shell *s, uint64_t cursor,
+    char **cause)
 {
 	uint64_t oldest = ring_oldest(&s->ring);
 	uint8_t p[16];
+
+	/* the client's frames may fill its input buffer (attach_read) */
+	if (budget_reserve(ATTACH_INPUT_ROOM, cause) != 0)
+		return -1;
+	c->charged = ATTACH_INPUT_ROOM;
 
 	c->shell = s;
 	c->cursor = cursor;
@@ -85,6 +94,7 @@ attach_start(struct agent *a, struct conn *c, struct shell *s, uint64_t cursor)
 	c->is_attach = 1;
 	a->nconns--;
 	a->nattach++;
+	return 0;
 }
 
 /* Unlink c from its shell (the connection itself stays). */
@@ -316,7 +326,7 @@ attach_peer_gone(int fd)
 void
 attach_read(struct agent *a, struct conn *c)
 {
-	size_t room = VMUX_ATTACH_HDR + VMUX_ATTACH_MAX_PAYLOAD + 65536;
+	size_t room = ATTACH_INPUT_ROOM;
 	ssize_t n = -1;
 
 	if (!c->input_blocked && !c->eof && c->in.len < room) {

@@ -2,8 +2,9 @@
  * budget.c: one memory budget for everything clients make the agent hold.
  *
  * Shell scrollback rings and their pending-input buffers (reserved whole
- * when a shell opens) and exec output buffers (reserved as output is kept)
- * draw on a single budget, by default a quarter of the guest's MemTotal
+ * when a shell opens), attached clients' input buffers (reserved whole on
+ * attach) and exec output buffers (reserved as output is kept) draw on a
+ * single budget, by default a quarter of the guest's MemTotal
  * (`--memory-budget` overrides it). Past it a request is refused with a
  * clear error instead of the guest running out of memory and the OOM
  * killer choosing a victim. The counter is atomic: exec threads and the

@@ -73,6 +73,8 @@ conn_kill(struct agent *a, struct conn *c)
 		a->nattach--;
 	else
 		a->nconns--;
+	budget_release(c->charged);
+	c->charged = 0;
 	c->is_attach = 0;
 	c->shell = NULL;
 	c->state = CONN_DEAD;

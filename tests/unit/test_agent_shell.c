@@ -782,6 +782,20 @@ TEST(shell_and_exec_share_the_memory_budget)
 	        "(agent memory budget exhausted): "
 	        "kept 3145728 of 5000000 bytes") != NULL);
 	cJSON_Delete(r);
+	/* an attached client's input buffer counts too */
+	r = ta_request(&ta,
+	    "{\"action\":\"open_shell\",\"shell_id\":\"mid\","
+	    "\"scrollback_bytes\":2097152,\"command\":[\"cat\"]}");
+	CHECK_STR(ta_str(r, "shell_id"), "mid"); /* 12 of 12 MiB */
+	cJSON_Delete(r);
+	r = ta_request(
+	    &ta, "{\"action\":\"attach_shell\",\"shell_id\":\"big\"}");
+	CHECK(ta_str(r, "error") != NULL &&
+	    strstr(ta_str(r, "error"), "agent memory budget exhausted") !=
+	        NULL);
+	cJSON_Delete(r);
+	cJSON_Delete(ta_request(
+	    &ta, "{\"action\":\"close_shell\",\"shell_id\":\"mid\"}"));
 	/* the exec gave its share back, and so does a closed shell */
 	cJSON_Delete(ta_request(
 	    &ta, "{\"action\":\"close_shell\",\"shell_id\":\"big\"}"));
