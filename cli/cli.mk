@@ -16,10 +16,11 @@ $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS)
 
-# Argument parsing and request building, with the session code they use
-# (not launch.c, so the test does not need QEMU command lines).
+# Argument parsing, request building and escaped printing, with the session
+# code they use (not launch.c, so the test does not need QEMU command lines).
 UNIT_TESTS += cli
-UNIT_cli_SRCS := tests/unit/test_cli_args.c cli/args.c cli/cmd.c \
+UNIT_cli_SRCS := tests/unit/test_cli_args.c tests/unit/test_cli_print.c \
+                 cli/args.c cli/cmd.c \
                  cli/cmd-exec.c $(SESSION_UNIT_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
 
