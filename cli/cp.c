@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,88 @@ out:
 	return rc;
 }
 
+/*
+ * While a download is staged, SIGINT, SIGTERM and SIGHUP are held and
+ * only let through while waiting for the guest (ppoll), where they end the
+ * download like an error, so the staging directory is always removed.
+ */
+struct cp_signals {
+	int on;
+	sigset_t old_mask;
+	struct sigaction old[3];
+};
+static const int cp_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+static volatile sig_atomic_t cp_caught;
+
+/* Remember a signal (it is raised again once the staging is gone). */
+static void
+cp_on_signal(int sig)
+{
+	cp_caught = sig;
+}
+
+/* Hold the interrupting signals, catching them. */
+static void
+cp_signals_catch(struct cp_signals *s)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = cp_on_signal;
+	sigemptyset(&set);
+	for (size_t i = 0; i < nitems(cp_sigs); i++) {
+		sigaction(cp_sigs[i], NULL, &s->old[i]);
+		if (s->old[i].sa_handler == SIG_IGN)
+			continue; /* ignored (a background job's SIGINT): still
+			           */
+		sigaddset(&set, cp_sigs[i]);
+		sigaction(cp_sigs[i], &sa, NULL);
+	}
+	sigprocmask(SIG_BLOCK, &set, &s->old_mask);
+	cp_caught = 0;
+	s->on = 1;
+}
+
+/* Put the signals back; a caught one is raised again now. */
+static void
+cp_signals_restore(struct cp_signals *s)
+{
+	int sig = cp_caught;
+
+	if (!s->on)
+		return;
+	for (size_t i = 0; i < nitems(cp_sigs); i++)
+		sigaction(cp_sigs[i], &s->old[i], NULL);
+	sigprocmask(SIG_SETMASK, &s->old_mask, NULL);
+	s->on = 0;
+	if (sig != 0)
+		raise(sig);
+}
+
+/* Wait for the guest's next bytes: 0, or -1 with cause (idle, signal). */
+static int
+cp_wait(int sock, const struct cp_signals *s, char **cause)
+{
+	struct timespec ts = {CP_IDLE_MS / 1000, 0};
+	struct pollfd p = {.fd = sock, .events = POLLIN};
+	int n;
+
+	do {
+		n = ppoll(&p, 1, &ts, &s->old_mask);
+		if (cp_caught != 0) {
+			xasprintf(cause, "interrupted");
+			return -1;
+		}
+	} while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		xasprintf(cause, "receiving the archive: %s",
+		    n == 0 ? "timed out" : strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Guest path -> host; 0 or -1 with cause. */
 int
 cp_download(
@@ -244,6 +327,7 @@ cp_download(
 	struct tar_extract *te = NULL;
 	struct progress pr;
 	struct tar_result tr;
+	struct cp_signals sigs = {0};
 	struct stat st, dst;
 	char *dir = NULL, *top = NULL, *buf = NULL, *name = NULL;
 	char *stage = NULL, *root = NULL, *from = NULL, *to = NULL;
@@ -280,6 +364,7 @@ cp_download(
 	}
 
 	/* Everything lands in staging first: see cp-place.c. */
+	cp_signals_catch(&sigs);
 	if (stat(dir, &dst) != 0) {
 		xasprintf(
 		    cause, "cannot copy into '%s': %s", dir, strerror(errno));
@@ -306,12 +391,9 @@ cp_download(
 	}
 	buf = xmalloc(CP_CHUNK);
 	for (;;) {
-		int w = wait_fd(sock, POLLIN, mono_ms() + CP_IDLE_MS);
-		if (w <= 0) {
-			xasprintf(cause, "receiving the archive: %s",
-			    w == 0 ? "timed out" : strerror(-w));
+		int w = cp_wait(sock, &sigs, cause);
+		if (w < 0)
 			goto fail;
-		}
 		n = recv(sock, buf, CP_CHUNK, MSG_DONTWAIT);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			continue;
@@ -351,6 +433,7 @@ out:
 		if (rc != 0) /* refused: not even dir's times change */
 			cp_restore_times(dir, &dst);
 	}
+	cp_signals_restore(&sigs); /* an interrupt ends vmux only now */
 	cJSON_Delete(reply);
 	free(rest);
 	free(buf);

@@ -6,7 +6,7 @@
 # sequences and archives holding more than was asked for.
 #   - `vmux cp h:/x-TRICK DIR`: nonzero exit, an error naming the offending
 #     entry, DIR exactly as it was (names, modes, sizes, mtimes), nothing
-#     written outside it
+#     written outside it; a stalled download ended by SIGTERM too
 #   - no ESC, BEL, DEL or C1 byte from the guest reaches vmux's stdout or
 #     stderr: agent errors, vmux ping (and --json), vmux shells (and
 #     --json), attach ERROR frames in vmux shell, names in cp errors
@@ -65,6 +65,19 @@ t_cp_symlink() {
 	rm -rf "$W/dst/x-symlink"
 }
 t_cp_esc() { cp_refused esc "\\x1b[2J"; }
+t_cp_interrupted() {
+	# a stalled download, interrupted: the staging directory goes too
+	local before pid
+	before=$(listing "$W/dst")
+	"$VMUX" cp h:/x-slow "$W/dst" >"$TMP/cp.out" 2>&1 &
+	pid=$!
+	bg_track $pid
+	wait_for 20 compgen -G "$W/dst/.vmux-cp-*" >/dev/null || fail "no staging directory" || return 1
+	kill -TERM $pid
+	wait $pid
+	expect_eq "exit status" $? 143 || return 1
+	[[ $before == "$(listing "$W/dst")" ]] || fail "DIR changed: $(listing "$W/dst")"
+}
 t_cp_honest() {
 	vmux cp h:/x-fine "$W/dst" || return 1
 	expect_eq content "$(cat "$W/dst/x-fine/ok.txt")" "fine" || return 1
@@ -114,6 +127,7 @@ check "cp: a top-level symlink is refused, DIR unchanged" t_cp_link
 check "cp: a hard link out of the source is refused, DIR unchanged" t_cp_hard
 check "cp: a symlink to /tmp is skipped, nothing written through it" t_cp_symlink
 check "cp: a name with escapes is refused and shown escaped" t_cp_esc
+check "cp: an interrupted download leaves DIR as it was" t_cp_interrupted
 check "cp: the honest part of a download still works" t_cp_honest
 check "exec: the agent's error is shown escaped" t_exec_error
 check "ping: guest strings shown escaped" t_ping

@@ -10,8 +10,9 @@
  * The path asked for picks the trick: /x-bashrc adds .bashrc beside the
  * source, /x-other y/evil, /x-dotdot ../evil, /x-abs /etc/evil, /x-link a
  * top-level symlink z, /x-hard a hard link to .bashrc, /x-symlink writes
- * through a symlink to /tmp, /x-esc a name with an escape sequence; any
- * other path gets its honest top-level entry only.
+ * through a symlink to /tmp, /x-esc a name with an escape sequence, /x-slow
+ * sends part of the archive and then nothing; any other path gets its
+ * honest top-level entry only. Each connection is served by its own child.
  */
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -145,6 +146,12 @@ static void export(int fd, const char *path)
 		tar_add(&t, name, '0', NULL, "evil\n");
 	} else if (strcmp(base, "x-esc") == 0)
 		tar_add(&t, "\033[2J\033]0;pwned\007", '0', NULL, "evil\n");
+	if (strcmp(base, "x-slow") == 0) { /* and then nothing: a stall */
+		send_all(fd, head, strlen(head));
+		send_all(fd, t.p, t.len);
+		sleep(600);
+		return;
+	}
 	snprintf(name, sizeof name, "%s/late.txt", base);
 	tar_add(&t, name, '0', NULL, "late\n");
 	memset(t.p + t.len, 0, 1024);
@@ -220,6 +227,7 @@ main(void)
 	int ls = -1, fd;
 
 	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_IGN);       /* children reap themselves */
 	for (int i = 0; i < 100; i++) { /* the transport may still load */
 		ls = socket(AF_VSOCK, SOCK_STREAM, 0);
 		if (ls >= 0 &&
@@ -236,7 +244,13 @@ main(void)
 		return 1;
 	}
 	for (;;) {
-		if ((fd = accept(ls, NULL, NULL)) >= 0)
+		if ((fd = accept(ls, NULL, NULL)) < 0)
+			continue;
+		if (fork() == 0) {
+			close(ls);
 			serve(fd);
+			_exit(0);
+		}
+		close(fd);
 	}
 }
