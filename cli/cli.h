@@ -180,7 +180,7 @@ int cp_download(
 /* cp-place.c: a downloaded copy moves into place all or nothing. */
 char *cp_source_name(const char *remote);
 char *cp_stage_new(const char *dir, char **cause);
-int cp_place(const char *src, const char *dst, char **cause);
+int cp_place(const char *src, const char *dst, int follow, char **cause);
 struct stat;
 void cp_restore_times(const char *dir, const struct stat *);
 

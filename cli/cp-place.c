@@ -151,11 +151,12 @@ cp_merge(int srcfd, int dstfd, const char *dstpath, int move, char **cause)
 	return rc;
 }
 
-/* Open a directory without following a final symlink; fd or -1 (cause). */
+/* Open a directory (following a final symlink or not); fd or -1 (cause). */
 static int
-cp_open_dir(const char *path, char **cause)
+cp_open_dir(const char *path, int follow, char **cause)
 {
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(path,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
 
 	if (fd < 0)
 		xasprintf(cause, "cannot open '%s': %s", path, strerror(errno));
@@ -164,20 +165,22 @@ cp_open_dir(const char *path, char **cause)
 
 /*
  * Put the staged copy src at dst: a rename when dst is new or both are
- * non-directories, a checked merge when both are directories.
+ * non-directories, a checked merge when both are directories. With follow,
+ * dst is the user's own destination directory and may be a symlink to one;
+ * otherwise a symlink at dst is never followed.
  */
 int
-cp_place(const char *src, const char *dst, char **cause)
+cp_place(const char *src, const char *dst, int follow, char **cause)
 {
 	struct stat ss, ds;
-	int sfd, dfd, rc;
+	int sfd, dfd, rc, r;
 
 	if (lstat(src, &ss) != 0) {
 		xasprintf(cause, "the guest sent nothing to copy");
 		return -1;
 	}
-	if (lstat(dst, &ds) != 0 ||
-	    (!S_ISDIR(ss.st_mode) && !S_ISDIR(ds.st_mode))) {
+	r = follow ? stat(dst, &ds) : lstat(dst, &ds);
+	if (r != 0 || (!S_ISDIR(ss.st_mode) && !S_ISDIR(ds.st_mode))) {
 		if (rename(src, dst) != 0) {
 			xasprintf(cause, "cannot create '%s': %s", dst,
 			    strerror(errno));
@@ -191,9 +194,9 @@ cp_place(const char *src, const char *dst, char **cause)
 		    S_ISDIR(ss.st_mode) ? "directory" : "file");
 		return -1;
 	}
-	if ((sfd = cp_open_dir(src, cause)) < 0)
+	if ((sfd = cp_open_dir(src, 0, cause)) < 0)
 		return -1;
-	if ((dfd = cp_open_dir(dst, cause)) < 0) {
+	if ((dfd = cp_open_dir(dst, follow, cause)) < 0) {
 		close(sfd);
 		return -1;
 	}

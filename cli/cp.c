@@ -419,7 +419,7 @@ cp_download(
 		to = xstrdup(dir);
 	else
 		xasprintf(&to, "%s/%s", dir, top != NULL ? top : name);
-	if (cp_place(from, to, cause) != 0)
+	if (cp_place(from, to, name == NULL && top == NULL, cause) != 0)
 		goto out;
 	cp_skipped(NULL, (double)tr.skipped);
 	rc = 0;

@@ -451,6 +451,16 @@ TEST(download_contents_of_a_directory)
 	CHECK(exists(d, "dst/keep.txt"));
 	CHECK_INT(download_to(d, &t, "/x/.", "dst/new", &cause), 0);
 	CHECK(exists(d, "dst/new/a.txt") && exists(d, "dst/new/b/c.txt"));
+	/* DST may be the user's symlink to a directory */
+	l = NULL;
+	xasprintf(&l, "%s/dst/lnk", d);
+	CHECK(symlink("new", l) == 0);
+	free(l);
+	put(d, "dst/new/a.txt", "old\n");
+	CHECK_INT(download_to(d, &t, "/x/.", "dst/lnk", &cause), 0);
+	l = listing(d, "dst/new");
+	CHECK(strstr(l, "a.txt 100644 2 ") != NULL); /* "a\n" again */
+	free(l);
 	l = listing(d, "dst");
 	CHECK(strstr(l, ".vmux-cp") == NULL);
 	free(l);
