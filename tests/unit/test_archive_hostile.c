@@ -396,3 +396,66 @@ TEST(archive_hostile_odd_links)
 	tb_free(&b);
 	scratch_free(&s);
 }
+
+/*
+ * tar_extract_expect_top: members beneath the expected name only; any
+ * other top-level name (also through ./, a leading /, or a hard link's
+ * target) fails naming the member.
+ */
+TEST(archive_expect_top_refuses_other_names)
+{
+	static const struct {
+		const char *name, *link, *named;
+		char type;
+	} bad[] = {
+	    {".bashrc", NULL, "'.bashrc'", '0'},
+	    {"y/evil", NULL, "'y/evil'", '0'},
+	    {"./z", NULL, "'z'", '0'},
+	    {"/etc/evil", NULL, "'etc/evil'", '0'},
+	    {"xy", NULL, "'xy'", '0'},
+	    {"x/h", ".bashrc", "'.bashrc'", '1'},
+	};
+	struct scratch s;
+
+	scratch_new(&s);
+	for (size_t i = 0; i < nitems(bad); i++) {
+		struct tbuf b = {0};
+		struct tar_extract *te;
+		char *cause = NULL;
+		int rc;
+
+		tb_header(&b, "x/", '5', 0, NULL, 0755);
+		tb_file(&b, "x/ok.txt", "fine");
+		if (bad[i].type == '0')
+			tb_file(&b, bad[i].name, "evil");
+		else
+			tb_header(
+			    &b, bad[i].name, bad[i].type, 0, bad[i].link, 0644);
+		tb_end(&b);
+		te = tar_extract_new(s.dest, &cause);
+		CHECK(te != NULL);
+		CHECK_INT(tar_extract_expect_top(te, "x", &cause), 0);
+		rc = tar_extract_feed(te, b.p, b.len, &cause);
+		if (rc == 0)
+			rc = tar_extract_finish(te, NULL, &cause);
+		CHECK_INT(rc, -1);
+		CHECK(cause != NULL && strstr(cause, bad[i].named) != NULL);
+		tar_extract_free(te);
+		free(cause);
+		tb_free(&b);
+		run("rm -rf '%s'/* '%s'/.[!.]*", s.dest, s.dest);
+	}
+	/* the expected name itself, and names with slashes, are checked */
+	{
+		struct tar_extract *te = tar_extract_new(s.dest, NULL);
+		char *cause = NULL;
+
+		CHECK_INT(tar_extract_expect_top(te, "a/b", &cause), -1);
+		free(cause);
+		cause = NULL;
+		CHECK_INT(tar_extract_expect_top(te, "..", &cause), -1);
+		free(cause);
+		tar_extract_free(te);
+	}
+	scratch_free(&s);
+}
