@@ -15,7 +15,9 @@
  * unlink + O_EXCL create, never written through. Devices, fifos and unknown
  * member types are skipped (counted in tar_result.skipped). Ownership is not
  * restored and setuid/setgid bits are dropped. Memory stays bounded: long
- * names are capped at TAR_MAX_LONGNAME, pax headers at TAR_MAX_PAX.
+ * names are capped at TAR_MAX_LONGNAME, pax headers at TAR_MAX_PAX. With
+ * tar_extract_expect_top only members beneath one top-level name are
+ * accepted (what `vmux cp` asked a guest for); any other fails by name.
  *
  * Export is a pull reader: tar_export_read() fills the caller's buffer with
  * the next bytes of a POSIX tar (ustar, pax records only where needed) of a

@@ -12,7 +12,9 @@
  * tar until it closes; the archive module extracts it on the host into a
  * staging directory, accepting only the source's own top-level name, and
  * cp-place.c moves the copy into place under the same destination rules
- * (tar_cp_destination) only once the whole archive was valid.
+ * (tar_cp_destination) only once the whole archive was valid. SIGINT,
+ * SIGTERM and SIGHUP during a download end it like an error, so the staging
+ * directory never outlives vmux.
  * Either way no progress for CP_IDLE_MS is an error.
  */
 #include <sys/socket.h>
