@@ -45,8 +45,9 @@ TEST(cli_error_escapes_guest_text)
 {
 	char *out = capture(2, print_error);
 
-	CHECK_STR(out, "vmux: cwd /no\\x1b[2Jdir\\u009b: gone\nsecond "
-	               "line\\x07\n");
+	CHECK_STR(out,
+	    "vmux: cwd /no\\x1b[2Jdir\\u009b: gone\nsecond "
+	    "line\\x07\n");
 	free(out);
 }
 
