@@ -122,18 +122,26 @@ cmd_print_help(const struct cmd_entry *e)
 	free(usage);
 }
 
-/* Print "vmux: <message>" on stderr. */
+/*
+ * Print "vmux: <message>" on stderr; under --json the message goes into
+ * the final error document instead (output.c).
+ */
 void
 cli_error(const char *fmt, ...)
 {
 	va_list ap;
+	char *msg;
 
-	fflush(stdout);
-	fputs("vmux: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (cli_output_error(msg)) {
+		free(msg);
+		return;
+	}
+	fflush(stdout);
+	fprintf(stderr, "vmux: %s\n", msg);
+	free(msg);
 }
 
 /* Report a usage error of command e in one line; returns EXIT_USAGE. */
@@ -169,8 +177,8 @@ cli_home(void)
 
 /*
  * Load session name and check that it runs; fills r (caller frees with
- * record_free) and t (which points into r). 0, or 1 after saying why; a
- * bad name is reported as a usage error (2).
+ * record_free) and t (which points into r). 0, or EXIT_VMUX after saying
+ * why; a bad name is reported as a usage error (EXIT_USAGE).
  */
 int
 cli_running_session(
@@ -185,19 +193,19 @@ cli_running_session(
 		return EXIT_USAGE;
 	}
 	if ((home = cli_home()) == NULL)
-		return 1;
+		return EXIT_VMUX;
 	if (record_load(home, name, r, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		free(home);
-		return 1;
+		return EXIT_VMUX;
 	}
 	free(home);
 	state = session_state(r);
 	if (strcmp(state, "running") != 0) {
 		cli_error("session '%s' is %s", r->name, state);
 		record_free(r);
-		return 1;
+		return EXIT_VMUX;
 	}
 	session_target(r, t);
 	return 0;
