@@ -33,7 +33,8 @@
  *             Once the input before it is written, the agent types the
  *             terminal's VEOF character (Ctrl-D), and again every 200 ms
  *             while the shell runs, as a closed pipe keeps reading as end
- *             of file. Output goes on streaming until EXIT.
+ *             of file; in canonical mode only while the foreground process
+ *             waits in read(2). Output goes on streaming until EXIT.
  * Unknown frame types are answered with ERROR and otherwise ignored, so
  * either side may add types later. A length over VMUX_ATTACH_MAX_PAYLOAD is a
  * broken stream.
