@@ -50,6 +50,7 @@
 #define SHELL_WAIT_MAX_MS        60000 /* read_shell wait_ms cap */
 #define SHELL_STOP_GRACE_MS      100   /* output after the shell exits */
 #define SHELL_HUP_GRACE_MS       1000  /* close_shell: SIGHUP -> SIGKILL */
+#define SHELL_EOF_REPEAT_MS      200   /* input closed: VEOF again after */
 #define SHELL_ID_MAX             64
 #define SHELL_MAX_DIM            4096
 #define MAX_ENV_VARS             1024
@@ -288,6 +289,8 @@ struct shell {
 	uint64_t give_up;       /* closing: answer even if not reaped */
 	struct buf input;       /* pending keystrokes */
 	size_t charged;         /* reserved from the memory budget */
+	int input_eof;          /* a client closed the input: type VEOF */
+	uint64_t eof_next;      /* when to type it (again) */
 	struct conn *clients;
 	int nclients;
 	struct conn *closer;
@@ -340,6 +343,7 @@ uint64_t shell_next_deadline(const struct shell *);
 int shell_signal(struct shell *, int);
 int shell_resize(struct agent *, struct shell *, int, int);
 int shell_input(struct agent *, struct shell *, const void *, size_t);
+int shell_input_eof(struct agent *, struct shell *);
 void shell_free(struct shell *);
 void shell_close_begin(struct agent *, struct shell *, struct conn *);
 void shell_destroy_all(struct agent *);

@@ -258,6 +258,10 @@ attach_frame(struct agent *a, struct conn *c, uint8_t type, const uint8_t *p,
 		else if (shell_resize(a, s, cols, rows) < 0)
 			attach_error(c, "shell is not running");
 		break;
+	case VMUX_ATTACH_EOF:
+		if (shell_input_eof(a, s) < 0)
+			attach_error(c, "shell is not running");
+		break;
 	case VMUX_ATTACH_SIGNAL:
 		if (len >= sizeof name) {
 			attach_error(c, "bad SIGNAL frame");

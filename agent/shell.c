@@ -15,6 +15,7 @@
  * SHELL_HUP_GRACE_MS, then SIGKILLs what remains and answers.
  */
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -437,10 +438,67 @@ shell_check_exit(struct agent *a, struct shell *s)
 		s->stop_deadline = a->now + SHELL_STOP_GRACE_MS;
 }
 
+/*
+ * Is process pid blocked in read(2)? (from /proc/PID/syscall: the number
+ * of the system call it waits in, "running" or -1 otherwise)
+ */
+static int
+blocked_in_read(pid_t pid)
+{
+	char path[64], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/syscall", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return atoi(buf) == SYS_read && buf[0] >= '0' && buf[0] <= '9';
+}
+
+/*
+ * The input is closed: once everything typed before is written, type the
+ * terminal's end-of-file character (VEOF, Ctrl-D unless changed). A
+ * reader in canonical mode then reads end of file (a partial line is
+ * passed on first, and the next VEOF is end of file); a line editor at an
+ * empty line takes Ctrl-D as end of file too. It is typed again every
+ * SHELL_EOF_REPEAT_MS while the shell runs, as a closed pipe keeps reading
+ * as end of file. In canonical mode only while the foreground process
+ * waits in read(2): a VEOF nobody reads stays queued as an empty line end,
+ * which the shell's line editor would later read as a NUL in its command
+ * line (ash, between two commands), and then no Ctrl-D ends it.
+ */
+static void
+shell_type_eof(struct agent *a, struct shell *s)
+{
+	struct termios tio;
+	uint8_t c = 0x04;
+	pid_t fg;
+
+	if (!s->input_eof || s->state != SHELL_RUNNING || s->exited ||
+	    s->master < 0 || s->input.len > 0 || a->now < s->eof_next)
+		return;
+	s->eof_next = a->now + SHELL_EOF_REPEAT_MS;
+	if (tcgetattr(s->master, &tio) == 0) {
+		if (tio.c_cc[VEOF] != _POSIX_VDISABLE)
+			c = tio.c_cc[VEOF];
+		fg = tcgetpgrp(s->master);
+		if ((tio.c_lflag & ICANON) && (fg <= 0 || !blocked_in_read(fg)))
+			return; /* nobody reads the terminal now */
+	}
+	if (write(s->master, &c, 1) < 0 && errno != EAGAIN && errno != EINTR)
+		s->input_eof = 0; /* the terminal is gone */
+}
+
 /* Deadlines: output grace after exit, SIGKILL on close, giving up. */
 void
 shell_timers(struct agent *a, struct shell *s)
 {
+	shell_type_eof(a, s);
 	if (s->state == SHELL_RUNNING && s->stop_deadline != 0 &&
 	    a->now >= s->stop_deadline)
 		shell_stopped(a, s);
@@ -464,6 +522,9 @@ shell_next_deadline(const struct shell *s)
 
 	if (s->state == SHELL_RUNNING && s->stop_deadline != 0)
 		next = s->stop_deadline;
+	if (s->state == SHELL_RUNNING && s->input_eof && s->input.len == 0 &&
+	    (next == 0 || s->eof_next < next))
+		next = s->eof_next;
 	if (s->state == SHELL_CLOSING) {
 		if (s->kill_deadline != 0)
 			next = s->kill_deadline;
@@ -554,6 +615,23 @@ shell_input(struct agent *a, struct shell *s, const void *p, size_t n)
 	(void)a;
 	buf_add(&s->input, p, n);
 	pty_flush(s);
+	return 0;
+}
+
+/*
+ * A client closed the input (EOF frame): end of file follows what it
+ * typed. 0, or -EPIPE if the shell is not running.
+ */
+int
+shell_input_eof(struct agent *a, struct shell *s)
+{
+	if (s->state != SHELL_RUNNING || s->exited || s->master < 0)
+		return -EPIPE;
+	if (!s->input_eof) {
+		s->input_eof = 1;
+		s->eof_next = a->now;
+	}
+	shell_type_eof(a, s);
 	return 0;
 }
 

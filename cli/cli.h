@@ -4,17 +4,28 @@
  * Modelled on tmux: each command is one file (cmd-*.c) exporting a
  * cmd_entry (name, usage, options, flags, exec function); cmd-table.c
  * holds the table, cmd.c the help texts, args.c parses a command's
- * arguments, vmux.c is main(). Commands return their exit status: 0 ok,
- * 1 failure, 2 usage error (exec passes the guest command's status on).
+ * arguments, output.c keeps what --json prints, vmux.c is main().
+ *
+ * Commands return their exit status, following Docker's convention: 0 ok,
+ * 2 a usage error (bad flags or operands), 125 vmux's own failure (no such
+ * session, agent unreachable, state directory, a failed copy, ...). The
+ * statuses of a command run in the guest are passed on as they are: 126
+ * (found but could not run), 127 (not found), 128+N (killed by signal N),
+ * 124 (exec --timeout expired); `vmux shell` exits with the shell's status.
  */
 #ifndef VMUX_CLI_H
 #define VMUX_CLI_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
-#define EXIT_USAGE     2
-#define CLI_CONNECT_MS 10000 /* the agent should accept at once */
+#define EXIT_USAGE      2
+#define EXIT_TIMEOUT    124   /* vmux exec --timeout expired */
+#define EXIT_VMUX       125   /* vmux's own error (Docker's convention) */
+#define EXIT_CANNOT_RUN 126   /* the command was found but could not run */
+#define EXIT_NOT_FOUND  127   /* the command was not found */
+#define CLI_CONNECT_MS  10000 /* the agent should accept at once */
 
 /* One option of a command. */
 struct cmd_opt {
@@ -68,6 +79,16 @@ int args_number(const char *what, const char *s, long long min, long long max,
     long long *out, char **cause);
 int args_env_valid(const char *kv, char **cause);
 
+/* output.c: --json: one document on stdout, errors included. */
+struct cJSON;
+void cli_output_start(
+    const struct cmd_entry *, const struct args *, int argc, char **argv);
+int cli_json(void);
+void cli_result(struct cJSON *);
+int cli_output_error(const char *msg);
+void cli_notice(const char *msg);
+int cli_output_finish(FILE *, int rc);
+
 /* cmd-table.c */
 extern const struct cmd_entry *cmd_table[];
 const struct cmd_entry *cmd_find(const char *name);
@@ -79,7 +100,7 @@ void cmd_print_help(const struct cmd_entry *);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct cJSON;
 void cli_json_printable(struct cJSON *);
-void cli_json_print(const struct cJSON *, int pretty);
+void cli_json_print(FILE *, const struct cJSON *, int pretty);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);
@@ -89,6 +110,13 @@ int cli_running_session(
     const char *name, struct session_record *, struct vsock_target *);
 struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
     int timeout_s, char **cause);
+
+/* cmd-ls.c: a session as ls --json and new --json show it. */
+struct session_entry;
+struct cJSON *ls_session_json(const struct session_entry *);
+
+/* cmd-shells.c: a shell record's times as RFC 3339. */
+void shells_times(struct cJSON *);
 
 /* The commands (cmd-*.c). */
 extern const struct cmd_entry cmd_new_entry;
@@ -143,10 +171,12 @@ struct shell_loop_result {
 	int status; /* SHELL_END_EXIT */
 	int signo;  /* SHELL_END_SIGNAL */
 	char *error;
+	uint64_t dropped; /* output bytes the agent dropped (TRUNCATED) */
 };
 struct attach_client;
 void shell_loop(struct attach_client *, const struct shell_loop_opts *,
     struct shell_loop_result *);
+int shell_end_status(const struct shell_loop_result *);
 
 /* cp-args.c: vmux cp's operands. */
 struct cp_spec {
@@ -154,6 +184,10 @@ struct cp_spec {
 	char *session; /* the remote side's session */
 	char *remote;  /* path in the guest */
 	char *local;   /* path on the host */
+	int quiet;     /* no progress line, no notices (--json) */
+	/* filled by cp_upload and cp_download: */
+	uint64_t bytes;   /* archive bytes moved */
+	uint64_t skipped; /* entries left out */
 };
 int cp_split(const char *arg, char **session, char **path, char **cause);
 int cp_parse(const char *src, const char *dst, struct cp_spec *, char **cause);
@@ -172,10 +206,8 @@ void progress_done(struct progress *, int ok);
 char *progress_human(uint64_t bytes);
 
 /* cp.c: the transfers. */
-int cp_upload(
-    const struct vsock_target *, const struct cp_spec *, char **cause);
-int cp_download(
-    const struct vsock_target *, const struct cp_spec *, char **cause);
+int cp_upload(const struct vsock_target *, struct cp_spec *, char **cause);
+int cp_download(const struct vsock_target *, struct cp_spec *, char **cause);
 
 /* cp-place.c: a downloaded copy moves into place all or nothing. */
 char *cp_source_name(const char *remote);

@@ -17,6 +17,8 @@
 static int cmd_close_exec(struct args *);
 
 static const struct cmd_opt cmd_close_opts[] = {
+    {"json", 0, NULL, 0,
+        "print the closed shells with their exit status as JSON"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -34,18 +36,40 @@ const struct cmd_entry cmd_close_entry = {
     .exec = cmd_close_exec,
 };
 
-/* Close each shell; 1 if any failed. */
+/* What `close --json` says about one closed shell (from its record). */
+static cJSON *
+close_json(cJSON *rec)
+{
+	static const char *keys[] = {
+	    "shell_id", "state", "exit_code", "exit_signal", "ended_at"};
+	cJSON *o = cJSON_CreateObject(), *v;
+
+	shells_times(rec);
+	for (size_t i = 0; i < nitems(keys); i++) {
+		v = cJSON_DetachItemFromObjectCaseSensitive(rec, keys[i]);
+		if (v != NULL)
+			cJSON_AddItemToObject(o, keys[i], v);
+		else if (strcmp(keys[i], "exit_signal") != 0)
+			cJSON_AddNullToObject(o, keys[i]);
+	}
+	return o;
+}
+
+/* Close each shell; EXIT_VMUX if any failed. */
 static int
 cmd_close_exec(struct args *a)
 {
 	struct session_record r;
 	struct vsock_target t;
-	cJSON *req, *reply;
+	cJSON *req, *reply, *res, *closed;
 	char *cause = NULL;
 	int rc;
 
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
+	res = cJSON_CreateObject();
+	cJSON_AddStringToObject(res, "session", a->argv[0]);
+	closed = cJSON_AddArrayToObject(res, "closed");
 	for (int i = 1; i < a->argc; i++) {
 		req = cJSON_CreateObject();
 		cJSON_AddStringToObject(req, "action", "close_shell");
@@ -55,10 +79,12 @@ cmd_close_exec(struct args *a)
 			cli_error("%s", cause);
 			free(cause);
 			cause = NULL;
-			rc = 1;
-		}
+			rc = EXIT_VMUX;
+		} else
+			cJSON_AddItemToArray(closed, close_json(reply));
 		cJSON_Delete(reply);
 	}
 	record_free(&r);
+	cli_result(res);
 	return rc;
 }

@@ -70,7 +70,7 @@ connect_pump(int fd)
 			if (errno == EINTR)
 				continue;
 			cli_error("poll: %s", strerror(errno));
-			rc = 1;
+			rc = EXIT_VMUX;
 			break;
 		}
 		if (p[0].revents != 0) {
@@ -101,7 +101,7 @@ connect_pump(int fd)
 				continue;
 			if (n < 0) {
 				cli_error("connection: %s", strerror(errno));
-				rc = 1;
+				rc = EXIT_VMUX;
 				break;
 			}
 			if (n == 0) {
@@ -144,7 +144,7 @@ cmd_connect_exec(struct args *a)
 	if (fd < 0) {
 		cli_error("%s", cause);
 		free(cause);
-		return 1;
+		return EXIT_VMUX;
 	}
 	rc = connect_pump(fd);
 	close(fd);

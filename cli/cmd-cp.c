@@ -13,6 +13,9 @@
 static int cmd_cp_exec(struct args *);
 
 static const struct cmd_opt cmd_cp_opts[] = {
+    {"json", 0, NULL, 0,
+        "print {\"source\", \"destination\", \"direction\", \"bytes\", "
+        "\"skipped\"} as JSON; no progress"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -27,7 +30,8 @@ const struct cmd_entry cmd_cp_entry = {
                "A download is all or nothing: only the source's own name "
                "may come from the guest, any other entry is refused by "
                "name and DST is left as it was. "
-               "Shows progress when stderr is a terminal.",
+               "Shows progress when stderr is a terminal. \"bytes\" in "
+               "--json counts the tar archive that crossed.",
     .opts = cmd_cp_opts,
     .min_args = 2,
     .max_args = 2,
@@ -41,6 +45,7 @@ cmd_cp_exec(struct args *a)
 	struct session_record r;
 	struct vsock_target t;
 	struct cp_spec spec;
+	cJSON *res;
 	char *cause = NULL;
 	int rc;
 
@@ -53,6 +58,7 @@ cmd_cp_exec(struct args *a)
 		cp_spec_free(&spec);
 		return rc;
 	}
+	spec.quiet = cli_json();
 	if (spec.upload)
 		rc = cp_upload(&t, &spec, &cause);
 	else
@@ -60,7 +66,17 @@ cmd_cp_exec(struct args *a)
 	if (rc != 0) {
 		cli_error("cp: %s", cause);
 		free(cause);
-		rc = 1;
+		rc = EXIT_VMUX;
+	} else {
+		res = cJSON_CreateObject();
+		cJSON_AddStringToObject(res, "source", a->argv[0]);
+		cJSON_AddStringToObject(res, "destination", a->argv[1]);
+		cJSON_AddStringToObject(
+		    res, "direction", spec.upload ? "upload" : "download");
+		cJSON_AddStringToObject(res, "session", spec.session);
+		cJSON_AddNumberToObject(res, "bytes", (double)spec.bytes);
+		cJSON_AddNumberToObject(res, "skipped", (double)spec.skipped);
+		cli_result(res);
 	}
 	record_free(&r);
 	cp_spec_free(&spec);

@@ -20,6 +20,8 @@ static const struct cmd_opt cmd_kill_opts[] = {
     {"signal", 's', "SIGNAL", 0,
         "HUP, INT, QUIT, TERM (default), KILL, USR1, USR2, TSTP, CONT or "
         "WINCH, with or without SIG"},
+    {"json", 0, NULL, 0,
+        "print {\"session\", \"shell_id\", \"signal\"} as JSON"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -44,7 +46,7 @@ cmd_kill_exec(struct args *a)
 	const char *sig = args_get(a, "signal");
 	struct session_record r;
 	struct vsock_target t;
-	cJSON *req, *reply;
+	cJSON *req, *reply, *res;
 	char *cause = NULL, *name;
 	int rc;
 
@@ -59,14 +61,21 @@ cmd_kill_exec(struct args *a)
 	cJSON_AddStringToObject(req, "action", "signal_shell");
 	cJSON_AddStringToObject(req, "shell_id", a->argv[1]);
 	cJSON_AddStringToObject(req, "signal", name);
-	free(name);
 	reply = cli_agent(&t, req, KILL_REQUEST_S, &cause);
 	record_free(&r);
 	if (reply == NULL) {
 		cli_error("%s", cause);
 		free(cause);
-		return 1;
+		free(name);
+		return EXIT_VMUX;
 	}
 	cJSON_Delete(reply);
+	res = cJSON_CreateObject();
+	cJSON_AddStringToObject(res, "session", a->argv[0]);
+	cJSON_AddStringToObject(res, "shell_id", a->argv[1]);
+	cJSON_AddStringToObject(
+	    res, "signal", strncmp(name, "SIG", 3) == 0 ? name + 3 : name);
+	cli_result(res);
+	free(name);
 	return 0;
 }

@@ -31,9 +31,9 @@ const struct cmd_entry cmd_ls_entry = {
     .exec = cmd_ls_exec,
 };
 
-/* One session as `ls --json` shows it. */
-static cJSON *
-ls_json(const struct session_entry *e)
+/* One session as `ls --json` (and `new --json`) shows it. */
+cJSON *
+ls_session_json(const struct session_entry *e)
 {
 	const struct session_record *r = &e->rec;
 	cJSON *o = cJSON_CreateObject(), *pids;
@@ -45,7 +45,7 @@ ls_json(const struct session_entry *e)
 		cJSON_AddStringToObject(o, "error", e->error);
 		return o;
 	}
-	created = iso8601(r->created);
+	created = time_rfc3339((double)r->created);
 	cJSON_AddStringToObject(o, "state", session_state(r));
 	cJSON_AddStringToObject(o, "accel", r->accel);
 	cJSON_AddNumberToObject(o, "cid", r->cid);
@@ -58,7 +58,10 @@ ls_json(const struct session_entry *e)
 	pids = cJSON_AddObjectToObject(o, "pids");
 	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
 	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
-	cJSON_AddStringToObject(o, "created", created);
+	if (created != NULL)
+		cJSON_AddStringToObject(o, "created", created);
+	else
+		cJSON_AddNullToObject(o, "created");
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	cJSON_AddStringToObject(o, "dir", r->dir);
@@ -90,13 +93,13 @@ ls_table(const struct session_entry *v, size_t n)
 			    v[i].error);
 			continue;
 		}
-		created = iso8601(r->created);
+		created = time_rfc3339((double)r->created);
 		snprintf(mem, sizeof mem, "%dM", r->memory_mb);
 		snprintf(pids, sizeof pids, "%ld/%ld", (long)r->qemu_pid,
 		    (long)r->bridge_pid);
 		printf("%-*s  %-8s  %-5s  %4u  %4d  %7s  %-13s  %-20s  %s\n",
 		    (int)w, v[i].name, session_state(r), r->accel, r->cid,
-		    r->cpus, mem, pids, created,
+		    r->cpus, mem, pids, created != NULL ? created : "-",
 		    r->vsock_uds != NULL ? r->vsock_uds : "vsock");
 		free(created);
 	}
@@ -107,26 +110,23 @@ static int
 cmd_ls_exec(struct args *a)
 {
 	struct session_entry *v;
-	char *home = cli_home(), *cause = NULL, *text;
+	char *home = cli_home(), *cause = NULL;
 	size_t n, i;
 
 	if (home == NULL)
-		return 1;
+		return EXIT_VMUX;
 	if (session_list(home, &v, &n, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		free(home);
-		return 1;
+		return EXIT_VMUX;
 	}
 	free(home);
-	if (args_has(a, "json")) {
+	if (cli_json()) {
 		cJSON *arr = cJSON_CreateArray();
 		for (i = 0; i < n; i++)
-			cJSON_AddItemToArray(arr, ls_json(&v[i]));
-		text = cJSON_Print(arr);
-		printf("%s\n", text);
-		cJSON_free(text);
-		cJSON_Delete(arr);
+			cJSON_AddItemToArray(arr, ls_session_json(&v[i]));
+		cli_result(arr);
 	} else
 		ls_table(v, n);
 	session_list_free(v, n);

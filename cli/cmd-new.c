@@ -32,6 +32,9 @@ static const struct cmd_opt cmd_new_opts[] = {
     {"initrd", 0, "FILE", 0, "guest initrd (default: vmux's guest image)"},
     {"vsock", 0, "bridge|kernel", 0,
         "vsock transport: vmux-bridge (default) or /dev/vhost-vsock"},
+    {"json", 0, NULL, 0,
+        "print the session as JSON (as ls --json shows it) instead of "
+        "its name"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -40,7 +43,7 @@ const struct cmd_entry cmd_new_entry = {
     .pre = "NAME",
     .summary = "Boot a new microVM session called NAME. Returns once the "
                "guest agent answers, printing the name; on failure nothing "
-               "is left behind.",
+               "is left behind (exit status 125).",
     .opts = cmd_new_opts,
     .min_args = 1,
     .max_args = 1,
@@ -60,7 +63,7 @@ new_signal(int sig)
 static void
 new_notice(const char *msg)
 {
-	cli_error("%s", msg);
+	cli_notice(msg);
 }
 
 /* Read an optional number flag into *out. */
@@ -141,7 +144,7 @@ cmd_new_exec(struct args *a)
 	home = cli_home();
 	if (home == NULL) {
 		free(allow);
-		return 1;
+		return EXIT_VMUX;
 	}
 	o.home = home;
 	o.notice = new_notice;
@@ -156,9 +159,13 @@ cmd_new_exec(struct args *a)
 	if (session_launch(&o, &r, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
-		rc = 1;
+		rc = EXIT_VMUX;
 	} else {
-		printf("%s\n", r.name);
+		struct session_entry e = {.name = r.name, .ok = 1, .rec = r};
+		if (cli_json())
+			cli_result(ls_session_json(&e));
+		else
+			printf("%s\n", r.name);
 		record_free(&r);
 		rc = 0;
 	}

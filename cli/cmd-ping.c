@@ -15,7 +15,9 @@
 static int cmd_ping_exec(struct args *);
 
 static const struct cmd_opt cmd_ping_opts[] = {
-    {"json", 0, NULL, 0, "print the agent's reply as JSON"},
+    {"json", 0, NULL, 0,
+        "print the agent's reply as JSON (version, kernel, "
+        "uptime_seconds, time, ...)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -23,7 +25,8 @@ const struct cmd_entry cmd_ping_entry = {
     .name = "ping",
     .pre = "NAME",
     .summary = "Ask the guest agent of session NAME who it is. Prints the "
-               "agent's version, the guest kernel, uptime and more.",
+               "agent's version, the guest kernel, uptime, the guest's "
+               "clock and more.",
     .opts = cmd_ping_opts,
     .min_args = 1,
     .max_args = 1,
@@ -81,6 +84,25 @@ ping_print(const cJSON *reply)
 	}
 }
 
+/* The agent's clock ("time", seconds since the epoch) as RFC 3339. */
+static void
+ping_times(cJSON *reply)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, "time");
+	char *s;
+
+	if (!cJSON_IsNumber(v))
+		return;
+	s = time_rfc3339(v->valuedouble);
+	if (s != NULL)
+		cJSON_ReplaceItemInObjectCaseSensitive(
+		    reply, "time", cJSON_CreateString(s));
+	else
+		cJSON_ReplaceItemInObjectCaseSensitive(
+		    reply, "time", cJSON_CreateNull());
+	free(s);
+}
+
 /* Ping the agent. */
 static int
 cmd_ping_exec(struct args *a)
@@ -104,14 +126,15 @@ cmd_ping_exec(struct args *a)
 	if (reply == NULL) {
 		cli_error("%s", cause);
 		free(cause);
-		return 1;
+		return EXIT_VMUX;
 	}
-	if (args_has(a, "json")) {
-		cli_json_print(reply, 0);
-	} else {
+	ping_times(reply);
+	if (cli_json())
+		cli_result(reply);
+	else {
 		cli_json_printable(reply);
 		ping_print(reply);
+		cJSON_Delete(reply);
 	}
-	cJSON_Delete(reply);
 	return 0;
 }

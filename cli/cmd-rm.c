@@ -16,6 +16,9 @@ static int cmd_rm_exec(struct args *);
 static const struct cmd_opt cmd_rm_opts[] = {
     {"force", 'f', NULL, 0,
         "kill at once; no error if the session does not exist"},
+    {"json", 0, NULL, 0,
+        "print {\"removed\": NAME} (a list of names for several) as "
+        "JSON"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -31,31 +34,46 @@ const struct cmd_entry cmd_rm_entry = {
     .exec = cmd_rm_exec,
 };
 
-/* Remove each named session; 1 if any failed. */
+/* Remove each named session; EXIT_VMUX if any failed. */
 static int
 cmd_rm_exec(struct args *a)
 {
 	char *home, *cause = NULL;
 	int i, rc = 0, force = args_has(a, "force");
+	cJSON *removed = cJSON_CreateArray(), *res;
 
 	for (i = 0; i < a->argc; i++) {
 		if (session_name_valid(a->argv[i], &cause) != 0) {
 			rc = cli_usage_error(a->entry, "%s", cause);
 			free(cause);
+			cJSON_Delete(removed);
 			return rc;
 		}
 	}
 	home = cli_home();
-	if (home == NULL)
-		return 1;
+	if (home == NULL) {
+		cJSON_Delete(removed);
+		return EXIT_VMUX;
+	}
 	for (i = 0; i < a->argc; i++) {
 		if (session_remove(home, a->argv[i], force, &cause) != 0) {
 			cli_error("%s", cause);
 			free(cause);
 			cause = NULL;
-			rc = 1;
-		}
+			rc = EXIT_VMUX;
+		} else
+			cJSON_AddItemToArray(
+			    removed, cJSON_CreateString(a->argv[i]));
 	}
 	free(home);
+	res = cJSON_CreateObject();
+	if (a->argc == 1 && cJSON_GetArraySize(removed) == 1)
+		cJSON_AddItemToObject(
+		    res, "removed", cJSON_DetachItemFromArray(removed, 0));
+	else
+		cJSON_AddItemToObject(
+		    res, "removed", cJSON_Duplicate(removed, 1));
+	cJSON_Delete(removed);
+	cli_result(res);
 	return rc;
 }

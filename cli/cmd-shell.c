@@ -237,13 +237,13 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	o.sig_fd = sigpipe_open(sigs, nitems(sigs));
 	if (o.sig_fd < 0) {
 		cli_error("cannot make a pipe");
-		return 1;
+		return EXIT_VMUX;
 	}
 	if (attach_shell_open(t, id, cursor, mono_ms() + SHELL_REQUEST_S * 1000,
 	        &ac, &rec, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
-		return 1;
+		return EXIT_VMUX;
 	}
 	o.detach_key = r->detach_key;
 	o.tty = tty;
@@ -264,7 +264,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 		if (term_raw_enter(STDIN_FILENO) != 0) {
 			cli_error("cannot set the terminal to raw mode");
 			attach_client_free(&ac);
-			return 1;
+			return EXIT_VMUX;
 		}
 		if (reattach && isatty(STDOUT_FILENO))
 			write_all(STDOUT_FILENO, "\033[H\033[2J", 7);
@@ -279,31 +279,28 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 		shell_term_reset();
 		term_restore();
 	}
+	rc = shell_end_status(&res);
 	switch (res.end) {
-	case SHELL_END_EXIT:
-		rc = res.status;
-		break;
 	case SHELL_END_DETACH:
 		fprintf(stderr, "%s[detached from shell %s in %s]\n",
 		    tty ? "\n" : "", id, r->name);
-		rc = 0;
 		break;
 	case SHELL_END_SIGNAL:
 		fprintf(stderr, "%s[detached from shell %s in %s: %s]\n",
 		    tty ? "\n" : "", id, r->name, strsignal(res.signo));
-		rc = 128 + res.signo;
 		break;
-	case SHELL_END_OUTPUT:
-		rc = 1;
-		break;
-	default:
+	case SHELL_END_LOST:
 		cli_error("%s; shell %s may still be running in %s",
 		    res.error != NULL ? res.error
 		                      : "the agent closed the connection",
 		    id, r->name);
-		rc = 1;
+		break;
+	default:
 		break;
 	}
+	if (res.dropped > 0)
+		cli_error("%llu bytes of output were dropped (client too slow)",
+		    (unsigned long long)res.dropped);
 	free(res.error);
 	return rc;
 }
@@ -350,7 +347,7 @@ cmd_shell_exec(struct args *a)
 	if (id == NULL) {
 		cli_error("%s", cause != NULL ? cause : "no such shell");
 		free(cause);
-		rc = 1;
+		rc = EXIT_VMUX;
 	} else
 		rc =
 		    shell_attach(&t, &r, id, found > 0 ? cursor : 0, found > 0);

@@ -15,7 +15,9 @@
 static int cmd_shells_exec(struct args *);
 
 static const struct cmd_opt cmd_shells_opts[] = {
-    {"json", 0, NULL, 0, "print the agent's shell records as JSON"},
+    {"json", 0, NULL, 0,
+        "print the agent's shell records as a JSON array (times in RFC "
+        "3339)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -70,6 +72,28 @@ shell_command(const cJSON *s)
 	return out != NULL ? out : xstrdup("-");
 }
 
+/*
+ * Turn the agent's times (seconds since the epoch) into RFC 3339 strings,
+ * as every time vmux shows is; null stays null.
+ */
+void
+shells_times(cJSON *rec)
+{
+	static const char *keys[] = {"started_at", "ended_at"};
+	const cJSON *v;
+	char *s;
+
+	for (size_t i = 0; i < nitems(keys); i++) {
+		v = cJSON_GetObjectItemCaseSensitive(rec, keys[i]);
+		if (!cJSON_IsNumber(v))
+			continue;
+		s = time_rfc3339(v->valuedouble);
+		cJSON_ReplaceItemInObjectCaseSensitive(rec, keys[i],
+		    s != NULL ? cJSON_CreateString(s) : cJSON_CreateNull());
+		free(s);
+	}
+}
+
 /* Print the table. */
 static void
 shells_print(const cJSON *arr)
@@ -89,7 +113,8 @@ shells_print(const cJSON *arr)
 		const cJSON *code =
 		    cJSON_GetObjectItemCaseSensitive(s, "exit_code");
 		const char *sig = field_str(s, "exit_signal", NULL);
-		char size[32], exitbuf[32], *started, *cmd = shell_command(s);
+		const char *started = field_str(s, "started_at", "-");
+		char size[32], exitbuf[32], *cmd = shell_command(s);
 
 		snprintf(size, sizeof size, "%.0fx%.0f",
 		    field_num(s, "cols", 0), field_num(s, "rows", 0));
@@ -101,11 +126,9 @@ shells_print(const cJSON *arr)
 		else
 			snprintf(
 			    exitbuf, sizeof exitbuf, "%.0f", code->valuedouble);
-		started = iso8601((int64_t)field_num(s, "started_at", 0));
 		printf("%-*s  %-8s  %-9s  %-20s  %-10s  %7.0f  %s\n", (int)w,
 		    field_str(s, "shell_id", "?"), field_str(s, "state", "?"),
 		    size, started, exitbuf, field_num(s, "clients", 0), cmd);
-		free(started);
 		free(cmd);
 	}
 }
@@ -116,8 +139,7 @@ cmd_shells_exec(struct args *a)
 {
 	struct session_record r;
 	struct vsock_target t;
-	cJSON *req, *reply;
-	cJSON *arr;
+	cJSON *req, *reply, *arr, *s;
 	char *cause = NULL;
 	int rc;
 
@@ -130,17 +152,19 @@ cmd_shells_exec(struct args *a)
 	if (reply == NULL) {
 		cli_error("%s", cause);
 		free(cause);
-		return 1;
+		return EXIT_VMUX;
 	}
 	arr = cJSON_GetObjectItemCaseSensitive(reply, "shells");
 	if (!cJSON_IsArray(arr)) {
 		cli_error("agent's list_shells answer has no shells");
 		cJSON_Delete(reply);
-		return 1;
+		return EXIT_VMUX;
 	}
-	if (args_has(a, "json")) {
-		cli_json_print(arr, 1);
-	} else {
+	cJSON_ArrayForEach(s, arr) shells_times(s);
+	if (cli_json())
+		cli_result(
+		    cJSON_DetachItemFromObjectCaseSensitive(reply, "shells"));
+	else {
 		cli_json_printable(arr);
 		shells_print(arr);
 	}

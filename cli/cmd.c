@@ -123,9 +123,11 @@ cmd_print_help(const struct cmd_entry *e)
 }
 
 /*
- * Print "vmux: <message>" on stderr. Messages often quote the guest (agent
- * errors, names in a guest's archive): control characters are shown as
- * escapes (str_printable), so no guest can drive the user's terminal.
+ * Print "vmux: <message>" on stderr; under --json the message goes into
+ * the final error document instead (output.c). Messages often quote the
+ * guest (agent errors, names in a guest's archive): control characters are
+ * shown as escapes (str_printable), so no guest can drive the user's
+ * terminal.
  */
 void
 cli_error(const char *fmt, ...)
@@ -133,10 +135,14 @@ cli_error(const char *fmt, ...)
 	va_list ap;
 	char *msg, *safe;
 
-	fflush(stdout);
 	va_start(ap, fmt);
 	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
+	if (cli_output_error(msg)) {
+		free(msg);
+		return;
+	}
+	fflush(stdout);
 	safe = str_printable(msg, STR_KEEP_NL);
 	fprintf(stderr, "vmux: %s\n", safe);
 	free(safe);
@@ -176,8 +182,8 @@ cli_home(void)
 
 /*
  * Load session name and check that it runs; fills r (caller frees with
- * record_free) and t (which points into r). 0, or 1 after saying why; a
- * bad name is reported as a usage error (2).
+ * record_free) and t (which points into r). 0, or EXIT_VMUX after saying
+ * why; a bad name is reported as a usage error (EXIT_USAGE).
  */
 int
 cli_running_session(
@@ -192,19 +198,19 @@ cli_running_session(
 		return EXIT_USAGE;
 	}
 	if ((home = cli_home()) == NULL)
-		return 1;
+		return EXIT_VMUX;
 	if (record_load(home, name, r, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		free(home);
-		return 1;
+		return EXIT_VMUX;
 	}
 	free(home);
 	state = session_state(r);
 	if (strcmp(state, "running") != 0) {
 		cli_error("session '%s' is %s", r->name, state);
 		record_free(r);
-		return 1;
+		return EXIT_VMUX;
 	}
 	session_target(r, t);
 	return 0;
@@ -258,14 +264,17 @@ cli_json_printable(cJSON *o)
 	cJSON_ArrayForEach(e, o) cli_json_printable(e);
 }
 
-/* Print a guest's JSON answer and a newline: controls escaped, data kept. */
+/*
+ * Print a JSON document and a newline to f: DEL and C1 controls, which
+ * cJSON leaves raw, are escaped too (json_printable), losing nothing.
+ */
 void
-cli_json_print(const cJSON *o, int pretty)
+cli_json_print(FILE *f, const cJSON *o, int pretty)
 {
 	char *text = pretty ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
 	char *safe = json_printable(text != NULL ? text : "null");
 
-	printf("%s\n", safe);
+	fprintf(f, "%s\n", safe);
 	free(safe);
 	cJSON_free(text);
 }

@@ -157,15 +157,16 @@ out:
 	return rc;
 }
 
-/* Warn about entries the extraction left out. */
+/* Count, and unless quiet warn about, entries the extraction left out. */
 static void
-cp_skipped(const cJSON *reply, double skipped)
+cp_skipped(struct cp_spec *spec, const cJSON *reply, double skipped)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(reply, "skipped");
 
 	if (cJSON_IsNumber(v))
 		skipped = v->valuedouble;
-	if (skipped > 0)
+	spec->skipped = skipped > 0 ? (uint64_t)skipped : 0;
+	if (skipped > 0 && !spec->quiet)
 		cli_error("skipped %.0f entries (devices, fifos, sockets or "
 		          "links pointing outside the destination)",
 		    skipped);
@@ -173,8 +174,7 @@ cp_skipped(const cJSON *reply, double skipped)
 
 /* Host path -> guest; 0 or -1 with cause. */
 int
-cp_upload(
-    const struct vsock_target *t, const struct cp_spec *spec, char **cause)
+cp_upload(const struct vsock_target *t, struct cp_spec *spec, char **cause)
 {
 	struct progress pr;
 	struct tar_result tr;
@@ -221,6 +221,7 @@ cp_upload(
 		goto out;
 	}
 	progress_init(&pr, "upload", (uint64_t)size);
+	pr.on = pr.on && !spec->quiet;
 	if (cp_send_archive(sock, fd, (uint64_t)size, &pr, cause) != 0) {
 		progress_done(&pr, 0);
 		goto out;
@@ -229,7 +230,8 @@ cp_upload(
 	progress_done(&pr, reply != NULL);
 	if (reply == NULL)
 		goto out;
-	cp_skipped(reply, 0);
+	spec->bytes = pr.bytes;
+	cp_skipped(spec, reply, 0);
 	rc = 0;
 out:
 	cJSON_Delete(reply);
@@ -323,8 +325,7 @@ cp_wait(int sock, const struct cp_signals *s, char **cause)
 
 /* Guest path -> host; 0 or -1 with cause. */
 int
-cp_download(
-    const struct vsock_target *t, const struct cp_spec *spec, char **cause)
+cp_download(const struct vsock_target *t, struct cp_spec *spec, char **cause)
 {
 	struct tar_extract *te = NULL;
 	struct progress pr;
@@ -386,6 +387,7 @@ cp_download(
 	set_nonblock(sock, 1);
 	progress_init(&pr, "download",
 	    cJSON_IsNumber(size) ? (uint64_t)size->valuedouble : 0);
+	pr.on = pr.on && !spec->quiet;
 	if (rest_len > 0) {
 		progress_add(&pr, rest_len);
 		if (tar_extract_feed(te, rest, rest_len, cause) != 0)
@@ -423,7 +425,8 @@ cp_download(
 		xasprintf(&to, "%s/%s", dir, top != NULL ? top : name);
 	if (cp_place(from, to, name == NULL && top == NULL, cause) != 0)
 		goto out;
-	cp_skipped(NULL, (double)tr.skipped);
+	spec->bytes = pr.bytes;
+	cp_skipped(spec, NULL, (double)tr.skipped);
 	rc = 0;
 	goto out;
 fail:

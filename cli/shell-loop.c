@@ -6,10 +6,12 @@
  * client's bounded queue (stdin is only read while the queue has room);
  * DATA frames go to a bounded stdout queue, and the stream is only read
  * while that queue has room, so a stalled stdout makes the agent lag this
- * client (it replays from the ring or says TRUNCATED) instead of growing
- * memory, and never delays keystrokes or the detach key. stdout is written
- * through a non-blocking descriptor of its own (re-opened through /proc, so
- * the terminal's shared file status flags are never changed).
+ * client (it replays from the ring or says TRUNCATED, counted in
+ * res->dropped) instead of growing memory, and never delays keystrokes or the
+ * detach key. stdout is written through a non-blocking descriptor of its own
+ * (re-opened through /proc, so the terminal's shared file status flags are
+ * never changed). EOF on a stdin that is not a terminal sends EOF: the shell
+ * reads end of file and the output streams on until it exits.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -253,7 +255,8 @@ loop_stdin(struct loop *l)
 		if (l->o->tty) { /* the terminal hung up */
 			l->res->signo = SIGHUP;
 			loop_detach(l, SHELL_END_SIGNAL);
-		}
+		} else if (!l->detaching) /* end of a script: the shell's too */
+			attach_client_queue(l->ac, VMUX_ATTACH_EOF, NULL, 0);
 		return;
 	}
 	fwd = detach_scan(buf, (size_t)n, l->o->detach_key, &found);
@@ -353,9 +356,11 @@ loop_frame(struct loop *l, const struct attach_frame *f)
 		l->deadline = mono_ms() + DRAIN_WAIT_MS;
 		break;
 	case VMUX_ATTACH_TRUNCATED:
-		if (attach_decode_truncated(f, &a, &b) == 0)
+		if (attach_decode_truncated(f, &a, &b) == 0 && b > a) {
 			log_debug("shell output %llu..%llu was lost",
 			    (unsigned long long)a, (unsigned long long)b);
+			l->res->dropped += b - a;
+		}
 		break;
 	case VMUX_ATTACH_ERROR:
 		loop_msg(
@@ -500,4 +505,24 @@ shell_loop(struct attach_client *ac, const struct shell_loop_opts *o,
 	if (res->end == SHELL_END_EXIT)
 		outq_write(&l.out);
 	outq_close(&l.out);
+}
+
+/*
+ * vmux shell's exit status for how the loop ended: the shell's status
+ * (128+N if signal N killed it), 0 after detaching, 128+N when signal N
+ * made us let go, EXIT_VMUX when the connection or our stdout broke.
+ */
+int
+shell_end_status(const struct shell_loop_result *res)
+{
+	switch (res->end) {
+	case SHELL_END_EXIT:
+		return res->status;
+	case SHELL_END_DETACH:
+		return 0;
+	case SHELL_END_SIGNAL:
+		return 128 + res->signo;
+	default:
+		return EXIT_VMUX;
+	}
 }

@@ -40,17 +40,18 @@ main(int argc, char **argv)
 		return cli_usage_error(
 		    NULL, "unknown command '%s' (try vmux help)", argv[1]);
 	if (args_parse(e, argc - 1, argv + 1, &a, &cause) != 0) {
+		cli_output_start(e, NULL, argc - 1, argv + 1);
 		rc = cli_usage_error(e, "%s", cause);
 		free(cause);
-		return rc;
+		return cli_output_finish(stdout, rc);
 	}
 	if (a.help) {
 		cmd_print_help(e);
 		rc = 0;
-	} else
+	} else {
+		cli_output_start(e, &a, argc - 1, argv + 1);
 		rc = e->exec(&a);
+	}
 	args_free(&a);
-	if (fflush(stdout) != 0 && rc == 0)
-		rc = 1;
-	return rc;
+	return cli_output_finish(stdout, rc);
 }

@@ -45,6 +45,7 @@ __attribute__((noreturn)) void fatalx(const char *, ...)
 /* util.c */
 uint64_t mono_ms(void);
 double wall_time(void);
+char *time_rfc3339(double t);
 int set_nonblock(int fd, int on);
 int set_cloexec(int fd);
 ssize_t write_all(int fd, const void *buf, size_t len);

@@ -1,8 +1,10 @@
 /*
- * util.c: clocks and file-descriptor helpers.
+ * util.c: clocks, the one time format, and file-descriptor helpers.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +29,28 @@ wall_time(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/*
+ * Format t (seconds since the epoch; fractions are dropped) as RFC 3339 in
+ * UTC with a "Z", e.g. "2026-11-23T22:51:00Z": every time vmux shows, in
+ * tables and JSON, has this one form. NULL (caller frees otherwise) when t
+ * is not a time: negative, not finite or past year 9999.
+ */
+char *
+time_rfc3339(double t)
+{
+	struct tm tm;
+	time_t tt;
+	char buf[32];
+
+	if (!isfinite(t) || t < 0 || t >= 253402300800.0)
+		return NULL;
+	tt = (time_t)t; /* t >= 0: truncation is floor */
+	if (gmtime_r(&tt, &tm) == NULL ||
+	    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		return NULL;
+	return xstrdup(buf);
 }
 
 /* Turn O_NONBLOCK on or off; 0 or -errno. */

@@ -29,6 +29,12 @@
  *   SIGNAL    signal name ("INT", "SIGTERM", ...) for the foreground group.
  *   DETACH    empty: stop streaming; the shell keeps running. Closing the
  *             socket does the same.
+ *   EOF       empty: no more input from this client (`vmux shell < file`).
+ *             Once the input before it is written, the agent types the
+ *             terminal's VEOF character (Ctrl-D), and again every 200 ms
+ *             while the shell runs, as a closed pipe keeps reading as end
+ *             of file; in canonical mode only while the foreground process
+ *             waits in read(2). Output goes on streaming until EXIT.
  * Unknown frame types are answered with ERROR and otherwise ignored, so
  * either side may add types later. A length over VMUX_ATTACH_MAX_PAYLOAD is a
  * broken stream.
@@ -56,6 +62,7 @@ enum vmux_attach_type {
 	VMUX_ATTACH_TRUNCATED = 6,
 	VMUX_ATTACH_ERROR = 7,
 	VMUX_ATTACH_DETACH = 8,
+	VMUX_ATTACH_EOF = 9,
 };
 
 /* Store v little endian at p. */

@@ -46,20 +46,6 @@ record_free(struct session_record *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* Format seconds since the epoch as ISO-8601 UTC. */
-char *
-iso8601(int64_t t)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-	char buf[64];
-
-	if (gmtime_r(&tt, &tm) == NULL ||
-	    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		return xstrdup("?");
-	return xstrdup(buf);
-}
-
 /* Add a string, or null when s is NULL. */
 static void
 add_str(cJSON *o, const char *key, const char *s)
@@ -75,7 +61,7 @@ cJSON *
 record_to_json(const struct session_record *r)
 {
 	cJSON *o = cJSON_CreateObject(), *pids, *ports;
-	char *created = iso8601(r->created);
+	char *created = time_rfc3339((double)r->created);
 	size_t i;
 
 	cJSON_AddNumberToObject(o, "version", SESSION_VERSION);
@@ -99,7 +85,7 @@ record_to_json(const struct session_record *r)
 	pids = cJSON_AddObjectToObject(o, "pids");
 	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
 	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
-	cJSON_AddStringToObject(o, "created", created);
+	add_str(o, "created", created);
 	cJSON_AddNumberToObject(o, "created_unix", (double)r->created);
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);

@@ -100,7 +100,6 @@ int record_write(const char *path, const struct session_record *, char **cause);
 int record_read(const char *path, struct session_record *, char **cause);
 int record_load(
     const char *home, const char *name, struct session_record *, char **cause);
-char *iso8601(int64_t t);
 unsigned cid_pick(const unsigned *used, size_t n);
 int session_list(
     const char *home, struct session_entry **out, size_t *n, char **cause);

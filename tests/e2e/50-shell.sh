@@ -280,16 +280,16 @@ t_errors() {
 	r=$(raw '{"action":"signal_shell","shell_id":"raw","signal":"BOGUS"}')
 	[[ $(jqr "$r" .error) == *"unknown signal"* ]] || fail "bad signal: $r" || return 1
 	err=$(vmux kill sh nope 2>&1)
-	expect_eq "kill status" $? 1 || return 1
+	expect_eq "kill status" $? 125 || return 1
 	expect_match "kill error" "$err" 'no shell "nope"' || return 1
 	err=$(vmux close sh nope 2>&1)
-	expect_eq "close status" $? 1 || return 1
+	expect_eq "close status" $? 125 || return 1
 	expect_match "close error" "$err" 'no shell "nope"' || return 1
 	err=$(vmux shell sh --id 'bad id!' </dev/null 2>&1)
 	expect_eq "bad id status" $? 2 || return 1
 	expect_match "bad id" "$err" 'invalid shell id' || return 1
 	err=$(vmux shells nosuch 2>&1)
-	expect_eq "bad session" $? 1 || return 1
+	expect_eq "bad session" $? 125 || return 1
 	expect_match "bad session" "$err" "nosuch"
 }
 

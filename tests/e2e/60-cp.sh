@@ -102,43 +102,43 @@ t_absolute_link_skipped() {
 t_err_missing_source() {
 	local err
 	err=$(vmux cp "$W/nope" cp:/tmp/ 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" 'nope.*No such file'
 }
 t_err_bad_session() {
 	local err
 	err=$(vmux cp "$W/f.txt" nosuch:/tmp/ 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" "nosuch"
 }
 t_err_remote_missing() {
 	local err
 	err=$(vmux cp cp:/no/such/file "$W/" 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" 'No such file'
 	[[ ! -e $W/file ]] || fail "something was written"
 }
 t_err_remote_parent_missing() {
 	local err
 	err=$(vmux cp "$W/f.txt" cp:/no/such/dir/x 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" 'parent is not a directory'
 }
 t_err_not_a_directory() {
 	local err
 	err=$(vmux cp cp:/etc/hostname/ "$W/" 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" 'Not a directory' || return 1
 	err=$(vmux cp "$W/f.txt" "$W/f.txt/" 2>&1)
 	expect_eq "local-local status" $? 2 || return 1
 	err=$(vmux cp cp:/etc/hostname "$W/missing-dir/" 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" 'does not exist'
 }
 t_err_dir_over_file() {
 	local err
 	err=$(vmux cp cp:/tmp/newname "$W/f.txt" 2>&1)
-	expect_eq status $? 1 || return 1
+	expect_eq status $? 125 || return 1
 	expect_match error "$err" 'over file' || return 1
 	expect_eq "file kept" "$(cat "$W/f.txt")" "hello file"
 }

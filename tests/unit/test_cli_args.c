@@ -1,8 +1,12 @@
 /*
- * test_cli_args.c: the command-line parser, usage lines, and `vmux exec`'s
- * argument handling ("--", --env validation, the JSON request).
+ * test_cli_args.c: the command-line parser, usage lines, `vmux exec`'s
+ * argument handling ("--", --env validation, the JSON request), and --json
+ * output (one document, errors included).
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session/session.h"
@@ -302,4 +306,110 @@ TEST(exec_usage_errors)
 		}
 		free(cause);
 	}
+}
+
+/* Run cli_output_finish into a buffer; the exit status and the text. */
+static int
+finish_into(int rc, char *buf, size_t len)
+{
+	FILE *f = fmemopen(buf, len, "w");
+	int out;
+
+	memset(buf, 0, len);
+	out = cli_output_finish(f, rc);
+	fclose(f);
+	return out;
+}
+
+TEST(json_error_is_one_document_with_the_exit_code)
+{
+	const char *v[] = {"demo", "box", "--json", NULL};
+	char buf[512], *cause;
+	struct args a;
+	cJSON *doc;
+	int err[2], saved;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	cli_output_start(&demo, &a, 3, (char **)v);
+	CHECK(cli_json());
+	/* nothing reaches stderr */
+	CHECK(pipe(err) == 0);
+	saved = dup(STDERR_FILENO);
+	dup2(err[1], STDERR_FILENO);
+	cli_result(cJSON_CreateObject()); /* an error wins over a result */
+	cli_error("no session named '%s'", "box");
+	cli_error("second");
+	cli_notice("a notice");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(err[1]);
+	CHECK_INT(read(err[0], buf, sizeof buf), 0);
+	close(err[0]);
+	CHECK_INT(finish_into(EXIT_VMUX, buf, sizeof buf), EXIT_VMUX);
+	doc = cJSON_Parse(buf);
+	CHECK(doc != NULL && cJSON_GetArraySize(doc) == 2);
+	CHECK_STR(cJSON_GetObjectItem(doc, "error")->valuestring,
+	    "no session named 'box'; second");
+	CHECK_INT(cJSON_GetObjectItem(doc, "exit_code")->valueint, 125);
+	cJSON_Delete(doc);
+	args_free(&a);
+	cli_output_start(&demo, NULL, 0, NULL);
+}
+
+TEST(json_result_is_printed_and_errors_are_never_success)
+{
+	const char *v[] = {"demo", "box", "--json", NULL};
+	char buf[512], *cause;
+	struct args a;
+	cJSON *o = cJSON_CreateObject(), *doc;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	cli_output_start(&demo, &a, 3, (char **)v);
+	cJSON_AddStringToObject(o, "removed", "box");
+	cli_result(o);
+	CHECK_INT(finish_into(0, buf, sizeof buf), 0);
+	doc = cJSON_Parse(buf);
+	CHECK(doc != NULL);
+	CHECK_STR(cJSON_GetObjectItem(doc, "removed")->valuestring, "box");
+	cJSON_Delete(doc);
+	/* an error reported by a command that returned 0 still fails */
+	cli_output_start(&demo, &a, 3, (char **)v);
+	cli_error("late");
+	CHECK_INT(finish_into(0, buf, sizeof buf), EXIT_VMUX);
+	CHECK(strstr(buf, "\"exit_code\":\t125") != NULL);
+	args_free(&a);
+	cli_output_start(&demo, NULL, 0, NULL);
+}
+
+TEST(json_usage_error_before_parsing)
+{
+	const char *bad[] = {"demo", "--bogus", "--json", NULL};
+	const char *after[] = {"demo", "--", "--json", NULL};
+	char buf[512];
+
+	/* the command line did not parse: --json is still seen */
+	cli_output_start(&demo, NULL, 3, (char **)bad);
+	CHECK(cli_json());
+	CHECK_INT(cli_usage_error(&demo, "unknown option --bogus"), 2);
+	CHECK_INT(finish_into(2, buf, sizeof buf), 2);
+	CHECK(strstr(buf, "\"exit_code\":\t2") != NULL);
+	CHECK(strstr(buf, "demo: unknown option --bogus") != NULL);
+	/* after "--" it is an argument, not the option */
+	cli_output_start(&demo, NULL, 3, (char **)after);
+	CHECK(!cli_json());
+}
+
+TEST(without_json_nothing_is_kept)
+{
+	const char *v[] = {"demo", "box", NULL};
+	char buf[64], *cause;
+	struct args a;
+
+	CHECK(parse(&demo, v, &a, &cause) == 0);
+	cli_output_start(&demo, &a, 2, (char **)v);
+	CHECK(!cli_json());
+	cli_result(cJSON_CreateObject());
+	CHECK_INT(finish_into(0, buf, sizeof buf), 0);
+	CHECK_STR(buf, "");
+	args_free(&a);
 }

@@ -57,7 +57,7 @@ static cJSON *json_obj;
 static void
 print_json(void)
 {
-	cli_json_print(json_obj, 0);
+	cli_json_print(stdout, json_obj, 0);
 }
 
 TEST(cli_json_output_escapes_controls_and_keeps_data)

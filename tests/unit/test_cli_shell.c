@@ -7,6 +7,7 @@
  * and 1 here is harmless.
  */
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -355,6 +356,107 @@ TEST(loop_sends_input_then_detaches_at_the_key)
 	CHECK_INT(vmux_get_u32(buf + 1), 3);
 	CHECK_MEM(buf + VMUX_ATTACH_HDR, "ls\r", 3);
 	CHECK_INT(buf[VMUX_ATTACH_HDR + 3], VMUX_ATTACH_DETACH);
+}
+
+/* TRUNCATED [from, to). */
+static size_t
+truncated_frame(uint8_t *buf, uint64_t from, uint64_t to)
+{
+	uint8_t p[16];
+
+	vmux_put_u64(p, from);
+	vmux_put_u64(p + 8, to);
+	return frame(buf, VMUX_ATTACH_TRUNCATED, p, sizeof p);
+}
+
+/*
+ * The fake agent of loop_eof_...: read frames until EOF, then answer
+ * with two TRUNCATED, the output and EXIT 7. Exits 0 if it got INPUT
+ * "ls\n" and then EOF, 1 otherwise.
+ */
+static void
+eof_agent(int fd)
+{
+	uint8_t in[256], out[256], *p = out, type;
+	size_t have = 0;
+	uint32_t len;
+	ssize_t n, k;
+	int input_ok = 0;
+
+	for (;;) {
+		n = read(fd, in + have, sizeof in - have);
+		if (n <= 0)
+			_exit(1);
+		have += (size_t)n;
+		while ((k = vmux_attach_parse(in, have, &type, &len)) > 0) {
+			if (type == VMUX_ATTACH_INPUT && len == 3 &&
+			    memcmp(in + VMUX_ATTACH_HDR, "ls\n", 3) == 0)
+				input_ok = 1;
+			else if (type == VMUX_ATTACH_EOF && input_ok) {
+				p += truncated_frame(p, 0, 100);
+				p += truncated_frame(p, 150, 200);
+				p += data_frame(p, 200, "end\n");
+				p += exit_frame(p, 7, 0, 204);
+				_exit(
+				    write(fd, out, (size_t)(p - out)) == p - out
+				        ? 0
+				        : 1);
+			} else
+				_exit(1);
+			memmove(in, in + k, have - (size_t)k);
+			have -= (size_t)k;
+		}
+	}
+}
+
+TEST(loop_eof_on_stdin_sends_eof_and_counts_dropped_output)
+{
+	struct shell_loop_result res;
+	struct fake fk;
+	char out[64];
+	pid_t pid;
+	int status;
+
+	CHECK(fake_init(&fk) == 0);
+	pid = fork();
+	if (pid == 0) {
+		/* only the agent's end stays open here */
+		close(fk.in_w);
+		close(fk.c.fd);
+		close(STDIN_FILENO);
+		close(STDOUT_FILENO);
+		eof_agent(fk.agent);
+	}
+	close(fk.agent);
+	CHECK(write(fk.in_w, "ls\n", 3) == 3);
+	close(fk.in_w); /* `echo ls | vmux shell` */
+	shell_loop(&fk.c, &fk.o, &res);
+	CHECK_INT(res.end, SHELL_END_EXIT);
+	CHECK_INT(res.status, 7);
+	CHECK_INT(shell_end_status(&res), 7);
+	CHECK_INT((int)res.dropped, 150);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK_INT(fake_stdout(&fk, out, sizeof out), 4);
+	attach_client_free(&fk.c);
+}
+
+TEST(shell_end_status_mapping)
+{
+	struct shell_loop_result r = {0};
+
+	r.end = SHELL_END_EXIT;
+	r.status = 137; /* the shell, killed by SIGKILL */
+	CHECK_INT(shell_end_status(&r), 137);
+	r.end = SHELL_END_DETACH;
+	CHECK_INT(shell_end_status(&r), 0);
+	r.end = SHELL_END_SIGNAL;
+	r.signo = 15;
+	CHECK_INT(shell_end_status(&r), 143);
+	r.end = SHELL_END_LOST;
+	CHECK_INT(shell_end_status(&r), EXIT_VMUX);
+	r.end = SHELL_END_OUTPUT;
+	CHECK_INT(shell_end_status(&r), EXIT_VMUX);
 }
 
 TEST(loop_repaint_starts_at_a_line)

@@ -350,17 +350,6 @@ TEST(session_list_sorted_with_broken)
 	free(d);
 }
 
-TEST(iso8601_utc)
-{
-	char *s = iso8601(0);
-
-	CHECK_STR(s, "1970-01-01T00:00:00Z");
-	free(s);
-	s = iso8601(1763740800);
-	CHECK_STR(s, "2025-11-21T16:00:00Z");
-	free(s);
-}
-
 TEST(session_lock_excludes)
 {
 	char *d = tmpdir(), *cause = NULL, *path;
