@@ -16,7 +16,8 @@ CC        ?= cc
 BIN        = $(BUILD)/bin
 
 PKGS      := libcjson libuv vterm ncursesw zlib
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# Asked per package: one missing package must not empty the others' flags.
+PKG_CFLAGS := $(strip $(foreach p,$(PKGS),$(shell pkg-config --cflags $(p) 2>/dev/null)))
 WARN       = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. \
@@ -25,6 +26,20 @@ SAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 ALL_CFLAGS += -DVMUX_VERSION='"$(VERSION)"'
+
+# Building without the build dependencies stops with one line saying what
+# to run, not a compiler error. Goals that install them are exempt; a
+# recursive make (make test's build step) inherits the answer.
+NODEPS_GOALS := deps run test clean format check-format print-%
+ifeq ($(filter $(NODEPS_GOALS),$(MAKECMDGOALS)),)
+ifndef VMUX_DEPS_OK
+DEPS_MISSING := $(shell scripts/install-deps --check-build 2>/dev/null)
+ifneq ($(strip $(DEPS_MISSING)),)
+$(error missing build dependencies: $(strip $(DEPS_MISSING)); run 'make deps' (or 'make run' / 'make test'), which installs them)
+endif
+endif
+endif
+export VMUX_DEPS_OK := 1
 
 # Filled in by the fragments.
 PROGRAMS   :=
@@ -122,3 +137,7 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj $(BUILD)/asan -name '*.d' 2>/dev/null)
+
+# `make print-VAR` shows a variable's value (the build tests use it).
+print-%:
+	@echo '$($*)'

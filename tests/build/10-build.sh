@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# 10-build.sh: checks of the repository and the build system itself, no
+# guest needed: no tracked file over 1 MiB (build output, test data or a
+# stray blob must not be committed), plain `make` without the build
+# dependencies stops with one line saying what to run, and pkg-config is
+# asked per package. Prints "build: N passed, N failed".
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT" || exit 1
+TMP=$(mktemp -d /tmp/vmux-build-test.XXXXXX)
+trap 'rm -rf "$TMP"' EXIT
+pass=0 failed=0
+
+# check NAME CMD...: one check; CMD's status decides.
+check() {
+	local name=$1 out=$TMP/out
+	shift
+	if ("$@") >"$out" 2>&1; then
+		pass=$((pass + 1))
+		echo "ok   $name"
+	else
+		failed=$((failed + 1))
+		echo "FAIL $name"
+		sed 's/^/    /' "$out" | tail -n 20
+	fi
+}
+
+# Every file the repository holds (tracked ones in a git checkout).
+repo_files() {
+	if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		git -C "$ROOT" ls-files -z
+	else
+		find . -path './build*' -prune -o -path './.git' -prune -o \
+		    -type f -print0
+	fi
+}
+
+t_no_big_files() {
+	local big
+	big=$(repo_files | xargs -0 stat -c '%s %n' -- 2>/dev/null |
+	    awk '$1 > 1048576 { printf "  %s (%d KiB)\n", substr($0, index($0, " ") + 1), $1 / 1024 }')
+	[[ -z $big ]] || { echo "tracked files over 1 MiB:"; echo "$big"; return 1; }
+}
+
+# A fake dpkg-query on PATH that says libvterm-dev is not installed.
+t_missing_dep_one_line() {
+	local fake=$TMP/fake-dpkg out rc
+	mkdir -p "$fake"
+	cat >"$fake/dpkg-query" <<'FAKE'
+#!/bin/sh
+case "$*" in *libvterm-dev*) exit 1 ;; esac
+exec /usr/bin/dpkg-query "$@"
+FAKE
+	chmod +x "$fake/dpkg-query"
+	out=$(env -u VMUX_DEPS_OK PATH="$fake:$PATH" make --no-print-directory \
+	    BUILD="$TMP/b" 2>&1)
+	rc=$?
+	echo "$out"
+	[[ $rc -ne 0 ]] || { echo "make succeeded"; return 1; }
+	[[ $(printf '%s\n' "$out" | wc -l) -eq 1 ]] || { echo "not one line"; return 1; }
+	[[ $out == *"missing build dependencies: libvterm-dev;"*"make deps"* ]] ||
+	    { echo "message does not name the package and make deps"; return 1; }
+	[[ ! -e $TMP/b ]] || { echo "something was built"; return 1; }
+}
+
+# A fake pkg-config that knows every package but vterm.
+t_pkg_config_per_package() {
+	local fake=$TMP/fake-pc got want
+	mkdir -p "$fake"
+	cat >"$fake/pkg-config" <<'FAKE'
+#!/bin/sh
+[ "$1" = --cflags ] || exit 1
+[ "$2" = vterm ] && exit 1
+echo "-I/fake/$2"
+FAKE
+	chmod +x "$fake/pkg-config"
+	got=$(PATH="$fake:$PATH" make --no-print-directory print-PKG_CFLAGS)
+	want="-I/fake/libcjson -I/fake/libuv -I/fake/ncursesw -I/fake/zlib"
+	[[ $got == "$want" ]] || { echo "got '$got', want '$want'"; return 1; }
+}
+
+check "no tracked file over 1 MiB" t_no_big_files
+check "plain make without a build package says so in one line" t_missing_dep_one_line
+check "pkg-config is asked per package" t_pkg_config_per_package
+echo "build: $pass passed, $failed failed"
+[[ $failed -eq 0 ]]
