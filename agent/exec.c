@@ -31,7 +31,6 @@
 
 static const char *const exec_env_defaults[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME=/root",
     "USER=root",
     "LOGNAME=root",
     "SHELL=/bin/sh",

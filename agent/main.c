@@ -3,12 +3,13 @@
  *
  *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
- *	    [--memory-budget BYTES] [--poweroff-pid PID]
+ *	    [--memory-budget BYTES] [--poweroff-pid PID] [--home DIR]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
  * instead (host-side testing); there "shutdown" ends the agent rather than
- * signalling PID 1 (unless --poweroff-pid says otherwise).
+ * signalling PID 1 (unless --poweroff-pid says otherwise). --home sets the
+ * user's HOME and default directory (/root), for host-side tests.
  *
  * --memory-budget caps what shells and execs make the agent hold (default:
  * a quarter of MemTotal; budget.c). On vsock (in the guest) the agent makes
@@ -42,7 +43,8 @@ usage(int status)
 	    "                  [--max-conns N] [--max-shells N] "
 	    "[--scrollback BYTES]\n"
 	    "                  [--memory-budget BYTES] [--poweroff-pid PID] "
-	    "[--version]\n");
+	    "[--home DIR]\n"
+	    "                  [--version]\n");
 	exit(status);
 }
 
@@ -152,6 +154,7 @@ main(int argc, char **argv)
 	    {"scrollback", required_argument, NULL, 'b'},
 	    {"poweroff-pid", required_argument, NULL, 'P'},
 	    {"memory-budget", required_argument, NULL, 'm'},
+	    {"home", required_argument, NULL, 'H'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -198,6 +201,16 @@ main(int argc, char **argv)
 		case 'm':
 			budget_set((size_t)number("--memory-budget", optarg,
 			    1 << 20, (long long)1 << 40));
+			break;
+		case 'H':
+			if (optarg[0] != '/') {
+				fprintf(stderr,
+				    "vmux-agent: --home: not an "
+				    "absolute path: %s\n",
+				    optarg);
+				exit(2);
+			}
+			user_home_set(optarg);
 			break;
 		case 'P':
 			poweroff = number("--poweroff-pid", optarg, 0, 1 << 22);

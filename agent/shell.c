@@ -34,7 +34,6 @@
 
 static const char *const shell_env_defaults[] = {
     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME=/root",
     "USER=root",
     "LOGNAME=root",
     "TERM=xterm-256color",

@@ -50,8 +50,32 @@ env_name_len(const char *s)
 }
 
 /*
- * Build an environment: the defaults (NAME=value strings), each replaced or
- * extended by the request's. Returns a new list the caller frees (env_free).
+ * The home of the guest's user: HOME and the default working directory of
+ * every command and shell. /root in a guest; the agent's unit tests run it
+ * on the host and point it at a private folder, so no test reads the
+ * invoking user's startup files. Set once at start-up, before any thread.
+ */
+static const char *home_dir = "/root";
+
+/* Set the user's home (agent --home). The string must outlive the agent. */
+void
+user_home_set(const char *dir)
+{
+	home_dir = dir;
+}
+
+/* The user's home. */
+const char *
+user_home(void)
+{
+	return home_dir;
+}
+
+/*
+ * Build an environment: the defaults (NAME=value strings) and HOME (the
+ * user's home, unless a default sets it), each replaced or extended by
+ * the request's.
+ * Returns a new list the caller frees (env_free).
  */
 char **
 env_build(char *const *request_env, const char *const *defaults)
@@ -63,9 +87,13 @@ env_build(char *const *request_env, const char *const *defaults)
 		n++;
 	while (request_env != NULL && request_env[m] != NULL)
 		m++;
-	out = xcalloc(n + m + 1, sizeof *out);
+	out = xcalloc(n + m + 2, sizeof *out);
 	for (i = 0; i < n; i++)
 		out[i] = xstrdup(defaults[i]);
+	for (i = 0; i < n && strncmp(out[i], "HOME=", 5) != 0; i++)
+		;
+	if (i == n)
+		xasprintf(&out[n++], "HOME=%s", home_dir);
 	for (j = 0; j < m; j++) {
 		size_t len = env_name_len(request_env[j]), k;
 
@@ -118,16 +146,16 @@ path_resolve(const char *name, char *const *envp, char **cause)
 	return NULL;
 }
 
-/* The default working directory: /root (made if missing), else /. */
+/* The default working directory: the user's home (made if missing), else /. */
 const char *
 default_cwd(void)
 {
 	struct stat st;
 
-	if (stat("/root", &st) == 0 && S_ISDIR(st.st_mode))
-		return "/root";
-	if (mkdir("/root", 0700) == 0 || errno == EEXIST)
-		return "/root";
+	if (stat(home_dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return home_dir;
+	if (mkdir(home_dir, 0700) == 0 || errno == EEXIST)
+		return home_dir;
 	return "/";
 }
 

@@ -5,6 +5,7 @@
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -23,6 +24,22 @@
 /* LeakSanitizer's entry point, when the test is built with it. */
 extern void __lsan_do_leak_check(void) __attribute__((weak));
 
+/* Remove the agent's folder: its socket and the private home. */
+static void
+ta_remove_files(struct test_agent *ta)
+{
+	char *cmd;
+
+	unlink(ta->path);
+	if (ta->home[0] != '\0') {
+		xasprintf(&cmd, "rm -rf '%s'", ta->home);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", ta->home);
+		free(cmd);
+	}
+	rmdir(ta->dir);
+}
+
 /* Start an agent serving a fresh Unix socket; 0 or -1. */
 int
 ta_start(struct test_agent *ta, int idle_timeout_ms)
@@ -36,6 +53,9 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 	if (mkdtemp(ta->dir) == NULL)
 		return -1;
 	snprintf(ta->path, sizeof ta->path, "%s/agent.sock", ta->dir);
+	snprintf(ta->home, sizeof ta->home, "%s/home", ta->dir);
+	if (mkdir(ta->home, 0700) != 0)
+		return -1;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
@@ -57,11 +77,11 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 		log_open("vmux-agent-test");
 		if (getppid() != parent)
 			_exit(1);
+		user_home_set(ta->home);
 		int rc = agent_serve(fd, &ta->opts);
 
 		/* Tidy up here too: a failed CHECK never reaches ta_stop. */
-		unlink(ta->path);
-		rmdir(ta->dir);
+		ta_remove_files(ta);
 
 		if (__lsan_do_leak_check != NULL)
 			__lsan_do_leak_check(); /* _exit skips it */
@@ -82,8 +102,7 @@ ta_stop(struct test_agent *ta)
 		waitpid(ta->pid, &status, 0);
 		ta->pid = 0;
 	}
-	unlink(ta->path);
-	rmdir(ta->dir);
+	ta_remove_files(ta);
 	return status;
 }
 

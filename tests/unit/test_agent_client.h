@@ -2,7 +2,8 @@
  * test_agent_client.h: run the agent's event loop in a child process on a
  * Unix socket and talk to it, for the agent's host-side tests. The server
  * dies with the test (PR_SET_PDEATHSIG), so a failed CHECK leaves nothing
- * running.
+ * running. Its shells and commands get a private, empty HOME (ta->home):
+ * no test reads the invoking user's startup files.
  */
 #ifndef VMUX_TEST_AGENT_CLIENT_H
 #define VMUX_TEST_AGENT_CLIENT_H
@@ -15,6 +16,7 @@ struct test_agent {
 	pid_t pid;
 	char dir[64];
 	char path[128];
+	char home[128]; /* the user's home for everything the agent starts */
 	struct agent_opts opts;
 };
 

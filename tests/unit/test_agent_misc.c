@@ -93,15 +93,30 @@ TEST(attach_little_endian_helpers)
 
 TEST(env_build_overrides_defaults)
 {
-	const char *defaults[] = {"PATH=/bin", "HOME=/root", NULL};
-	char *req[] = {"HOME=/tmp", "NEW=1", NULL};
+	const char *defaults[] = {"PATH=/bin", "TERM=dumb", NULL};
+	char *req[] = {"HOME=/tmp", "NEW=1", "TERM=xterm", NULL};
 	char **env = env_build(req, defaults);
 
 	CHECK_STR(env[0], "PATH=/bin");
-	CHECK_STR(env[1], "HOME=/tmp");
-	CHECK_STR(env[2], "NEW=1");
-	CHECK(env[3] == NULL);
+	CHECK_STR(env[1], "TERM=xterm");
+	CHECK_STR(env[2], "HOME=/tmp");
+	CHECK_STR(env[3], "NEW=1");
+	CHECK(env[4] == NULL);
 	env_free(env);
+}
+
+TEST(env_build_home_is_the_users)
+{
+	const char *defaults[] = {"PATH=/bin", NULL};
+	char **env;
+
+	CHECK_STR(user_home(), "/root");
+	user_home_set("/tmp/private-home");
+	env = env_build(NULL, defaults);
+	CHECK_STR(env[1], "HOME=/tmp/private-home");
+	CHECK(env[2] == NULL);
+	env_free(env);
+	user_home_set("/root");
 }
 
 TEST(path_resolve_uses_path)

@@ -85,6 +85,43 @@ wait_state(struct test_agent *ta, const char *id, const char *state, int ms)
 	return NULL;
 }
 
+/*
+ * The pid the shell printed as "pid=N" in out (the typed command's echo
+ * shows "pid=$$", never digits), or 0.
+ */
+static pid_t
+printed_pid(const char *out)
+{
+	for (const char *p = out; (p = strstr(p, "pid=")) != NULL; p += 4) {
+		if (p[4] >= '0' && p[4] <= '9')
+			return (pid_t)atoi(p + 4);
+	}
+	return 0;
+}
+
+/* Poll until process pid runs the program named comm; 1 when it does. */
+static int
+wait_comm(pid_t pid, const char *comm, int ms)
+{
+	uint64_t until = mono_ms() + (uint64_t)ms;
+	char path[64], name[64];
+	FILE *f;
+	int done = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	while (!done && mono_ms() < until) {
+		if ((f = fopen(path, "r")) != NULL) {
+			done = fgets(name, sizeof name, f) != NULL &&
+			    strncmp(name, comm, strlen(comm)) == 0 &&
+			    name[strlen(comm)] == '\n';
+			fclose(f);
+		}
+		if (!done)
+			usleep(10000);
+	}
+	return done;
+}
+
 /* Poll until the shell's output_bytes reaches n; 1 when it does. */
 static int
 wait_bytes(struct test_agent *ta, const char *id, double n, int ms)
@@ -301,14 +338,22 @@ TEST(shell_int_stops_foreground_command)
 	cJSON_Delete(ta_request(&ta,
 	    "{\"action\":\"open_shell\","
 	    "\"shell_id\":\"s\"}"));
+	/* The job prints its pid, then becomes `sleep`: signal it only once
+	 * it runs (its echo comes before the exec). */
 	cJSON_Delete(ta_request(&ta,
 	    "{\"action\":\"write_shell\","
 	    "\"shell_id\":\"s\",\"input\":\"echo "
-	    "go-$((40+2)); exec 2>&1; sleep 100\","
+	    "go-$((40+2)); exec 2>&1; sh -c 'echo pid=$$; exec sleep 100'\","
 	    "\"append_newline\":true}"));
 	CHECK((out = wait_output(&ta, "s", "go-42", 10000)) != NULL);
 	free(out);
-	usleep(200000); /* let sleep start */
+	CHECK((out = wait_output(&ta, "s", "pid=", 10000)) != NULL);
+	while (printed_pid(out) == 0) {
+		free(out);
+		CHECK((out = wait_output(&ta, "s", "\npid=", 10000)) != NULL);
+	}
+	CHECK(wait_comm(printed_pid(out), "sleep", 10000));
+	free(out);
 	r = ta_request(&ta,
 	    "{\"action\":\"signal_shell\",\"shell_id\":\"s\","
 	    "\"signal\":\"SIGINT\"}");
@@ -805,4 +850,66 @@ TEST(shell_and_exec_share_the_memory_budget)
 	CHECK_STR(ta_str(r, "shell_id"), "big2");
 	cJSON_Delete(r);
 	CHECK_INT(ta_stop(&ta), 0);
+}
+
+/*
+ * The agent's host-side tests never read the invoking user's startup
+ * files: the process's own HOME holds a .profile and a .bashrc that would
+ * leave a marker, the agent's private home a .profile that announces
+ * itself. A default (login) shell reads the private one, has it as HOME,
+ * and leaves no marker.
+ */
+TEST(shell_reads_only_the_private_home)
+{
+	struct test_agent ta;
+	char outer[] = "/tmp/vmux-outer-home.XXXXXX", *f, *out, *want;
+	const char *saved = getenv("HOME");
+	char *old = saved != NULL ? xstrdup(saved) : NULL;
+	FILE *fp;
+
+	CHECK(mkdtemp(outer) != NULL);
+	xasprintf(&f, "%s/.profile", outer);
+	fp = fopen(f, "w");
+	fprintf(fp, "touch %s/leaked\n", outer);
+	fclose(fp);
+	free(f);
+	xasprintf(&f, "%s/.bashrc", outer);
+	fp = fopen(f, "w");
+	fprintf(fp, "touch %s/leaked\n", outer);
+	fclose(fp);
+	free(f);
+	setenv("HOME", outer, 1);
+
+	CHECK(ta_start(&ta, 5000) == 0);
+	xasprintf(&f, "%s/.profile", ta.home);
+	fp = fopen(f, "w");
+	fprintf(fp, "echo private-profile-$((6*7))\n");
+	fclose(fp);
+	free(f);
+	cJSON_Delete(
+	    ta_request(&ta, "{\"action\":\"open_shell\",\"shell_id\":\"h\"}"));
+	CHECK(
+	    (out = wait_output(&ta, "h", "private-profile-42", 10000)) != NULL);
+	free(out);
+	cJSON_Delete(ta_request(&ta,
+	    "{\"action\":\"write_shell\",\"shell_id\":\"h\","
+	    "\"input\":\"echo home=$HOME cwd=$(pwd)\","
+	    "\"append_newline\":true}"));
+	xasprintf(&want, "home=%s cwd=%s\r\n", ta.home, ta.home);
+	CHECK((out = wait_output(&ta, "h", want, 10000)) != NULL);
+	free(out);
+	free(want);
+	CHECK_INT(ta_stop(&ta), 0);
+
+	xasprintf(&f, "%s/leaked", outer);
+	CHECK(access(f, F_OK) != 0);
+	free(f);
+	if (old != NULL) {
+		setenv("HOME", old, 1);
+		free(old);
+	} else
+		unsetenv("HOME");
+	xasprintf(&f, "rm -rf '%s'", outer);
+	CHECK_INT(system(f), 0);
+	free(f);
 }
