@@ -82,7 +82,7 @@ listen_vsock(unsigned port)
 	sa.svm_cid = VMADDR_CID_ANY;
 	sa.svm_port = port;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    listen(fd, 128) < 0) {
+	    listen(fd, SOMAXCONN) < 0) {
 		err = errno;
 		close(fd);
 		return -err;
@@ -109,7 +109,7 @@ listen_unix(const char *path)
 	sa.sun_family = AF_UNIX;
 	strcpy(sa.sun_path, path);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    listen(fd, 128) < 0) {
+	    listen(fd, SOMAXCONN) < 0) {
 		err = errno;
 		close(fd);
 		return -err;

@@ -208,7 +208,7 @@ do_listen(unsigned port, int keep, char **cmd)
 		return 1;
 	}
 	if (bind(l, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    listen(l, 64) < 0) {
+	    listen(l, SOMAXCONN) < 0) {
 		fprintf(stderr, "vmux-nc: listen on port %u: %s\n", port,
 		    strerror(errno));
 		return 1;

@@ -19,3 +19,11 @@ $(BUILD)/tests/hostile-initrd.img: $(GUEST_OUT)/kernel.root guest/mkinitrd \
 	$(Q)guest/mkinitrd --kernel-root "$$(cat $<)" \
 	    --modules guest/modules.list --init $(BIN)/vmux-init \
 	    --nc $(BIN)/vmux-nc --agent $(BUILD)/tests/hostile-agent --out $@
+
+# tests/e2e/25-bridge-device.sh holds 300 connections open from this one
+# process (tests/tools/vsock-hold.c) instead of 300 shell loops.
+TEST_EXTRA += $(BUILD)/tests/vsock-hold
+$(BUILD)/tests/vsock-hold: $(BUILD)/obj/tests/tools/vsock-hold.o
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^

@@ -53,11 +53,15 @@ e2e_cleanup() {
 trap e2e_cleanup EXIT
 trap 'exit 130' INT TERM
 
-# check NAME CMD...: run one check; CMD fails the check by returning non-zero.
+# check NAME CMD...: run one check. CMD fails it by returning non-zero or
+# by calling `fail` anywhere, even where the status of `fail` is ignored
+# (the check runs in a subshell, so only a file can carry that out).
+CHECK_FAILED=$TMP/check.failed
 check() {
 	local name=$1; shift
 	local out=$TMP/check.out
-	if ("$@") >"$out" 2>&1; then
+	rm -f "$CHECK_FAILED"
+	if ("$@") >"$out" 2>&1 && [[ ! -e $CHECK_FAILED ]]; then
 		e2e_pass=$((e2e_pass + 1))
 		echo "ok   $name"
 	else
@@ -67,8 +71,12 @@ check() {
 	fi
 }
 
-# fail MSG: print MSG and fail the current check.
-fail() { echo "$*"; return 1; }
+# fail MSG: print MSG and fail the current check, whatever follows.
+fail() {
+	echo "$*"
+	echo "$*" >>"$CHECK_FAILED"
+	return 1
+}
 
 # expect_eq WHAT GOT WANT
 expect_eq() {
