@@ -110,6 +110,7 @@ enum agent_action {
 	ACTION_ATTACH_SHELL,
 	ACTION_EXTRACT_ARCHIVE,
 	ACTION_EXPORT_ARCHIVE,
+	ACTION_EXEC_STREAM,
 };
 struct agent_request {
 	enum agent_action action;
@@ -153,7 +154,8 @@ struct spawn {
 	char *const *envp;
 	const char *cwd;
 	int fd_in, fd_out, fd_err; /* become 0, 1, 2 */
-	int ctty; /* fd_in is a tty: make it the controlling one */
+	int ctty;        /* fd_in is a tty: make it the controlling one */
+	int *fail_errno; /* if not NULL: errno of a failed chdir or exec */
 };
 pid_t spawn_start(const struct spawn *, char **);
 char **env_build(char *const *, const char *const *);
@@ -177,6 +179,7 @@ struct exec_spec {
 	const char *stdin_data;
 	size_t stdin_len;
 	int cancel_fd; /* a socket whose hangup cancels the run, or -1 */
+	int stream;    /* exec_stream: cancel_fd carries frames both ways */
 };
 struct exec_stream {
 	struct buf data;
@@ -191,6 +194,7 @@ struct exec_result {
 	int signal;    /* killed by this signal, or 0 */
 	int timed_out;
 	int cancelled;
+	int not_run; /* could not start: 127 not found, 126 cannot run */
 	uint64_t duration_ms;
 };
 int exec_run(const struct exec_spec *, struct exec_result *, char **);
@@ -210,6 +214,7 @@ int files_serve_active(void);
 /* response.c: JSON replies. */
 typedef int (*response_sink)(void *, const void *, size_t);
 char *response_error(const char *, size_t *);
+char *response_error_status(const char *, int, size_t *);
 int response_exec(const struct exec_result *, response_sink, void *);
 char *response_print(cJSON *, size_t *);
 

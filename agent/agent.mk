@@ -27,6 +27,7 @@ UNIT_agent_LIBS := $(AGENT_LIBS)
 # Real processes on the host: exec, and the agent over a Unix socket.
 UNIT_TESTS += agent_exec
 UNIT_agent_exec_SRCS := tests/unit/test_agent_exec.c \
+	tests/unit/test_agent_exec_stream.c \
 	tests/unit/test_agent_client.c $(AGENT_SRCS)
 UNIT_agent_exec_LIBS := $(AGENT_LIBS)
 

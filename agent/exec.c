@@ -10,6 +10,14 @@
  * past max_output is counted and discarded (a marker says so), and after the
  * command ends the pipes are drained for at most EXEC_DRAIN_MS, so a daemon
  * that inherited them cannot hold the reply. The caller owns the result.
+ *
+ * exec_stream (spec->stream) runs the same loop with the connection as a
+ * framed pipe both ways (proto/attach.h): output goes out as STDOUT/STDERR
+ * frames as it is read, STDIN frames feed the command's stdin, STDIN_EOF
+ * closes it, SIGNAL signals the group, and EXIT ends the stream. Memory
+ * stays bounded whatever the sizes: a pipe is read only when the frame
+ * before it has left, and the connection only when stdin took the last
+ * STDIN frame, so a slow reader or a slow command stalls the other side.
  */
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -24,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/attach.h"
 #include "agent.h"
 
 #define CANCEL_PROBE_MS 1000
@@ -128,13 +137,44 @@ stream_finish(struct exec_stream *s)
 	free(msg);
 }
 
-/* Read what a pipe has; closes and sets *fd to -1 at EOF. */
+/* exec_stream's side of the connection. */
+struct exec_wire {
+	int fd;
+	struct buf out;  /* frames not sent yet (at most one output chunk) */
+	struct buf in;   /* bytes received, not yet parsed or written */
+	size_t in_frame; /* in: size of the STDIN frame being written, or 0 */
+	int stdin_eof;   /* close stdin once in_frame is written */
+	int gone;        /* the client hung up or broke the stream */
+};
+
+struct exec_run {
+	pid_t pid;
+	int pidfd;
+	int fd_out, fd_err, fd_in;
+	const char *in_data;
+	size_t in_left;
+	struct exec_wire *wire; /* exec_stream, or NULL */
+	int exited, reaped, term_sent, killed;
+	uint64_t start, deadline, kill_at, drain_until, probe_at;
+	int status;
+};
+
+/*
+ * Read what a pipe has into s, or as a frame of type `type` on the wire;
+ * closes and sets *fd to -1 at EOF.
+ */
 static void
-pipe_read(int *fd, struct exec_stream *s, size_t max, uint8_t *chunk)
+pipe_read(int *fd, struct exec_stream *s, size_t max, uint8_t *chunk,
+    struct exec_wire *w, uint8_t type)
 {
 	ssize_t n = read(*fd, chunk, READ_CHUNK);
+	uint8_t hdr[VMUX_ATTACH_HDR];
 
-	if (n > 0)
+	if (n > 0 && w != NULL) {
+		vmux_attach_header(hdr, type, (uint32_t)n);
+		buf_add(&w->out, hdr, sizeof hdr);
+		buf_add(&w->out, chunk, (size_t)n);
+	} else if (n > 0)
 		stream_add(s, chunk, (size_t)n, max);
 	else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
 		close(*fd);
@@ -176,17 +216,6 @@ until(int *timeout, uint64_t now, uint64_t at)
 		*timeout = ms;
 }
 
-struct exec_run {
-	pid_t pid;
-	int pidfd;
-	int fd_out, fd_err, fd_in;
-	const char *in_data;
-	size_t in_left;
-	int exited, reaped, term_sent, killed;
-	uint64_t start, deadline, kill_at, drain_until, probe_at;
-	int status;
-};
-
 /* Start stopping the group: SIGTERM now, SIGKILL after the grace. */
 static void
 run_terminate(struct exec_run *x, uint64_t now)
@@ -222,6 +251,88 @@ run_step(struct exec_run *x, struct exec_result *res, uint64_t now)
 	    ((x->fd_out < 0 && x->fd_err < 0) || now >= x->drain_until);
 }
 
+/* Send what the wire has queued, without waiting. */
+static void
+wire_send(struct exec_wire *w)
+{
+	ssize_t n =
+	    send(w->fd, w->out.data, w->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n > 0)
+		buf_drain(&w->out, (size_t)n);
+	else if (n < 0 && errno != EAGAIN && errno != EINTR)
+		w->gone = 1;
+}
+
+/*
+ * Act on the client's frames in w->in up to the next STDIN frame, which
+ * becomes the command's pending input (x->in_data). Unknown types are
+ * skipped; a broken frame ends the stream.
+ */
+static void
+wire_frames(struct exec_run *x, struct exec_wire *w)
+{
+	uint8_t type;
+	uint32_t len;
+	ssize_t size;
+	char name[32];
+	int sig;
+
+	while (x->in_left == 0 && w->in_frame == 0) {
+		size = vmux_attach_parse(w->in.data, w->in.len, &type, &len);
+		if (size < 0) {
+			w->gone = 1;
+			return;
+		}
+		if (size == 0)
+			return;
+		if (type == VMUX_EXEC_STDIN && x->fd_in >= 0 && len > 0) {
+			x->in_data = (const char *)w->in.data + VMUX_ATTACH_HDR;
+			x->in_left = len;
+			w->in_frame = (size_t)size;
+			return;
+		}
+		if (type == VMUX_EXEC_STDIN_EOF)
+			w->stdin_eof = 1;
+		else if (type == VMUX_ATTACH_SIGNAL && len < sizeof name) {
+			memcpy(name, w->in.data + VMUX_ATTACH_HDR, len);
+			name[len] = '\0';
+			if ((sig = signame_parse(name)) > 0 && !x->reaped)
+				kill(-x->pid, sig);
+		}
+		buf_drain(&w->in, (size_t)size);
+	}
+}
+
+/* Stdin took what was pending: drop that frame, take the next, and close
+ * stdin once STDIN_EOF came and nothing is left to write. */
+static void
+wire_stdin_done(struct exec_run *x, struct exec_wire *w)
+{
+	if (w->in_frame != 0) {
+		buf_drain(&w->in, w->in_frame);
+		w->in_frame = 0;
+	}
+	wire_frames(x, w);
+	if (x->in_left == 0 && w->stdin_eof && x->fd_in >= 0) {
+		close(x->fd_in);
+		x->fd_in = -1;
+	}
+}
+
+/* Read the client's bytes (only while stdin has nothing pending). */
+static void
+wire_read(struct exec_run *x, struct exec_wire *w, uint8_t *chunk)
+{
+	ssize_t n = recv(w->fd, chunk, READ_CHUNK, MSG_DONTWAIT);
+
+	if (n > 0) {
+		buf_add(&w->in, chunk, (size_t)n);
+		wire_stdin_done(x, w);
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		w->gone = 1;
+}
+
 /* The poll loop of one command. */
 static void
 run_loop(
@@ -231,30 +342,48 @@ run_loop(
 	struct pollfd pfd[5];
 	int idx_out, idx_err, idx_in, idx_pid, idx_cancel, n, timeout;
 	int cancel_fd = spec->cancel_fd;
+	struct exec_wire *wire = x->wire;
+	int room; /* the wire can take another output chunk */
 	uint64_t now;
-	ssize_t w;
+	ssize_t wr;
 
 	for (;;) {
 		now = mono_ms();
+		/* A reader that lags is no daemon holding the pipes. */
+		if (wire != NULL && x->reaped && wire->out.len > 0)
+			x->drain_until = now + EXEC_DRAIN_MS;
 		if (run_step(x, res, now))
 			break;
+		if (wire != NULL && wire->gone && !res->cancelled) {
+			res->cancelled = 1;
+			run_terminate(x, now);
+		}
+		room = wire == NULL || (wire->out.len == 0 && !wire->gone);
 		n = 0;
 		idx_out = idx_err = idx_in = idx_pid = idx_cancel = -1;
-		if (x->fd_out >= 0) {
+		if (x->fd_out >= 0 && room) {
 			pfd[idx_out = n++] =
 			    (struct pollfd){x->fd_out, POLLIN, 0};
 		}
-		if (x->fd_err >= 0) {
+		if (x->fd_err >= 0 && room) {
 			pfd[idx_err = n++] =
 			    (struct pollfd){x->fd_err, POLLIN, 0};
 		}
-		if (x->fd_in >= 0)
+		if (x->fd_in >= 0 && x->in_left > 0)
 			pfd[idx_in = n++] =
 			    (struct pollfd){x->fd_in, POLLOUT, 0};
 		if (x->pidfd >= 0 && !x->exited)
 			pfd[idx_pid = n++] =
 			    (struct pollfd){x->pidfd, POLLIN, 0};
-		if (cancel_fd >= 0 && !x->reaped)
+		if (wire != NULL && !wire->gone) {
+			short ev = wire->out.len > 0 ? POLLOUT : 0;
+
+			if (x->in_left == 0 && wire->in_frame == 0 &&
+			    !x->reaped)
+				ev |= POLLIN;
+			pfd[idx_cancel = n++] =
+			    (struct pollfd){wire->fd, ev, 0};
+		} else if (cancel_fd >= 0 && !x->reaped && wire == NULL)
 			pfd[idx_cancel = n++] =
 			    (struct pollfd){cancel_fd, 0, 0};
 
@@ -265,7 +394,7 @@ run_loop(
 			until(&timeout, now, x->kill_at);
 		if (x->reaped)
 			until(&timeout, now, x->drain_until);
-		if (cancel_fd >= 0 && !x->reaped)
+		if (cancel_fd >= 0 && !x->reaped && wire == NULL)
 			until(&timeout, now, x->probe_at);
 		if (x->pidfd < 0 && !x->exited)
 			until(&timeout, now, now + 20);
@@ -276,20 +405,40 @@ run_loop(
 		}
 		now = mono_ms();
 
+		if (wire != NULL && idx_cancel >= 0) {
+			if (pfd[idx_cancel].revents & POLLOUT)
+				wire_send(wire);
+			if (pfd[idx_cancel].revents & (POLLIN | POLLHUP))
+				wire_read(x, wire, chunk);
+			if (pfd[idx_cancel].revents & POLLERR)
+				wire->gone = 1;
+			idx_cancel =
+			    -1; /* no probing: the stream shows a hang-up */
+		}
 		if (idx_out >= 0 && pfd[idx_out].revents != 0)
-			pipe_read(
-			    &x->fd_out, &res->out, spec->max_output, chunk);
-		if (idx_err >= 0 && pfd[idx_err].revents != 0)
-			pipe_read(
-			    &x->fd_err, &res->err, spec->max_output, chunk);
+			pipe_read(&x->fd_out, &res->out, spec->max_output,
+			    chunk, wire, VMUX_EXEC_STDOUT);
+		if (idx_err >= 0 && pfd[idx_err].revents != 0 &&
+		    (wire == NULL || wire->out.len == 0))
+			pipe_read(&x->fd_err, &res->err, spec->max_output,
+			    chunk, wire, VMUX_EXEC_STDERR);
+		if (wire != NULL && wire->out.len > 0)
+			wire_send(wire);
 		if (idx_in >= 0 && pfd[idx_in].revents != 0) {
-			w = write(x->fd_in, x->in_data, x->in_left);
-			if (w > 0) {
-				x->in_data += w;
-				x->in_left -= (size_t)w;
+			wr = write(x->fd_in, x->in_data, x->in_left);
+			if (wr > 0) {
+				x->in_data += wr;
+				x->in_left -= (size_t)wr;
 			}
-			if (x->in_left == 0 ||
-			    (w < 0 && errno != EAGAIN && errno != EINTR)) {
+			if (wr < 0 && errno != EAGAIN && errno != EINTR) {
+				close(x->fd_in); /* the command closed it */
+				x->fd_in = -1;
+				x->in_left = 0;
+			}
+			if (x->wire != NULL && x->in_left == 0)
+				wire_stdin_done(x, x->wire);
+			else if (x->wire == NULL && x->in_left == 0 &&
+			    x->fd_in >= 0) {
 				close(x->fd_in);
 				x->fd_in = -1;
 			}
@@ -318,7 +467,7 @@ open_stdin(
 	int p[2];
 
 	*parent_end = -1;
-	if (spec->stdin_data == NULL) {
+	if (spec->stdin_data == NULL && !spec->stream) {
 		*child_end = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		if (*child_end < 0) {
 			xasprintf(cause, "/dev/null: %s", strerror(errno));
@@ -332,7 +481,7 @@ open_stdin(
 	}
 	*child_end = p[0];
 	*parent_end = p[1];
-	if (spec->stdin_len == 0) {
+	if (spec->stdin_len == 0 && !spec->stream) {
 		close(p[1]);
 		*parent_end = -1;
 	}
@@ -347,16 +496,22 @@ int
 exec_run(const struct exec_spec *spec, struct exec_result *res, char **cause)
 {
 	struct exec_run x;
+	struct exec_wire wire;
 	struct spawn sp;
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, in_child = -1, sig, rc = -1;
-	char **envp, *path = NULL;
+	int fail_errno = 0;
+	char **envp, *path = NULL, line[64];
+	uint8_t exitf[VMUX_ATTACH_HDR + VMUX_EXEC_EXIT_LEN];
 
 	memset(res, 0, sizeof *res);
 	memset(&x, 0, sizeof x);
+	memset(&wire, 0, sizeof wire);
 	x.fd_in = x.fd_out = x.fd_err = x.pidfd = -1;
 	envp = env_build(spec->env, exec_env_defaults);
-	if ((path = path_resolve(spec->argv[0], envp, cause)) == NULL)
+	if ((path = path_resolve(spec->argv[0], envp, cause)) == NULL) {
+		res->not_run = 127;
 		goto out;
+	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		goto out;
@@ -372,9 +527,13 @@ exec_run(const struct exec_spec *spec, struct exec_result *res, char **cause)
 	sp.fd_in = in_child;
 	sp.fd_out = out[1];
 	sp.fd_err = err[1];
+	sp.fail_errno = &fail_errno;
 	x.start = mono_ms();
-	if ((x.pid = spawn_start(&sp, cause)) < 0)
+	if ((x.pid = spawn_start(&sp, cause)) < 0) {
+		/* as a shell says: 127 not found, 126 found but not run */
+		res->not_run = fail_errno == ENOENT ? 127 : 126;
 		goto out;
+	}
 	registry_add(x.pid);
 	close(out[1]);
 	close(err[1]);
@@ -394,6 +553,14 @@ exec_run(const struct exec_spec *spec, struct exec_result *res, char **cause)
 	x.deadline = x.start + (uint64_t)spec->timeout_ms;
 	x.probe_at = x.start + CANCEL_PROBE_MS;
 
+	if (spec->stream) {
+		/* It runs: the answer line, then frames both ways. */
+		wire.fd = spec->cancel_fd;
+		x.wire = &wire;
+		snprintf(line, sizeof line, "{\"pid\":%d}\n", (int)x.pid);
+		if (agent_send_all(wire.fd, line, strlen(line)) != 0)
+			wire.gone = 1;
+	}
 	run_loop(&x, spec, res);
 	registry_remove(x.pid);
 
@@ -405,8 +572,19 @@ exec_run(const struct exec_spec *spec, struct exec_result *res, char **cause)
 	}
 	stream_finish(&res->out);
 	stream_finish(&res->err);
+	if (spec->stream && !wire.gone) {
+		vmux_attach_header(exitf, VMUX_EXEC_EXIT, VMUX_EXEC_EXIT_LEN);
+		vmux_put_u32(exitf + VMUX_ATTACH_HDR, (uint32_t)res->exit_code);
+		vmux_put_u32(
+		    exitf + VMUX_ATTACH_HDR + 4, (uint32_t)res->signal);
+		exitf[VMUX_ATTACH_HDR + 8] = (uint8_t)res->timed_out;
+		buf_add(&wire.out, exitf, sizeof exitf);
+		agent_send_all(wire.fd, wire.out.data, wire.out.len);
+	}
 	rc = 0;
 out:
+	buf_free(&wire.out);
+	buf_free(&wire.in);
 	if (x.pidfd >= 0)
 		close(x.pidfd);
 	for (int i = 0; i < 2; i++) {

@@ -1,9 +1,10 @@
 /*
- * exec_serve.c: each exec request runs in its own detached thread, which
- * takes over the connection and the parsed request, runs the command,
- * writes the reply and closes. The event loop never waits on it. A client
- * that hangs up cancels its command (the group is killed); a client that
- * stops reading fails the write after AGENT_WRITE_TIMEOUT_MS.
+ * exec_serve.c: each exec (and exec_stream) request runs in its own
+ * detached thread, which takes over the connection and the parsed request,
+ * runs the command, writes the reply (or streams, exec.c) and closes. The event
+ * loop never waits on it. A client that hangs up cancels its command (the group
+ * is killed); a client that stops reading fails the write after
+ * AGENT_WRITE_TIMEOUT_MS.
  */
 #include <sys/socket.h>
 
@@ -92,13 +93,22 @@ exec_thread(void *arg)
 	spec.stdin_data = req->stdin_data;
 	spec.stdin_len = req->stdin_len;
 	spec.cancel_fd = job->fd;
+	spec.stream = req->action == ACTION_EXEC_STREAM;
 
 	if (exec_run(&spec, &res, &cause) != 0) {
 		log_debug("exec: %s", cause);
-		line = response_error(cause, &len);
+		if (spec.stream) /* the status a shell would give */
+			line = response_error_status(cause, res.not_run, &len);
+		else
+			line = response_error(cause, &len);
 		sock_sink(&job->fd, line, len);
 		free(line);
 		free(cause);
+	} else if (spec.stream) {
+		log_debug("exec_stream: %s: exit %d%s%s", req->argv[0],
+		    res.exit_code, res.timed_out ? ", timed out" : "",
+		    res.cancelled ? ", client gone" : "");
+		exec_result_free(&res);
 	} else {
 		log_debug("exec: %s: exit %d, %llu ms%s%s", req->argv[0],
 		    res.exit_code, (unsigned long long)res.duration_ms,

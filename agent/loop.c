@@ -170,6 +170,7 @@ conn_request(struct agent *a, struct conn *c, struct agent_request *req)
 	log_debug("request: %s", request_action_name(req->action));
 	switch (req->action) {
 	case ACTION_EXEC:
+	case ACTION_EXEC_STREAM:
 		if (exec_serve_start(c->fd, req, &cause) != 0) {
 			conn_reply_error(a, c, cause);
 			free(cause);

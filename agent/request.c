@@ -27,6 +27,7 @@ static const char *action_names[] = {
     [ACTION_ATTACH_SHELL] = "attach_shell",
     [ACTION_EXTRACT_ARCHIVE] = "extract_archive",
     [ACTION_EXPORT_ARCHIVE] = "export_archive",
+    [ACTION_EXEC_STREAM] = "exec_stream",
 };
 
 /* The wire name of an action. */
@@ -499,6 +500,7 @@ request_parse(const char *line, size_t len, char **cause)
 
 	switch (r->action) {
 	case ACTION_EXEC:
+	case ACTION_EXEC_STREAM:
 		rc = parse_exec(obj, r, cause);
 		break;
 	case ACTION_PING:

@@ -45,6 +45,24 @@ response_error(const char *msg, size_t *len)
 	return line;
 }
 
+/*
+ * {"error": msg, "exit_code": status}\n for a command that could not run
+ * (status 127 not found, 126 cannot run; 0 leaves exit_code out).
+ */
+char *
+response_error_status(const char *msg, int status, size_t *len)
+{
+	cJSON *obj = cJSON_CreateObject();
+	char *line;
+
+	json_add_str(obj, "error", msg);
+	if (status != 0)
+		cJSON_AddNumberToObject(obj, "exit_code", status);
+	line = response_print(obj, len);
+	cJSON_Delete(obj);
+	return line;
+}
+
 /* Stream bytes as a JSON string, chunk by chunk. */
 static int
 emit_string(const struct buf *data, response_sink sink, void *arg)

@@ -63,7 +63,14 @@ enum vmux_attach_type {
 	VMUX_ATTACH_ERROR = 7,
 	VMUX_ATTACH_DETACH = 8,
 	VMUX_ATTACH_EOF = 9,
+	/* exec_stream (agent/PROTOCOL.md): the same framing, its own types */
+	VMUX_EXEC_STDOUT = 16, /* agent: the command's stdout bytes */
+	VMUX_EXEC_STDERR = 17, /* agent: the command's stderr bytes */
+	VMUX_EXEC_EXIT = 18,   /* agent: i32 code, i32 signal, u8 timed out */
+	VMUX_EXEC_STDIN = 19,  /* client: bytes for the command's stdin */
+	VMUX_EXEC_STDIN_EOF = 20, /* client: close the command's stdin */
 };
+#define VMUX_EXEC_EXIT_LEN 9
 
 /* Store v little endian at p. */
 static inline void

@@ -103,7 +103,7 @@ conn_has(const struct conn *c, const char *word, int i)
 
 	snprintf(want, sizeof want, "\n%s %d\n", word, i);
 	return c->len > 3 && memcmp(c->in, "OK ", 3) == 0 &&
-	       memmem(c->in, c->len, want, strlen(want)) != NULL;
+	    memmem(c->in, c->len, want, strlen(want)) != NULL;
 }
 
 int
@@ -156,7 +156,7 @@ main(int argc, char **argv)
 				conn_retry(c);
 			if (c->state == IDLE && c->retry_at - now < ms)
 				ms = (int)(c->retry_at > now ? c->retry_at - now
-							     : 0);
+				                             : 0);
 			if (c->state == WAIT_HELLO || c->state == WAIT_BYE ||
 			    c->state == HELD) {
 				pfd[np].fd = c->fd;
@@ -191,7 +191,7 @@ main(int argc, char **argv)
 				c->state = HELD;
 				established++;
 			} else if (c->state == WAIT_BYE &&
-				   conn_has(c, "bye", (int)(c - conns))) {
+			    conn_has(c, "bye", (int)(c - conns))) {
 				c->state = DONE;
 				echoed++;
 				close(c->fd);

@@ -141,7 +141,7 @@ TEST(serve_ping)
 TEST(serve_concurrent_requests)
 {
 	struct test_agent ta;
-	char *flag, *req;
+	char *flag, *req, *started;
 	cJSON *r;
 	pid_t child;
 	int status;
@@ -153,16 +153,23 @@ TEST(serve_concurrent_requests)
 	child = fork();
 	if (child == 0) {
 		xasprintf(&req,
-		    "{\"command\":\"while [ ! -e %s ]; do sleep "
+		    "{\"command\":\"touch %s.a; while [ ! -e %s ]; do sleep "
 		    "0.02; done; echo A\",\"timeout_seconds\":20}",
-		    flag);
+		    flag, flag);
 		r = ta_request(&ta, req);
 		_exit(r != NULL && ta_str(r, "stdout") != NULL &&
 		            strcmp(ta_str(r, "stdout"), "A\n") == 0
 		        ? 0
 		        : 1);
 	}
-	usleep(100000);
+	/* B only once A runs, so A really waits on B. */
+	xasprintf(&started, "%s.a", flag);
+	for (uint64_t until = mono_ms() + 10000;
+	     access(started, F_OK) != 0 && mono_ms() < until;)
+		usleep(10000);
+	CHECK(access(started, F_OK) == 0);
+	unlink(started);
+	free(started);
 	r = ta_requestf(&ta, "{\"command\":[\"touch\",\"%s\"]}", flag);
 	CHECK_INT(ta_num(r, "exit_code"), 0);
 	cJSON_Delete(r);
