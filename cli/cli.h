@@ -216,4 +216,18 @@ int cp_place(const char *src, const char *dst, int follow, char **cause);
 struct stat;
 void cp_restore_times(const char *dir, const struct stat *);
 
+/* exec-stream.c: `vmux exec`'s side of the agent's exec_stream. */
+struct exec_capture {
+	char *data; /* NUL-terminated for convenience; len bytes */
+	size_t len, cap;
+};
+struct exec_outcome {
+	int capture; /* keep the output (--json) instead of writing it */
+	struct exec_capture out, err;
+	int code, sig, timed_out;
+};
+int exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
+    int forward_stdin, struct exec_outcome *, char **cause);
+struct cJSON *exec_capture_json(const struct exec_outcome *);
+
 #endif

@@ -4,7 +4,7 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-ping.c cli/cmd-help.c cli/cmd-shell.c cli/cmd-shells.c \
             cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \
             cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/cp-place.c \
-            cli/progress.c cli/output.c
+            cli/progress.c cli/output.c cli/exec-stream.c
 
 PROGRAMS += $(BIN)/vmux
 
@@ -21,7 +21,7 @@ $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
 UNIT_TESTS += cli
 UNIT_cli_SRCS := tests/unit/test_cli_args.c tests/unit/test_cli_print.c \
                  cli/args.c cli/cmd.c cli/output.c \
-                 cli/cmd-exec.c $(SESSION_UNIT_SRCS)
+                 cli/cmd-exec.c cli/exec-stream.c $(SESSION_UNIT_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
 
 # vmux shell's and vmux cp's pure parts: detach key, attach client (frames,

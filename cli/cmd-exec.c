@@ -1,11 +1,12 @@
 /*
  * cmd-exec.c: `vmux exec NAME -- CMD ARGS...`: run a command in the guest.
  *
- * The command travels as a JSON argv array (never re-split by a shell). Its
- * stdout and stderr are printed to ours and vmux exits with its status:
- * 124 when it timed out (as timeout(1)), 128+N when signal N killed it.
- * The transport deadline is the exec timeout plus slack, so the agent's own
- * timeout always fires first and we get its answer.
+ * The command travels as a JSON argv array (never re-split by a shell) in
+ * an exec_stream request; its output streams to our stdout and stderr byte
+ * for byte as it is produced, our stdin goes to it (exec-stream.c), and
+ * vmux exits with its status, Docker's way: 124 when --timeout expired,
+ * 126 when it could not run, 127 when it was not found, 128+N when signal
+ * N killed it, 125 for vmux's own errors. The agent enforces the timeout.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,12 @@ static const struct cmd_opt cmd_exec_opts[] = {
         "kill the command after S seconds, exit 124 (default 300)"},
     {"env", 'e', "K=V", 1, "set an environment variable"},
     {"cwd", 'C', "DIR", 0, "working directory in the guest"},
+    {"interactive", 'i', NULL, 0,
+        "send standard input to the command even from a terminal (it is "
+        "sent whenever it is not one)"},
+    {"json", 0, NULL, 0,
+        "keep the output and print one JSON object at the end: exit_code, "
+        "signal, timed_out, stdout, stderr (*_base64 when not UTF-8)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -36,9 +43,11 @@ const struct cmd_entry cmd_exec_entry = {
     .name = "exec",
     .pre = "NAME",
     .post = "-- CMD [ARG...]",
-    .summary = "Run a command in session NAME. Prints its output and "
-               "exits with its exit status (124 on timeout, 128+N when "
-               "killed by signal N).",
+    .summary = "Run a command in session NAME. Its output streams as it "
+               "is produced, bytes exact; standard input is sent when it "
+               "is not a terminal (or with -i). Exits with its status "
+               "(124 on timeout, 126 cannot run, 127 not found, 128+N "
+               "killed by signal N, 125 vmux's own error).",
     .opts = cmd_exec_opts,
     .flags = CMD_ARGV_AFTER_NAME,
     .min_args = 2,
@@ -103,77 +112,89 @@ cmd_exec_request(
 	return 0;
 }
 
-/*
- * Write a reply's output string to fd, decoded from the raw reply so NUL
- * bytes survive (missing or not a string: nothing).
- */
-static void
-exec_output(const char *raw, size_t raw_len, const char *key, int fd)
-{
-	char *bytes;
-	size_t len;
-
-	if (agent_reply_bytes(raw, raw_len, key, &bytes, &len) != 0)
-		return;
-	write_all(fd, bytes, len);
-	free(bytes);
-}
-
-/* Say so when the agent cut a stream at its output limit. */
-static void
-exec_truncated(const cJSON *reply, const char *stream)
-{
-	const cJSON *t, *n;
-	char key[32];
-
-	snprintf(key, sizeof key, "%s_truncated", stream);
-	t = cJSON_GetObjectItemCaseSensitive(reply, key);
-	snprintf(key, sizeof key, "%s_bytes", stream);
-	n = cJSON_GetObjectItemCaseSensitive(reply, key);
-	if (cJSON_IsTrue(t))
-		cli_error("%s truncated by the agent (%.0f bytes in all)",
-		    stream, cJSON_IsNumber(n) ? n->valuedouble : 0.0);
-}
-
-/* Map the agent's reply to our exit status. */
+/* Our exit status for a finished run (Docker's convention). */
 static int
-exec_status(const cJSON *reply, int timeout_s)
+exec_status(const struct exec_outcome *o, int timeout_s)
 {
-	const cJSON *code =
-	    cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
-	const cJSON *to = cJSON_GetObjectItemCaseSensitive(reply, "timed_out");
-	const cJSON *sig = cJSON_GetObjectItemCaseSensitive(reply, "signal");
-
-	if (cJSON_IsTrue(to)) {
+	if (o->timed_out) {
 		cli_error("command timed out after %d s", timeout_s);
-		return VMUX_EXIT_TIMEOUT;
+		return EXIT_TIMEOUT;
 	}
-	/* "signal" may be a name ("KILL"); exit_code is then 128+N anyway */
-	if (cJSON_IsNumber(sig) && sig->valuedouble >= 1 &&
-	    sig->valuedouble < 128)
-		return 128 + (int)sig->valuedouble;
-	if (!cJSON_IsNumber(code)) {
-		cli_error("agent reply has no exit code");
-		return 1;
-	}
-	if (code->valuedouble < 0 && code->valuedouble > -128)
-		return 128 + (int)-code->valuedouble; /* killed by a signal */
-	if (code->valuedouble >= 0 && code->valuedouble <= 255)
-		return (int)code->valuedouble;
+	if (o->sig > 0 && o->sig < 128)
+		return 128 + o->sig;
+	if (o->code >= 0 && o->code <= 255)
+		return o->code;
 	return 255;
 }
 
-/* Run the command. */
+/*
+ * Send the exec_stream request on sock and read the answer line: 0 once
+ * the command runs (*rest holds what followed the line), else the status
+ * to exit with, the problem said: the agent's 127 (not found) or 126
+ * (cannot run) when it gives one, 125 for anything else.
+ */
+static int
+exec_stream_start(
+    int sock, const cJSON *req, uint8_t **rest, size_t *rest_len, char **cause)
+{
+	const cJSON *err, *code;
+	char *buf, *nl;
+	ssize_t used;
+	size_t len;
+	cJSON *o;
+	int rc = EXIT_VMUX;
+
+	*rest = NULL;
+	*rest_len = 0;
+	if (agent_send_request(sock, req, mono_ms() + EXEC_CONNECT_MS, cause) !=
+	    0)
+		return EXIT_VMUX;
+	used =
+	    agent_read_reply(sock, mono_ms() + EXEC_CONNECT_MS + EXEC_SLACK_MS,
+	        1, VMUX_MAX_REQUEST, &buf, cause);
+	if (used < 0)
+		return EXIT_VMUX;
+	nl = memchr(buf, '\n', (size_t)used);
+	len = nl != NULL ? (size_t)(nl - buf) : (size_t)used;
+	o = cJSON_ParseWithLength(buf, len);
+	err = cJSON_GetObjectItemCaseSensitive(o, "error");
+	code = cJSON_GetObjectItemCaseSensitive(o, "exit_code");
+	if (o == NULL || !cJSON_IsObject(o))
+		xasprintf(cause, "agent returned invalid JSON");
+	else if (cJSON_IsString(err)) {
+		xasprintf(cause, "%s", err->valuestring);
+		if (cJSON_IsNumber(code) &&
+		    (code->valuedouble == EXIT_NOT_FOUND ||
+		        code->valuedouble == EXIT_CANNOT_RUN))
+			rc = (int)code->valuedouble;
+	} else {
+		rc = 0;
+		if (nl != NULL && (size_t)used > len + 1) {
+			*rest_len = (size_t)used - len - 1;
+			*rest = xmalloc(*rest_len);
+			memcpy(*rest, nl + 1, *rest_len);
+		}
+	}
+	cJSON_Delete(o);
+	free(buf);
+	return rc;
+}
+
+/*
+ * Run the command through exec_stream: output as it comes, our stdin
+ * forwarded with -i or when it is not a terminal.
+ */
 static int
 cmd_exec_exec(struct args *a)
 {
 	struct session_record r;
 	struct vsock_target t;
-	cJSON *req, *reply;
-	char *cause = NULL, *raw = NULL;
-	size_t raw_len = 0;
-	int timeout_s, rc;
-	uint64_t now;
+	struct exec_outcome o;
+	cJSON *req;
+	char *cause = NULL;
+	uint8_t *rest = NULL;
+	size_t rest_len = 0;
+	int timeout_s, rc, sock, forward;
 
 	if (cmd_exec_request(a, &timeout_s, &req, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
@@ -184,25 +205,37 @@ cmd_exec_exec(struct args *a)
 		cJSON_Delete(req);
 		return rc;
 	}
-	now = mono_ms();
-	reply = agent_call(&t, req, now + EXEC_CONNECT_MS,
-	    now + (uint64_t)timeout_s * 1000 + EXEC_SLACK_MS, &raw, &raw_len,
-	    &cause);
+	cJSON_AddStringToObject(req, "action", "exec_stream");
+	sock = transport_connect(
+	    &t, VMUX_AGENT_PORT, mono_ms() + EXEC_CONNECT_MS, &cause);
+	rc = sock < 0 ? EXIT_VMUX
+	              : exec_stream_start(sock, req, &rest, &rest_len, &cause);
 	cJSON_Delete(req);
-	if (reply == NULL) {
+	record_free(&r);
+	if (rc != 0) {
 		cli_error("%s", cause);
 		free(cause);
-		record_free(&r);
-		return 1;
+		if (sock >= 0)
+			close(sock);
+		return rc;
 	}
+
+	memset(&o, 0, sizeof o);
+	o.capture = cli_json();
+	forward = args_has(a, "interactive") || !isatty(STDIN_FILENO);
 	fflush(stdout);
-	exec_output(raw, raw_len, "stdout", STDOUT_FILENO);
-	exec_output(raw, raw_len, "stderr", STDERR_FILENO);
-	free(raw);
-	exec_truncated(reply, "stdout");
-	exec_truncated(reply, "stderr");
-	rc = exec_status(reply, timeout_s);
-	cJSON_Delete(reply);
-	record_free(&r);
+	rc = exec_stream_run(sock, rest, rest_len, forward, &o, &cause);
+	free(rest);
+	if (rc != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+	} else {
+		rc = exec_status(&o, timeout_s);
+		if (o.capture)
+			cli_result(exec_capture_json(&o));
+	}
+	free(o.out.data);
+	free(o.err.data);
 	return rc;
 }

@@ -71,8 +71,8 @@ stream_read(int fd, struct stream_out *so)
 	buf_init(&so->err);
 	while (!so->exited && (n = read(fd, chunk, sizeof chunk)) > 0) {
 		buf_add(&in, chunk, (size_t)n);
-		while ((size = vmux_attach_parse(in.data, in.len, &type,
-		            &len)) > 0) {
+		while ((size = vmux_attach_parse(
+		            in.data, in.len, &type, &len)) > 0) {
 			const uint8_t *p = in.data + VMUX_ATTACH_HDR;
 
 			if (type == VMUX_EXEC_STDOUT)
@@ -80,7 +80,7 @@ stream_read(int fd, struct stream_out *so)
 			else if (type == VMUX_EXEC_STDERR)
 				buf_add(&so->err, p, len);
 			else if (type == VMUX_EXEC_EXIT &&
-			         len == VMUX_EXEC_EXIT_LEN) {
+			    len == VMUX_EXEC_EXIT_LEN) {
 				so->exited = 1;
 				so->code = (int)vmux_get_u32(p);
 				so->sig = (int)vmux_get_u32(p + 4);
@@ -138,8 +138,8 @@ TEST(exec_stream_stdin_to_eof)
 
 	memset(&so, 0, sizeof so);
 	CHECK(ta_start(&ta, 5000) == 0);
-	fd = stream_open(&ta, "{\"action\":\"exec_stream\",\"command\":[\"cat\"]}",
-	    &so.answer);
+	fd = stream_open(&ta,
+	    "{\"action\":\"exec_stream\",\"command\":[\"cat\"]}", &so.answer);
 	CHECK(fd >= 0);
 	send_frame(fd, VMUX_EXEC_STDIN, "hello\0", 6);
 	send_frame(fd, VMUX_EXEC_STDIN, "world", 5);

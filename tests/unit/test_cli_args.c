@@ -181,7 +181,8 @@ TEST(usage_line_from_table)
 	free(u);
 	u = cmd_usage(&cmd_exec_entry);
 	CHECK_STR(u,
-	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] "
+	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] [-i] "
+	    "[--json] "
 	    "-- CMD [ARG...]");
 	free(u);
 }

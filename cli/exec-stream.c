@@ -1,0 +1,289 @@
+/*
+ * exec-stream.c: the host side of the agent's exec_stream for `vmux exec`.
+ *
+ * After the agent's {"pid"} line the connection carries frames both ways
+ * (proto/attach.h): STDOUT and STDERR bytes are written to our stdout and
+ * stderr as they arrive (or kept for --json), our stdin goes out as STDIN
+ * frames and its end as STDIN_EOF, SIGINT, SIGTERM and SIGHUP are passed
+ * on as SIGNAL frames, and the EXIT frame ends the run. One poll(2) loop;
+ * stdin is read only while the outgoing queue has room, so memory stays
+ * bounded however much flows. A write that fails on our side (a full disk,
+ * a closed pipe) ends the run: closing the connection makes the agent kill
+ * the command.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "proto/attach.h"
+#include "session/session.h"
+#include "cli.h"
+
+#define STDIN_CHUNK 65536
+
+static volatile sig_atomic_t exec_signal; /* caught, not yet passed on */
+
+/* Remember a signal for the loop to pass on. */
+static void
+exec_on_signal(int sig)
+{
+	exec_signal = sig;
+}
+
+/* Keep bytes for --json. */
+static void
+capture_add(struct exec_capture *c, const void *p, size_t n)
+{
+	if (c->len + n + 1 > c->cap) {
+		c->cap = (c->len + n + 1) * 2;
+		c->data = xrealloc(c->data, c->cap);
+	}
+	memcpy(c->data + c->len, p, n);
+	c->len += n;
+	c->data[c->len] = '\0';
+}
+
+/* Write one output frame to fd or its capture; 0, or -1 with *cause. */
+static int
+exec_output(const struct attach_frame *f, struct exec_outcome *o, char **cause)
+{
+	int out = f->type == VMUX_EXEC_STDOUT;
+	struct exec_capture *cap = out ? &o->out : &o->err;
+
+	if (o->capture) {
+		capture_add(cap, f->payload, f->len);
+		return 0;
+	}
+	if (f->len > 0 && write_all(out ? STDOUT_FILENO : STDERR_FILENO,
+	                      f->payload, f->len) < 0) {
+		xasprintf(cause, "writing the command's %s: %s",
+		    out ? "output" : "errors", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Drive an exec_stream connection (sock, with pre_len bytes already read
+ * past the answer line) to the command's end. forward_stdin: send our stdin,
+ * else its end at once. Returns 0 with *o filled, or -1 with *cause (the
+ * stream takes sock over and closes it, which stops a command still
+ * running).
+ */
+int
+exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
+    int forward_stdin, struct exec_outcome *o, char **cause)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	struct sigaction sa, old[nitems(sigs)];
+	struct attach_client c;
+	struct attach_frame f;
+	struct pollfd pfd[2];
+	uint8_t *chunk = xmalloc(STDIN_CHUNK);
+	const char *name;
+	int stdin_open = forward_stdin, rc = -1, r, n;
+	ssize_t got;
+
+	attach_client_init(&c, sock, pre, pre_len);
+	if (!stdin_open)
+		attach_client_queue(&c, VMUX_EXEC_STDIN_EOF, NULL, 0);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = exec_on_signal; /* no SA_RESTART: poll wakes up */
+	for (size_t i = 0; i < nitems(sigs); i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	exec_signal = 0;
+
+	for (;;) {
+		/* Frames already here first: the buffer may hold several. */
+		while ((r = attach_client_next(&c, &f)) == 1) {
+			if (f.type == VMUX_EXEC_STDOUT ||
+			    f.type == VMUX_EXEC_STDERR) {
+				if (exec_output(&f, o, cause) != 0)
+					goto out;
+			} else if (f.type == VMUX_EXEC_EXIT &&
+			           f.len == VMUX_EXEC_EXIT_LEN) {
+				o->code = (int)vmux_get_u32(f.payload);
+				o->sig = (int)vmux_get_u32(f.payload + 4);
+				o->timed_out = f.payload[8] != 0;
+				rc = 0;
+				goto out;
+			} else if (f.type == VMUX_ATTACH_ERROR)
+				cli_error("agent: %.*s", (int)f.len,
+				    (const char *)f.payload);
+		}
+		if (r < 0) {
+			xasprintf(cause, "the agent's stream is broken");
+			goto out;
+		}
+		if (c.eof) {
+			xasprintf(cause, "the agent closed the connection "
+			                 "before the command's exit status");
+			goto out;
+		}
+		if (exec_signal != 0) {
+			name = sigabbrev_np(exec_signal);
+			exec_signal = 0;
+			if (name != NULL)
+				attach_client_queue(&c, VMUX_ATTACH_SIGNAL,
+				    name, strlen(name));
+		}
+
+		pfd[0] = (struct pollfd){sock, POLLIN, 0};
+		if (attach_client_pending(&c))
+			pfd[0].events |= POLLOUT;
+		n = 1;
+		if (stdin_open &&
+		    attach_client_room(&c) >= STDIN_CHUNK + VMUX_ATTACH_HDR)
+			pfd[n++] = (struct pollfd){STDIN_FILENO, POLLIN, 0};
+		if (poll(pfd, (nfds_t)n, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			xasprintf(cause, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (n > 1 && pfd[1].revents != 0) {
+			got = read(STDIN_FILENO, chunk, STDIN_CHUNK);
+			if (got > 0)
+				attach_client_queue(
+				    &c, VMUX_EXEC_STDIN, chunk, (size_t)got);
+			else if (got == 0 || errno != EINTR) {
+				/* end of input (a read error ends it too) */
+				attach_client_queue(
+				    &c, VMUX_EXEC_STDIN_EOF, NULL, 0);
+				stdin_open = 0;
+			}
+		}
+		if (attach_client_pending(&c) && attach_client_flush(&c) < 0) {
+			xasprintf(cause, "sending to the agent: %s",
+			    strerror(errno));
+			goto out;
+		}
+		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			got = attach_client_read(&c);
+			if (got < 0 && got != -EAGAIN) {
+				xasprintf(cause, "receiving from the agent: %s",
+				    strerror((int)-got));
+				goto out;
+			}
+		}
+	}
+out:
+	for (size_t i = 0; i < nitems(sigs); i++)
+		sigaction(sigs[i], &old[i], NULL);
+	attach_client_free(&c);
+	free(chunk);
+	return rc;
+}
+
+/* Is p[0..n) well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF)? */
+static int
+utf8_valid(const unsigned char *p, size_t n)
+{
+	size_t i = 0, k, len;
+	unsigned cp;
+
+	while (i < n) {
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((p[i] & 0xe0) == 0xc0)
+			len = 2, cp = p[i] & 0x1f;
+		else if ((p[i] & 0xf0) == 0xe0)
+			len = 3, cp = p[i] & 0x0f;
+		else if ((p[i] & 0xf8) == 0xf0)
+			len = 4, cp = p[i] & 0x07;
+		else
+			return 0;
+		if (n - i < len)
+			return 0;
+		for (k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+		    (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+/* p[0..n) in base64 (RFC 4648, padded); the caller frees it. */
+static char *
+base64(const unsigned char *p, size_t n)
+{
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	                          "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+	size_t i;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		*o++ = abc[p[i] >> 2];
+		*o++ = abc[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+		*o++ = abc[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
+		*o++ = abc[p[i + 2] & 63];
+	}
+	if (i < n) {
+		*o++ = abc[p[i] >> 2];
+		if (i + 1 < n) {
+			*o++ = abc[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+			*o++ = abc[(p[i + 1] & 15) << 2];
+		} else {
+			*o++ = abc[(p[i] & 3) << 4];
+			*o++ = '=';
+		}
+		*o++ = '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/* Add a captured stream as "name" (UTF-8 text) or "name_base64". */
+static void
+capture_json(cJSON *obj, const char *name, const struct exec_capture *c)
+{
+	char key[32], *b64;
+	const char *text = c->data != NULL ? c->data : "";
+
+	if (utf8_valid((const unsigned char *)text, c->len) &&
+	    memchr(text, '\0', c->len) == NULL) {
+		cJSON_AddStringToObject(obj, name, text);
+		return;
+	}
+	snprintf(key, sizeof key, "%s_base64", name);
+	b64 = base64((const unsigned char *)text, c->len);
+	cJSON_AddStringToObject(obj, key, b64);
+	free(b64);
+}
+
+/*
+ * The --json result of a run: {"exit_code", "signal", "timed_out",
+ * "stdout", "stderr"}, each stream as text or, when it is not valid UTF-8
+ * (or holds NUL), as "stdout_base64" / "stderr_base64".
+ */
+cJSON *
+exec_capture_json(const struct exec_outcome *o)
+{
+	cJSON *obj = cJSON_CreateObject();
+
+	if (o->timed_out)
+		cJSON_AddNullToObject(obj, "exit_code");
+	else
+		cJSON_AddNumberToObject(obj, "exit_code", o->code);
+	if (o->sig > 0)
+		cJSON_AddStringToObject(obj, "signal", sigabbrev_np(o->sig));
+	else
+		cJSON_AddNullToObject(obj, "signal");
+	cJSON_AddBoolToObject(obj, "timed_out", o->timed_out);
+	capture_json(obj, "stdout", &o->out);
+	capture_json(obj, "stderr", &o->err);
+	return obj;
+}
