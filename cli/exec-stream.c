@@ -59,8 +59,9 @@ exec_output(const struct attach_frame *f, struct exec_outcome *o, char **cause)
 		capture_add(cap, f->payload, f->len);
 		return 0;
 	}
-	if (f->len > 0 && write_all(out ? STDOUT_FILENO : STDERR_FILENO,
-	                      f->payload, f->len) < 0) {
+	if (f->len > 0 &&
+	    write_all(out ? STDOUT_FILENO : STDERR_FILENO, f->payload, f->len) <
+	        0) {
 		xasprintf(cause, "writing the command's %s: %s",
 		    out ? "output" : "errors", strerror(errno));
 		return -1;
@@ -76,8 +77,8 @@ exec_output(const struct attach_frame *f, struct exec_outcome *o, char **cause)
  * running).
  */
 int
-exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
-    int forward_stdin, struct exec_outcome *o, char **cause)
+exec_stream_run(int sock, const uint8_t *pre, size_t pre_len, int forward_stdin,
+    struct exec_outcome *o, char **cause)
 {
 	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
 	struct sigaction sa, old[nitems(sigs)];
@@ -106,7 +107,7 @@ exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
 				if (exec_output(&f, o, cause) != 0)
 					goto out;
 			} else if (f.type == VMUX_EXEC_EXIT &&
-			           f.len == VMUX_EXEC_EXIT_LEN) {
+			    f.len == VMUX_EXEC_EXIT_LEN) {
 				o->code = (int)vmux_get_u32(f.payload);
 				o->sig = (int)vmux_get_u32(f.payload + 4);
 				o->timed_out = f.payload[8] != 0;
@@ -121,16 +122,17 @@ exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
 			goto out;
 		}
 		if (c.eof) {
-			xasprintf(cause, "the agent closed the connection "
-			                 "before the command's exit status");
+			xasprintf(cause,
+			    "the agent closed the connection "
+			    "before the command's exit status");
 			goto out;
 		}
 		if (exec_signal != 0) {
 			name = sigabbrev_np(exec_signal);
 			exec_signal = 0;
 			if (name != NULL)
-				attach_client_queue(&c, VMUX_ATTACH_SIGNAL,
-				    name, strlen(name));
+				attach_client_queue(
+				    &c, VMUX_ATTACH_SIGNAL, name, strlen(name));
 		}
 
 		pfd[0] = (struct pollfd){sock, POLLIN, 0};
@@ -159,8 +161,8 @@ exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
 			}
 		}
 		if (attach_client_pending(&c) && attach_client_flush(&c) < 0) {
-			xasprintf(cause, "sending to the agent: %s",
-			    strerror(errno));
+			xasprintf(
+			    cause, "sending to the agent: %s", strerror(errno));
 			goto out;
 		}
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {

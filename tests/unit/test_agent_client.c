@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "proto/attach.h"
 #include "test_agent_client.h"
 
 /* LeakSanitizer's entry point, when the test is built with it. */
@@ -224,4 +225,39 @@ ta_wait_dead(pid_t pid, int ms)
 			return 0;
 		usleep(20000);
 	}
+}
+
+/*
+ * Open a connection, send line (a request with its newline) and parse the
+ * agent's first answer line, byte by byte so nothing after it is taken:
+ * the stream that follows stays on *fd (-1 if no connection).
+ */
+cJSON *
+ta_line_request(struct test_agent *ta, const char *line, int *fd)
+{
+	struct buf b;
+	cJSON *o;
+	char c;
+
+	if ((*fd = ta_connect(ta)) < 0)
+		return NULL;
+	write_all(*fd, line, strlen(line));
+	buf_init(&b);
+	while (read(*fd, &c, 1) == 1 && c != '\n')
+		buf_add(&b, &c, 1);
+	o = cJSON_Parse(buf_cstr(&b));
+	buf_free(&b);
+	return o;
+}
+
+/* Send one frame of the attach framing. */
+void
+ta_send_frame(int fd, uint8_t type, const void *p, size_t len)
+{
+	uint8_t hdr[VMUX_ATTACH_HDR];
+
+	vmux_attach_header(hdr, type, (uint32_t)len);
+	write_all(fd, hdr, sizeof hdr);
+	if (len > 0)
+		write_all(fd, p, len);
 }

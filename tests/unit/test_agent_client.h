@@ -30,5 +30,7 @@ cJSON *ta_requestf(struct test_agent *, const char *, ...)
 const char *ta_str(const cJSON *, const char *);
 double ta_num(const cJSON *, const char *);
 int ta_wait_dead(pid_t, int);
+cJSON *ta_line_request(struct test_agent *, const char *line, int *fd);
+void ta_send_frame(int fd, uint8_t type, const void *, size_t);
 
 #endif

@@ -24,36 +24,16 @@ struct stream_out {
 	int exited, code, sig, timed_out;
 };
 
-/* Send one frame. */
-static void
-send_frame(int fd, uint8_t type, const void *p, size_t n)
-{
-	uint8_t hdr[VMUX_ATTACH_HDR];
-
-	vmux_attach_header(hdr, type, (uint32_t)n);
-	write_all(fd, hdr, sizeof hdr);
-	if (n > 0)
-		write_all(fd, p, n);
-}
-
 /* Connect and send an exec_stream request; fd, with its answer line. */
 static int
 stream_open(struct test_agent *ta, const char *req, cJSON **answer)
 {
-	struct buf line;
-	char c;
-	int fd = ta_connect(ta);
+	char *line;
+	int fd;
 
-	*answer = NULL;
-	if (fd < 0)
-		return -1;
-	write_all(fd, req, strlen(req));
-	write_all(fd, "\n", 1);
-	buf_init(&line);
-	while (read(fd, &c, 1) == 1 && c != '\n')
-		buf_add(&line, &c, 1);
-	*answer = cJSON_Parse(buf_cstr(&line));
-	buf_free(&line);
+	xasprintf(&line, "%s\n", req);
+	*answer = ta_line_request(ta, line, &fd);
+	free(line);
 	return fd;
 }
 
@@ -115,7 +95,7 @@ TEST(exec_stream_bytes_exact_and_apart)
 	    &so.answer);
 	CHECK(fd >= 0);
 	CHECK(ta_num(so.answer, "pid") > 0);
-	send_frame(fd, VMUX_EXEC_STDIN_EOF, NULL, 0);
+	ta_send_frame(fd, VMUX_EXEC_STDIN_EOF, NULL, 0);
 	stream_read(fd, &so);
 	close(fd);
 	CHECK(so.exited);
@@ -141,9 +121,9 @@ TEST(exec_stream_stdin_to_eof)
 	fd = stream_open(&ta,
 	    "{\"action\":\"exec_stream\",\"command\":[\"cat\"]}", &so.answer);
 	CHECK(fd >= 0);
-	send_frame(fd, VMUX_EXEC_STDIN, "hello\0", 6);
-	send_frame(fd, VMUX_EXEC_STDIN, "world", 5);
-	send_frame(fd, VMUX_EXEC_STDIN_EOF, NULL, 0);
+	ta_send_frame(fd, VMUX_EXEC_STDIN, "hello\0", 6);
+	ta_send_frame(fd, VMUX_EXEC_STDIN, "world", 5);
+	ta_send_frame(fd, VMUX_EXEC_STDIN_EOF, NULL, 0);
 	stream_read(fd, &so);
 	close(fd);
 	CHECK(so.exited);
@@ -166,7 +146,7 @@ TEST(exec_stream_signal_and_timeout)
 	    "{\"action\":\"exec_stream\",\"command\":[\"sleep\",\"300\"]}",
 	    &so.answer);
 	CHECK(fd >= 0);
-	send_frame(fd, VMUX_ATTACH_SIGNAL, "KILL", 4);
+	ta_send_frame(fd, VMUX_ATTACH_SIGNAL, "KILL", 4);
 	stream_read(fd, &so);
 	close(fd);
 	CHECK(so.exited);

@@ -149,13 +149,9 @@ wait_bytes(struct test_agent *ta, const char *id, double n, int ms)
 static int
 att_open(struct test_agent *ta, const char *id, long long cursor, cJSON **reply)
 {
-	struct buf line;
-	char *req, c;
-	int fd = ta_connect(ta);
+	char *req;
+	int fd;
 
-	*reply = NULL;
-	if (fd < 0)
-		return -1;
 	if (cursor >= 0)
 		xasprintf(&req,
 		    "{\"action\":\"attach_shell\",\"shell_id\":\"%s\","
@@ -164,26 +160,9 @@ att_open(struct test_agent *ta, const char *id, long long cursor, cJSON **reply)
 	else
 		xasprintf(&req,
 		    "{\"action\":\"attach_shell\",\"shell_id\":\"%s\"}\n", id);
-	write_all(fd, req, strlen(req));
+	*reply = ta_line_request(ta, req, &fd);
 	free(req);
-	buf_init(&line);
-	while (read(fd, &c, 1) == 1 && c != '\n')
-		buf_add(&line, &c, 1);
-	*reply = cJSON_Parse(buf_cstr(&line));
-	buf_free(&line);
 	return fd;
-}
-
-/* Send one frame. */
-static void
-att_send(int fd, uint8_t type, const void *p, size_t len)
-{
-	uint8_t hdr[VMUX_ATTACH_HDR];
-
-	vmux_attach_header(hdr, type, (uint32_t)len);
-	write_all(fd, hdr, sizeof hdr);
-	if (len)
-		write_all(fd, p, len);
 }
 
 /* Receive one frame into *payload (caller frees); type, or -1 / 0 (EOF). */
@@ -591,26 +570,26 @@ TEST(shell_attach_stream)
 	CHECK(a2 >= 0 && r != NULL);
 	cJSON_Delete(r);
 
-	att_send(a1, VMUX_ATTACH_INPUT, "hello\r", 6);
+	ta_send_frame(a1, VMUX_ATTACH_INPUT, "hello\r", 6);
 	CHECK(att_until(a1, &s1, "hello\r\nhello", 10000)); /* echo + cat */
 	CHECK(att_until(a2, &s2, "hello\r\nhello", 10000)); /* both see it */
 
 	vmux_put_u16(rs, 100);
 	vmux_put_u16(rs + 2, 33);
-	att_send(a2, VMUX_ATTACH_RESIZE, rs, 4);
-	att_send(a2, VMUX_ATTACH_INPUT, "x", 1);
+	ta_send_frame(a2, VMUX_ATTACH_RESIZE, rs, 4);
+	ta_send_frame(a2, VMUX_ATTACH_INPUT, "x", 1);
 	CHECK(att_until(a1, &s1, "x", 10000));
-	att_send(a1, VMUX_ATTACH_INPUT, "y", 1);
+	ta_send_frame(a1, VMUX_ATTACH_INPUT, "y", 1);
 	CHECK(att_until(a1, &s1, "y", 10000));
 	CHECK_INT(s1.resize_cols, 100);
 	CHECK_INT(s1.resize_rows, 33);
 
-	att_send(a1, 99, "?", 1); /* unknown type: ERROR, stream goes on */
-	att_send(a1, VMUX_ATTACH_INPUT, "z", 1);
+	ta_send_frame(a1, 99, "?", 1); /* unknown type: ERROR, stream goes on */
+	ta_send_frame(a1, VMUX_ATTACH_INPUT, "z", 1);
 	CHECK(att_until(a1, &s1, "z", 10000));
 	CHECK(s1.error);
 
-	att_send(a1, VMUX_ATTACH_DETACH, NULL, 0);
+	ta_send_frame(a1, VMUX_ATTACH_DETACH, NULL, 0);
 	CHECK(att_until(a1, &s1, NULL, 10000));
 	CHECK(s1.detach);
 	close(a1);
@@ -621,7 +600,7 @@ TEST(shell_attach_stream)
 	cJSON_Delete(r);
 
 	/* Ctrl-D ends cat: the attached client gets EXIT and EOF. */
-	att_send(a2, VMUX_ATTACH_INPUT, "\r\x04", 2);
+	ta_send_frame(a2, VMUX_ATTACH_INPUT, "\r\x04", 2);
 	CHECK(att_until(a2, &s2, NULL, 10000));
 	CHECK(s2.exit_seen);
 	CHECK_INT(s2.exit_code, 0);
@@ -644,7 +623,7 @@ TEST(shell_attach_signal_frame)
 	fd = att_open(&ta, "g", -1, &r);
 	CHECK(fd >= 0 && r != NULL);
 	cJSON_Delete(r);
-	att_send(fd, VMUX_ATTACH_SIGNAL, "TERM", 4);
+	ta_send_frame(fd, VMUX_ATTACH_SIGNAL, "TERM", 4);
 	CHECK(att_until(fd, &s, NULL, 10000));
 	CHECK(s.exit_seen);
 	CHECK_INT(s.exit_code, 128 + SIGTERM);
