@@ -140,7 +140,8 @@ stream_finish(struct exec_stream *s)
 /* exec_stream's side of the connection. */
 struct exec_wire {
 	int fd;
-	struct buf out;  /* frames not sent yet (at most one output chunk) */
+	struct buf out;  /* frames to send (at most one output chunk) */
+	size_t out_off;  /* out: bytes already sent */
 	struct buf in;   /* bytes received, not yet parsed or written */
 	size_t in_frame; /* in: size of the STDIN frame being written, or 0 */
 	int stdin_eof;   /* close stdin once in_frame is written */
@@ -167,7 +168,10 @@ static void
 pipe_read(int *fd, struct exec_stream *s, size_t max, uint8_t *chunk,
     struct exec_wire *w, uint8_t type)
 {
-	ssize_t n = read(*fd, chunk, READ_CHUNK);
+	/* On the wire a frame is exactly 64 KiB with its header, so sends
+	 * end in step with the bridge's credit windows (no sliver packets). */
+	ssize_t n = read(
+	    *fd, chunk, w != NULL ? READ_CHUNK - VMUX_ATTACH_HDR : READ_CHUNK);
 	uint8_t hdr[VMUX_ATTACH_HDR];
 
 	if (n > 0 && w != NULL) {
@@ -255,12 +259,14 @@ run_step(struct exec_run *x, struct exec_result *res, uint64_t now)
 static void
 wire_send(struct exec_wire *w)
 {
-	ssize_t n =
-	    send(w->fd, w->out.data, w->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	ssize_t n = send(w->fd, w->out.data + w->out_off,
+	    w->out.len - w->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
 
-	if (n > 0)
-		buf_drain(&w->out, (size_t)n);
-	else if (n < 0 && errno != EAGAIN && errno != EINTR)
+	if (n > 0) {
+		w->out_off += (size_t)n; /* no memmove per partial send */
+		if (w->out_off == w->out.len)
+			w->out.len = w->out_off = 0;
+	} else if (n < 0 && errno != EAGAIN && errno != EINTR)
 		w->gone = 1;
 }
 
@@ -579,7 +585,8 @@ exec_run(const struct exec_spec *spec, struct exec_result *res, char **cause)
 		    exitf + VMUX_ATTACH_HDR + 4, (uint32_t)res->signal);
 		exitf[VMUX_ATTACH_HDR + 8] = (uint8_t)res->timed_out;
 		buf_add(&wire.out, exitf, sizeof exitf);
-		agent_send_all(wire.fd, wire.out.data, wire.out.len);
+		agent_send_all(wire.fd, wire.out.data + wire.out_off,
+		    wire.out.len - wire.out_off);
 	}
 	rc = 0;
 out:
