@@ -223,6 +223,7 @@ void budget_set(size_t);
 size_t budget_limit(void);
 size_t budget_used(void);
 int budget_reserve(size_t, char **);
+size_t budget_reserve_upto(size_t);
 void budget_release(size_t);
 
 /* peer.c: only the host may talk to the agent. */

@@ -88,6 +88,26 @@ budget_reserve(size_t n, char **cause)
 	return 0;
 }
 
+/*
+ * Reserve as much of n bytes as the budget has room for; returns how many
+ * (0 when it is full). Output kept this way is cut at the same byte
+ * whatever sizes the reads came in.
+ */
+size_t
+budget_reserve_upto(size_t n)
+{
+	size_t max = budget_limit();
+	size_t cur = __atomic_load_n(&budget_inuse, __ATOMIC_SEQ_CST), take;
+
+	do {
+		take = cur >= max ? 0 : (max - cur < n ? max - cur : n);
+		if (take == 0)
+			return 0;
+	} while (!__atomic_compare_exchange_n(&budget_inuse, &cur, cur + take,
+	    0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+	return take;
+}
+
 /* Give back n reserved bytes. */
 void
 budget_release(size_t n)

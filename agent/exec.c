@@ -109,9 +109,13 @@ stream_add(struct exec_stream *s, const void *p, size_t n, size_t max)
 
 	if (keep > n)
 		keep = n;
-	if (keep != 0 && budget_reserve(keep, NULL) != 0) {
-		keep = 0;
-		s->over_budget = 1;
+	if (keep != 0) {
+		size_t got = budget_reserve_upto(keep);
+
+		if (got < keep) {
+			keep = got;
+			s->over_budget = 1;
+		}
 	}
 	s->charged += keep;
 	s->total += n;

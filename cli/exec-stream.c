@@ -160,10 +160,11 @@ exec_stream_run(int sock, const uint8_t *pre, size_t pre_len, int forward_stdin,
 				stdin_open = 0;
 			}
 		}
+		/* The command may have ended and the agent closed before our
+		 * stdin's end went out: its EXIT frame is still to be read. */
 		if (attach_client_pending(&c) && attach_client_flush(&c) < 0) {
-			xasprintf(
-			    cause, "sending to the agent: %s", strerror(errno));
-			goto out;
+			attach_client_drop_output(&c);
+			stdin_open = 0;
 		}
 		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
 			got = attach_client_read(&c);

@@ -139,6 +139,13 @@ attach_client_next(struct attach_client *c, struct attach_frame *f)
 	return 1;
 }
 
+/* Forget the frames not sent yet (the peer stopped reading for good). */
+void
+attach_client_drop_output(struct attach_client *c)
+{
+	c->out_off = c->out_len = 0;
+}
+
 /* Bytes of frames that may still be queued. */
 size_t
 attach_client_room(const struct attach_client *c)

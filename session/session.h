@@ -204,6 +204,7 @@ int attach_client_queue(
     struct attach_client *, uint8_t type, const void *payload, size_t len);
 int attach_client_resize(struct attach_client *, int cols, int rows);
 int attach_client_flush(struct attach_client *);
+void attach_client_drop_output(struct attach_client *);
 int attach_decode_data(const struct attach_frame *, uint64_t *cursor,
     const uint8_t **bytes, size_t *len);
 int attach_decode_exit(

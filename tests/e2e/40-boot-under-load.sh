@@ -41,7 +41,8 @@ t_execs_at_once_loaded() {
 		wait "${pids[$i]}" || bad=$((bad + 1))
 	done
 	for i in $(seq 20); do
-		[[ $(cat "$TMP/ex$i") == "n$i" ]] || bad=$((bad + 1))
+		[[ $(cat "$TMP/ex$i") == "n$i" ]] ||
+			{ bad=$((bad + 1)); echo "exec $i: $(cat "$TMP/ex$i")"; }
 	done
 	expect_eq failures "$bad" 0
 }
