@@ -49,8 +49,8 @@ GUEST      :=
 COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
                common/printable.c
 
-.PHONY: all run test unit unit-asan e2e bench fuzz install clean deps format \
-        check-format
+.PHONY: all run test unit unit-asan e2e bench bench-tui fuzz install clean deps \
+        format check-format
 all:
 
 -include proto/proto.mk
@@ -58,8 +58,8 @@ all:
 -include agent/agent.mk
 -include session/session.mk
 -include session/bridge/bridge.mk
--include cli/cli.mk
 -include tui/tui.mk
+-include cli/cli.mk
 -include guest/guest.mk
 -include tests/tests.mk
 -include bench/bench.mk

@@ -9,5 +9,16 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/obj/bench/stats.o \
 .SECONDARY: $(patsubst $(BUILD)/bench/%,$(BUILD)/obj/bench/%.o,$(BENCH_TOOLS)) \
     $(BUILD)/obj/bench/stats.o
 
+# pty-rtt needs no session code: a PTY and a clock.
+BENCH_TOOLS += $(BUILD)/bench/pty-rtt
+$(BUILD)/bench/pty-rtt: $(BUILD)/obj/bench/pty-rtt.o $(BUILD)/obj/bench/stats.o
+	@mkdir -p $(@D)
+	$(Q)$(CC) -o $@ $^ -lutil
+
 bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/run
+	@BUILD=$(BUILD) bench/tui
+
+# The TUI's figures alone.
+bench-tui: all $(BENCH_TOOLS)
+	@BUILD=$(BUILD) bench/tui

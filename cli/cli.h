@@ -131,6 +131,7 @@ extern const struct cmd_entry cmd_shells_entry;
 extern const struct cmd_entry cmd_kill_entry;
 extern const struct cmd_entry cmd_close_entry;
 extern const struct cmd_entry cmd_cp_entry;
+extern const struct cmd_entry cmd_tui_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;
@@ -195,7 +196,7 @@ void cp_spec_free(struct cp_spec *);
 
 /* progress.c: bytes and rate on a terminal, updated in place. */
 struct progress {
-	int on; /* stderr is a terminal */
+	int on; /* 1: stderr is a terminal; 2: vmux-progress lines */
 	const char *what;
 	uint64_t bytes, total; /* total 0: unknown */
 	uint64_t start, last;  /* mono_ms */
@@ -203,6 +204,7 @@ struct progress {
 void progress_init(struct progress *, const char *what, uint64_t total);
 void progress_add(struct progress *, uint64_t n);
 void progress_done(struct progress *, int ok);
+void progress_set_lines(int on);
 char *progress_human(uint64_t bytes);
 
 /* cp.c: the transfers. */

@@ -4,17 +4,18 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-ping.c cli/cmd-help.c cli/cmd-shell.c cli/cmd-shells.c \
             cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \
             cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/cp-place.c \
-            cli/progress.c cli/output.c cli/exec-stream.c
+            cli/progress.c cli/output.c cli/exec-stream.c cli/cmd-tui.c
 
 PROGRAMS += $(BIN)/vmux
 
 # (Object paths spelled out: objs is defined after the fragments are read.)
 # vmux cp packs and unpacks tar archives with the archive module.
 $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
-             $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS) $(COMMON_SRCS))
+             $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS) $(COMMON_SRCS) \
+             $(TUI_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS)
+	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS)
 
 # Argument parsing, request building and escaped printing, with the session
 # code they use (not launch.c, so the test does not need QEMU command lines).
@@ -45,5 +46,5 @@ UNIT_cli_download_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
 UNIT_TESTS += cli_man
 UNIT_cli_man_SRCS := tests/unit/test_cli_man.c \
                      $(filter-out cli/vmux.c,$(CLI_SRCS)) $(SESSION_SRCS) \
-                     $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS)
-UNIT_cli_man_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS)
+                     $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS) $(TUI_SRCS)
+UNIT_cli_man_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS)

@@ -16,6 +16,9 @@ static const struct cmd_opt cmd_cp_opts[] = {
     {"json", 0, NULL, 0,
         "print {\"source\", \"destination\", \"direction\", \"bytes\", "
         "\"skipped\"} as JSON; no progress"},
+    {"progress-lines", 0, NULL, 0,
+        "report progress on stderr as lines \"vmux-progress BYTES TOTAL\" "
+        "(for programs such as vmux tui)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -49,6 +52,7 @@ cmd_cp_exec(struct args *a)
 	char *cause = NULL;
 	int rc;
 
+	progress_set_lines(args_has(a, "progress-lines"));
 	if (cp_parse(a->argv[0], a->argv[1], &spec, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);

@@ -17,6 +17,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_kill_entry,
     &cmd_close_entry,
     &cmd_cp_entry,
+    &cmd_tui_entry,
     &cmd_ls_entry,
     &cmd_ping_entry,
     &cmd_connect_entry,

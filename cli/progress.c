@@ -2,6 +2,8 @@
  * progress.c: transfer progress for `vmux cp`: bytes, percentage when the total
  * is known, and rate, redrawn in place on stderr at most ten times a second,
  * and only when stderr is a terminal; otherwise nothing is printed.
+ * `cp --progress-lines` asks for machine-readable lines instead,
+ * "vmux-progress BYTES TOTAL", whatever stderr is (the TUI reads them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,15 @@
 #include "cli.h"
 
 #define PROGRESS_EVERY_MS 100
+
+static int progress_lines; /* print vmux-progress lines */
+
+/* Report progress as "vmux-progress BYTES TOTAL" lines from now on. */
+void
+progress_set_lines(int on)
+{
+	progress_lines = on;
+}
 
 /* "12.3 MiB" (caller frees). */
 char *
@@ -36,7 +47,7 @@ progress_human(uint64_t bytes)
 void
 progress_init(struct progress *p, const char *what, uint64_t total)
 {
-	p->on = isatty(STDERR_FILENO);
+	p->on = progress_lines ? 2 : isatty(STDERR_FILENO);
 	p->what = what;
 	p->bytes = 0;
 	p->total = total;
@@ -53,6 +64,15 @@ progress_draw(struct progress *p, int final)
 	char *rate = progress_human(
 	    ms > 0 ? (uint64_t)((double)p->bytes * 1000 / (double)ms) : 0);
 	char pct[16] = "";
+
+	if (p->on == 2) {
+		fprintf(stderr, "vmux-progress %llu %llu\n",
+		    (unsigned long long)p->bytes, (unsigned long long)p->total);
+		fflush(stderr);
+		free(done);
+		free(rate);
+		return;
+	}
 
 	if (p->total > 0) /* a download's total is the file, not the tar */
 		snprintf(pct, sizeof pct, " %3.0f%%",
@@ -88,7 +108,7 @@ progress_done(struct progress *p, int ok)
 {
 	if (!p->on)
 		return;
-	if (ok)
+	if (ok || p->on == 2)
 		progress_draw(p, 1);
 	else {
 		fprintf(stderr, "\r\033[K");

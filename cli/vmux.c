@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "cli.h"
@@ -21,6 +22,14 @@ main(int argc, char **argv)
 	log_open("vmux");
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
+		char *tui_argv[] = {"tui", NULL};
+		/* on a terminal, vmux alone opens the TUI (like tmux) */
+		if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
+		    args_parse(&cmd_tui_entry, 1, tui_argv, &a, &cause) == 0) {
+			rc = cmd_tui_entry.exec(&a);
+			args_free(&a);
+			return rc;
+		}
 		cmd_print_overview(1);
 		return EXIT_USAGE;
 	}

@@ -54,10 +54,10 @@ int sb_line(const struct sb *, size_t age, VTermScreenCell *cells, int ncells);
 
 /* One line of cells as text: UTF-8 bytes and the column of each byte. */
 struct line_text {
-	char *s;      /* NUL-terminated UTF-8 */
-	size_t len;   /* bytes in s */
-	int *col;     /* col[i]: the cell column byte i belongs to */
-	size_t cap;   /* allocated bytes of s and entries of col */
+	char *s;    /* NUL-terminated UTF-8 */
+	size_t len; /* bytes in s */
+	int *col;   /* col[i]: the cell column byte i belongs to */
+	size_t cap; /* allocated bytes of s and entries of col */
 };
 
 void line_text_from_cells(
@@ -106,7 +106,7 @@ void colour_index_rgb(int index, uint8_t *r, uint8_t *g, uint8_t *b);
 #define KEYC_SHIFT     0x40000000
 
 int key_parse(const char *name, int *key, char **cause);
-void key_name(int key, char *buf, size_t len);
+void key_string(int key, char *buf, size_t len);
 
 /* ---- layout.c: where things go on the screen ---- */
 
@@ -115,10 +115,10 @@ struct rect {
 };
 
 struct layout_in {
-	int cols, rows;      /* the terminal */
-	int sidebar_on;      /* the user wants the sidebar */
-	int sidebar_width;   /* wanted width */
-	int zoomed;          /* the pane takes all but the status line */
+	int cols, rows;    /* the terminal */
+	int sidebar_on;    /* the user wants the sidebar */
+	int sidebar_width; /* wanted width */
+	int zoomed;        /* the pane takes all but the status line */
 };
 
 struct layout {
@@ -150,15 +150,15 @@ struct binding {
 };
 
 struct config {
-	int prefix;             /* default C-b */
-	char *theme;            /* default "default" */
-	size_t scrollback;      /* bytes per pane */
+	int prefix;        /* default C-b */
+	char *theme;       /* default "default" */
+	size_t scrollback; /* bytes per pane */
 	int sidebar_width;
-	int sidebar;            /* shown at start */
-	int mouse;              /* mouse on */
-	struct binding *binds;  /* prefix table, later entries win */
+	int sidebar;           /* shown at start */
+	int mouse;             /* mouse on */
+	struct binding *binds; /* prefix table, later entries win */
 	size_t nbinds;
-	char **errors;          /* "vmux.conf:3: ..." for each bad line */
+	char **errors; /* "vmux.conf:3: ..." for each bad line */
 	size_t nerrors;
 };
 
@@ -187,7 +187,7 @@ enum theme_item {
 	TH_RUNNING,       /* state colours */
 	TH_STARTING,
 	TH_STOPPED,
-	TH_COPY_SEL,      /* copy mode selection and search match */
+	TH_COPY_SEL, /* copy mode selection and search match */
 	TH_TILE_TITLE,
 	TH_TILE_FOCUS,
 	TH_NITEMS
@@ -209,10 +209,365 @@ struct theme {
 };
 
 const char *theme_item_name(int item);
-int theme_parse(struct theme *, const char *name, const char *text,
-    char **cause);
+int theme_parse(
+    struct theme *, const char *name, const char *text, char **cause);
 int theme_load(struct theme *, const char *name, char **cause);
 void theme_free(struct theme *);
 const char *const *theme_builtin_names(void);
+
+/* ==== The running TUI ==== */
+
+#include <uv.h>
+
+#include "session/session.h"
+
+struct tui;
+struct pane;
+
+/* ---- model.c: what the sessions and their shells are ---- */
+
+struct mshell {
+	char *id;
+	char *state;   /* "running", "stopped", "closing" */
+	char *command; /* printable */
+	int clients, cols, rows;
+	int64_t output_bytes, oldest_cursor;
+	double started_at;
+};
+
+struct msession {
+	char *name;
+	char *state; /* "running", "starting", "stopped", "broken" */
+	char *accel;
+	char *error; /* record unreadable, or the shells could not be listed */
+	int cpus, memory_mb;
+	int shells_known; /* the agent answered list_shells */
+	struct mshell *shells;
+	size_t nshells;
+};
+
+struct model {
+	struct msession *sessions;
+	size_t n;
+};
+
+void model_free(struct model *);
+int model_fetch(const char *home, struct model *, char **cause);
+struct msession *model_session(struct model *, const char *name);
+struct mshell *model_shell(struct msession *, const char *id);
+void model_refresh(struct tui *);
+
+/* ---- pane.c: one shell's terminal, fed by its attach stream ---- */
+
+enum pane_state {
+	PANE_CONNECTING,   /* attaching */
+	PANE_LIVE,         /* streaming */
+	PANE_DISCONNECTED, /* the stream broke; reattaching from its cursor */
+	PANE_EXITED,       /* the shell ended (or was closed) */
+	PANE_FAILED,       /* cannot attach (no such shell, session gone) */
+};
+
+#define PANE_REPLAY_BYTES (256 * 1024) /* repainted on (re)attach */
+
+struct pane {
+	struct tui *tui;
+	unsigned id; /* for jobs that finish after the pane is gone */
+	char *session, *shell_id;
+	int local; /* a command on a host PTY (local.c) */
+	int grid;  /* a grid tile: never resizes the PTY */
+	VTerm *vt;
+	VTermScreen *vs;
+	int rows, cols; /* the PTY's size as the VTerm has it */
+	uint8_t *dirty; /* rows to redraw */
+	int any_dirty;
+	VTermPos cursor;
+	int cur_visible, altscreen, mouse, bracketed;
+	char *title;
+	struct sb *sb;
+	int view; /* lines scrolled back (copy mode), 0: live */
+
+	int state;             /* enum pane_state */
+	int exit_status;       /* PANE_EXITED: as a shell's $? */
+	char *error;           /* PANE_FAILED / DISCONNECTED: why */
+	int64_t stream_cursor; /* the next byte of output expected */
+	int retries;
+	uint64_t activity_ms; /* mono_ms of the last output */
+	uint64_t bytes_in;    /* output parsed since attach */
+
+	int fd;    /* stream socket or PTY master; -1 none */
+	pid_t pid; /* local: the child */
+	uv_poll_t *poll;
+	int poll_events;
+	uv_timer_t *retry;
+	struct attach_client ac;
+	int want_cols, want_rows; /* the size to ask for once live */
+};
+
+struct pane *pane_new(struct tui *, const char *session, const char *shell,
+    int cols, int rows, int grid);
+void pane_free(struct pane *);
+void pane_attach(struct pane *, int64_t cursor);
+void pane_resize(struct pane *, int cols, int rows);
+void pane_send(struct pane *, const void *bytes, size_t len);
+void pane_key(struct pane *, int key);
+void pane_paste(struct pane *, const char *text, size_t len, int bracket);
+void pane_signal(struct pane *, const char *sig);
+void pane_feed(struct pane *, const uint8_t *bytes, size_t len);
+void pane_mark_all(struct pane *);
+int pane_cell(struct pane *, int row, int col, VTermScreenCell *);
+int pane_history(const struct pane *);
+const char *pane_state_name(const struct pane *);
+
+/* local.c: a pane on a host PTY (tests, benchmarks, no guest). */
+int local_start(struct pane *, const char *command, char **cause);
+void local_write(struct pane *, const void *, size_t);
+void local_resize(struct pane *, int cols, int rows);
+void local_stop(struct pane *);
+
+/* ---- cell.c: a libvterm cell as ncurses draws it ---- */
+
+struct tcell {
+	wchar_t wch[VTERM_MAX_CHARS_PER_CELL + 1];
+	unsigned attrs; /* ncurses A_* */
+	int fg, bg;     /* colour_map() results */
+	int width;      /* columns it covers: 1 or 2 (0: skip, right half) */
+};
+
+void cell_convert(
+    const VTermScreenCell *, const struct colour_caps *, struct tcell *);
+
+/* ---- draw.c: the frame ---- */
+
+void draw_init(struct tui *);
+void draw_frame(struct tui *);
+void draw_schedule(struct tui *);
+int draw_pair(struct tui *, int fg, int bg);
+void draw_theme_apply(struct tui *);
+void draw_pane(struct tui *, struct pane *, const struct rect *, int all);
+
+/* grid.c: the teacher's grid */
+void grid_open(struct tui *);
+void grid_close(struct tui *);
+void grid_sync(struct tui *);
+void grid_draw(struct tui *);
+int grid_key(struct tui *, int key);
+
+/* ---- input.c: keys from the terminal ---- */
+
+void input_init(struct tui *);
+void input_read(struct tui *);
+void input_key(struct tui *, int key);
+
+/* ---- cmds.c: the TUI's commands (key bindings, the prompt) ---- */
+
+int cmd_run(struct tui *, const char *line);
+int tui_command_exists(const char *name);
+const char *const *tui_command_names(void);
+
+/* ---- prompt.c: the command prompt and text questions ---- */
+
+typedef void (*prompt_done_cb)(struct tui *, const char *answer, void *arg);
+
+struct prompt {
+	int on;
+	char *label;
+	char *text;           /* UTF-8 */
+	size_t len, cap, pos; /* bytes; pos: the cursor */
+	int complete;         /* 1: commands, 2: host paths */
+	prompt_done_cb done;
+	void *arg;
+	char **hist;
+	size_t nhist, hist_pos;
+};
+
+void prompt_open(struct tui *, const char *label, const char *initial,
+    int complete, prompt_done_cb, void *arg);
+int prompt_key(struct tui *, int key);
+void prompt_close(struct tui *);
+char **complete_words(
+    struct tui *, const char *line, size_t *n, size_t *word_start);
+
+/* ---- menu.c: lists to choose from and yes/no questions ---- */
+
+typedef void (*menu_done_cb)(struct tui *, int choice, void *arg);
+
+struct menu {
+	int on;
+	char *title;
+	char **items;
+	size_t n, sel;
+	menu_done_cb done;
+	void *arg;
+};
+
+void menu_open(struct tui *, const char *title, const char *const *items,
+    size_t n, menu_done_cb, void *arg);
+int menu_key(struct tui *, int key);
+void menu_close(struct tui *);
+void confirm_open(struct tui *, const char *question, menu_done_cb, void *arg);
+
+/* ---- copy.c: copy mode ---- */
+
+struct copy {
+	int on;
+	int64_t line; /* cursor: line in history+screen (0: oldest kept) */
+	int col;
+	int selecting;
+	int64_t sel_line;
+	int sel_col;
+	char *search;
+	int search_forward;
+	int64_t match_line;
+	int match_col, match_len;
+};
+
+void copy_enter(struct tui *, int page_up);
+int copy_key(struct tui *, int key);
+void copy_exit(struct tui *);
+int copy_cell_selected(struct tui *, int64_t line, int col);
+
+/* ---- jobs.c: the vmux CLI run as a child, transfers ---- */
+
+struct job {
+	struct tui *tui;
+	unsigned id;
+	char *what;   /* "cp ./x default:/root" */
+	int transfer; /* shows progress */
+	uint64_t bytes, total, started_ms;
+	uv_process_t proc;
+	uv_pipe_t out, err;
+	char *outbuf, *errbuf;
+	size_t outlen, errlen;
+	int open_handles;
+	int exited;
+	int64_t status;
+	int term_signal;
+	void (*done)(struct tui *, struct job *);
+	char *arg; /* for done */
+	struct job *next;
+};
+
+int job_start(struct tui *, char **argv, int transfer,
+    void (*done)(struct tui *, struct job *), const char *arg);
+void job_cancel(struct job *);
+char *job_error_line(const struct job *);
+void jobs_cancel_all(struct tui *);
+
+/* ---- work.c: blocking session calls on libuv's thread pool ---- */
+
+struct work;
+typedef void (*work_fn)(struct work *);                  /* on a pool thread */
+typedef void (*work_after)(struct tui *, struct work *); /* on the loop */
+
+struct work {
+	uv_work_t req;
+	struct tui *tui;
+	work_fn fn;
+	work_after after;
+	unsigned pane_id;
+	char *home, *session, *shell;
+	cJSON *request, *reply;
+	int64_t cursor;
+	int fd;
+	struct attach_client ac;
+	int rc;
+	char *cause;
+	struct model model;
+};
+
+struct work *work_new(struct tui *, work_fn, work_after);
+void work_queue(struct work *);
+void work_agent_call(struct work *);
+void work_attach(struct work *);
+
+/* ---- tui.c: the whole ---- */
+
+enum tui_mode {
+	MODE_NORMAL,
+	MODE_PREFIX,
+	MODE_SIDEBAR, /* choose-session: keys move the selection */
+	MODE_GRID,
+	MODE_HELP,
+};
+
+struct tui_opts {
+	const char *session; /* select it */
+	const char *theme;   /* overrides the config */
+	const char *config;  /* a config file instead of the default */
+	char **local;        /* host commands on PTYs instead of guests */
+	int nlocal;
+	int grid, read_only, no_sidebar;
+};
+
+struct tui {
+	uv_loop_t *loop;
+	struct tui_opts opts;
+	char *home;
+	struct config cfg;
+	struct theme theme;
+	struct colour_caps caps;
+	int theme_pairs[TH_NITEMS];
+	int cols, rows;
+	struct layout lay;
+	int zoomed, sidebar_on;
+	int mode;
+	int prev_mode; /* before the prefix key */
+	int quit, quit_status;
+
+	struct model model;
+	int model_busy;
+	int model_dirty; /* refresh again when the current one returns */
+	uint64_t model_at;
+	uint64_t model_sig; /* of the model last shown */
+	char *cur_session;  /* selected session */
+	char *cur_shell;    /* selected shell (of cur_session) */
+	int sel;            /* sidebar selection: row index */
+	int want_shell;     /* open a shell in cur_session when none exists */
+
+	struct pane **panes;
+	size_t npanes;
+	unsigned next_pane_id;
+	struct pane **tiles; /* grid */
+	size_t ntiles;
+	int tile_sel;
+	char *grid_filter;
+	int grid_filtering;
+
+	struct prompt prompt;
+	struct menu menu;
+	struct copy copy;
+	struct job *jobs;
+	unsigned next_job_id;
+	char *paste_buf;
+	size_t paste_len;
+	int in_paste; /* between bracketed paste markers from the terminal */
+
+	char *message;
+	int message_error;
+	uint64_t message_until;
+	int help_scroll;
+
+	int full_redraw;
+	int frame_pending;
+	uint64_t last_frame_ms;
+	uv_poll_t stdin_poll;
+	uv_signal_t sigwinch, sigterm, sighup, sigint;
+	uv_timer_t frame_timer, tick_timer;
+	uv_idle_t idle;
+};
+
+int tui_main(const struct tui_opts *);
+void tui_message(struct tui *, int error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+struct pane *tui_pane(struct tui *);
+struct pane *tui_find_pane(
+    struct tui *, const char *session, const char *shell);
+struct pane *tui_pane_by_id(struct tui *, unsigned id);
+void tui_select(struct tui *, const char *session, const char *shell);
+void tui_relayout(struct tui *);
+void tui_open_shell(struct tui *, const char *session);
+void tui_sidebar_rows(struct tui *, int *n);
+void tui_sidebar_pick(struct tui *, int row);
+void tui_pane_gone(struct tui *, struct pane *);
 
 #endif

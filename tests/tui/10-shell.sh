@@ -179,18 +179,20 @@ t_stop_and_continue() {
 
 t_make_run_script() {
 	host_cmd clear >/dev/null || return 1
+	# the TUI opens on the default session with a shell
 	type_line "BUILD=$BUILD VMUX=\$V $ROOT/scripts/run-default; echo RUN-EXIT=\$?" || return 1
-	wait_screen '^\[shell main in default; detach with Ctrl-\]\]' 90 || return 1
-	wait_screen '~ # $' || return 1
+	wait_screen 'default:shell-1 live' 90 || return 1
+	wait_screen '[│x]~ # ?$' 30 || return 1
 	type_line 'uname -s' || return 1
-	wait_screen '^Linux$' || return 1
-	tm send-keys -t tui C-] || return 1
+	wait_screen '[│x]Linux *$' || return 1
+	tm send-keys -t tui C-b d || return 1
 	wait_screen '^RUN-EXIT=0$' || return 1
-	# a second run comes back to the same shell
+	# a second run comes back to the same shell, output repainted
 	host_cmd clear >/dev/null || return 1
 	type_line "BUILD=$BUILD VMUX=\$V $ROOT/scripts/run-default; echo RUN-EXIT=\$?" || return 1
-	wait_screen '^\[attached to shell main in default|^Linux$' 30 || return 1
-	tm send-keys -t tui C-] || return 1
+	wait_screen 'default:shell-1 live' 30 || return 1
+	wait_screen '[│x]Linux *$' 30 || return 1
+	tm send-keys -t tui C-b d || return 1
 	wait_screen '^RUN-EXIT=0$' || return 1
 	# no terminal: one command, no hang
 	BUILD=$BUILD VMUX=$VMUX "$ROOT/scripts/run-default" </dev/null >"$TMP/run.out" 2>&1 ||
@@ -208,4 +210,4 @@ check "SIGTERM detaches and restores the terminal" t_sigterm_restores
 check "exit 3 in the shell makes vmux exit 3" t_exit_status
 check "new shell with --detach-key, --env, --cwd" t_new_shell_and_custom_key
 check "kill -TSTP stops with the terminal restored, fg resumes" t_stop_and_continue
-check "make run's script attaches, and runs one command without a tty" t_make_run_script
+check "make run's script opens the TUI, and runs one command without a tty" t_make_run_script

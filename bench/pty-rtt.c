@@ -1,0 +1,124 @@
+/*
+ * pty-rtt.c: keystroke-to-screen latency of a terminal program, measured
+ * the way a terminal sees it.
+ *
+ * Usage: pty-rtt KEYS COLS ROWS -- COMMAND [ARG...]. Runs COMMAND on a new
+ * PTY of COLS x ROWS (TERM=xterm-256color), waits until its output has
+ * been quiet for a second (the prompt is up), then types 'Z' and times
+ * until a 'Z' comes back in the output (the echo, drawn), then types a DEL
+ * and waits, untimed, until the output is quiet again, so every keystroke
+ * finds the same empty command line. Used on `vmux tui` and on `vmux shell`
+ * to see what the TUI adds. Prints the median, p90, p99 and min, then
+ * hangs up the PTY.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stats.h"
+
+#define QUIET_START_MS 1000
+#define QUIET_KEY_MS   40
+#define ECHO_WAIT_MS   10000
+
+/* Monotonic time in microseconds. */
+static double
+now_us(void)
+{
+	return bench_now_ms() * 1000;
+}
+
+/*
+ * Read output until it has been quiet for quiet_ms (or, with want, until
+ * want appears); 1 when want was seen, 0 quiet, -1 at EOF or timeout.
+ */
+static int
+drain(int fd, int quiet_ms, int want, int limit_ms)
+{
+	double start = now_us(), last = start;
+	char buf[65536];
+
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		double now = now_us();
+		int wait = want ? 50 : (int)(quiet_ms - (now - last) / 1000);
+		if ((now - start) / 1000 > limit_ms)
+			return -1;
+		if (!want && wait <= 0)
+			return 0;
+		if (poll(&p, 1, wait < 1 ? 1 : wait) < 0 && errno != EINTR)
+			return -1;
+		if (p.revents & (POLLIN | POLLHUP)) {
+			ssize_t n = read(fd, buf, sizeof buf);
+			if (n <= 0)
+				return -1;
+			last = now_us();
+			if (want && memchr(buf, want, (size_t)n) != NULL)
+				return 1;
+		}
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct winsize ws;
+	int keys, fd, i, st;
+	double *lat;
+	pid_t pid;
+
+	if (argc < 6 || strcmp(argv[4], "--") != 0) {
+		fprintf(stderr, "usage: pty-rtt KEYS COLS ROWS -- COMMAND...\n");
+		return 2;
+	}
+	keys = atoi(argv[1]);
+	ws.ws_col = (unsigned short)atoi(argv[2]);
+	ws.ws_row = (unsigned short)atoi(argv[3]);
+	ws.ws_xpixel = ws.ws_ypixel = 0;
+	if (keys < 1 || keys > 100000) {
+		fprintf(stderr, "pty-rtt: bad KEYS\n");
+		return 2;
+	}
+	pid = forkpty(&fd, NULL, NULL, &ws);
+	if (pid < 0) {
+		perror("forkpty");
+		return 1;
+	}
+	if (pid == 0) {
+		setenv("TERM", "xterm-256color", 1);
+		execvp(argv[5], argv + 5);
+		_exit(127);
+	}
+	if (drain(fd, QUIET_START_MS, 0, 60000) != 0) {
+		fprintf(stderr, "pty-rtt: the program never settled\n");
+		kill(pid, SIGKILL);
+		return 1;
+	}
+	lat = calloc((size_t)keys, sizeof *lat);
+	for (i = 0; i < keys; i++) {
+		double t0 = now_us();
+		if (write(fd, "Z", 1) != 1 ||
+		    drain(fd, 0, 'Z', ECHO_WAIT_MS) != 1) {
+			fprintf(stderr, "pty-rtt: no echo for key %d\n", i);
+			break;
+		}
+		lat[i] = (now_us() - t0) / 1000;
+		if (write(fd, "\177", 1) != 1 ||
+		    drain(fd, QUIET_KEY_MS, 0, ECHO_WAIT_MS) < 0)
+			break;
+	}
+	if (i > 0)
+		bench_report("keystroke to screen", lat, i);
+	free(lat);
+	close(fd);
+	kill(pid, SIGHUP);
+	waitpid(pid, &st, 0);
+	return i == keys ? 0 : 1;
+}

@@ -1,0 +1,80 @@
+/*
+ * cmd-tui.c: `vmux tui [NAME]` (and `vmux` alone on a terminal): the
+ * full-screen terminal app (tui/).
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "session/session.h"
+#include "tui/tui.h"
+#include "cli.h"
+
+static int cmd_tui_exec(struct args *);
+
+static const struct cmd_opt cmd_tui_opts[] = {
+    {"grid", 'g', NULL, 0,
+        "start in the grid: every session's current shell tiled live"},
+    {"read-only", 'r', NULL, 0,
+        "watch only: keys never reach a shell, the PTY is never resized, "
+        "nothing is created or removed"},
+    {"theme", 't', "NAME", 0,
+        "default, light, high-contrast, monochrome, or a theme file's "
+        "name under $XDG_CONFIG_HOME/vmux/themes"},
+    {"config", 'f', "FILE", 0,
+        "read FILE instead of $XDG_CONFIG_HOME/vmux/vmux.conf"},
+    {"no-sidebar", 0, NULL, 0, "start with the sidebar hidden"},
+    {"local-command", 0, "CMD", 1,
+        "show CMD run on a host PTY in the pane instead of guests (for "
+        "testing and benchmarking the terminal pane); given again, more "
+        "panes, switched with n and p"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_tui_entry = {
+    .name = "tui",
+    .pre = "[NAME]",
+    .post = NULL,
+    .summary = "Open the full-screen terminal app: sessions and their "
+               "shells in a sidebar, the selected shell's terminal beside "
+               "it, a status bar below. With NAME, that session is "
+               "selected and its most recent shell shown (one is opened if "
+               "it has none). Keys follow tmux with the prefix C-b: c new "
+               "shell, n/p next/previous, s sessions, z zoom, [ copy mode, "
+               "] paste, k signal menu, u upload, g download, w grid, : "
+               "command prompt, d detach, ? help. Detaching leaves every "
+               "VM and shell running. `vmux` with no command on a terminal "
+               "is `vmux tui`.",
+    .opts = cmd_tui_opts,
+    .min_args = 0,
+    .max_args = 1,
+    .exec = cmd_tui_exec,
+};
+
+/* Check we have a terminal, then run the TUI. */
+static int
+cmd_tui_exec(struct args *a)
+{
+	struct tui_opts o = {0};
+	char *cause = NULL;
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		cli_error("vmux tui needs a terminal on stdin and stdout");
+		return EXIT_USAGE;
+	}
+	if (a->argc > 0 && session_name_valid(a->argv[0], &cause) != 0) {
+		int rc = cli_usage_error(&cmd_tui_entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	o.session = a->argc > 0 ? a->argv[0] : NULL;
+	o.grid = args_has(a, "grid");
+	o.read_only = args_has(a, "read-only");
+	o.theme = args_get(a, "theme");
+	o.config = args_get(a, "config");
+	o.no_sidebar = args_has(a, "no-sidebar");
+	o.local = args_values(a, "local-command", &o.nlocal);
+	if (o.nlocal == 0)
+		o.local = NULL;
+	return tui_main(&o);
+}

@@ -1,0 +1,238 @@
+/*
+ * test_tui_view.c: the TUI's pure view code: colour mapping, cell
+ * conversion (with cells produced by a real libvterm), layout at odd
+ * sizes and grid tiling.
+ */
+#include <locale.h>
+#include <ncurses.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tui/tui.h"
+#include "unit.h"
+
+/* A VTerm of cols x rows fed bytes; caller frees. */
+static VTerm *
+vt_fed(int rows, int cols, const char *bytes)
+{
+	VTerm *vt = vterm_new(rows, cols);
+	VTermScreen *vs;
+
+	vterm_set_utf8(vt, 1);
+	vs = vterm_obtain_screen(vt);
+	vterm_screen_reset(vs, 1);
+	vterm_input_write(vt, bytes, strlen(bytes));
+	return vt;
+}
+
+/* The cell at row, col of vt. */
+static VTermScreenCell
+vt_cell(VTerm *vt, int row, int col)
+{
+	VTermScreenCell c;
+	VTermPos pos = {row, col};
+
+	vterm_screen_get_cell(vterm_obtain_screen(vt), pos, &c);
+	return c;
+}
+
+TEST(rgb_to_256_finds_exact_cube_and_grey_entries)
+{
+	CHECK_INT(colour_rgb_to_256(0, 0, 0), 16);
+	CHECK_INT(colour_rgb_to_256(255, 255, 255), 231);
+	CHECK_INT(colour_rgb_to_256(255, 0, 0), 196);
+	CHECK_INT(colour_rgb_to_256(95, 135, 175), 16 + 36 * 1 + 6 * 2 + 3);
+	/* a mid grey is nearer the grey ramp than the cube */
+	CHECK_INT(colour_rgb_to_256(128, 128, 128), 244);
+	CHECK_INT(colour_rgb_to_256(8, 8, 8), 232);
+	/* every palette entry from 16 maps back to an entry of equal RGB */
+	for (int i = 16; i < 256; i++) {
+		uint8_t r, g, b, r2, g2, b2;
+		colour_index_rgb(i, &r, &g, &b);
+		colour_index_rgb(colour_rgb_to_256(r, g, b), &r2, &g2, &b2);
+		CHECK(r == r2 && g == g2 && b == b2);
+	}
+}
+
+TEST(colour_256_to_16_picks_the_nearest_standard_colour)
+{
+	for (int i = 0; i < 16; i++)
+		CHECK_INT(colour_256_to_16(i), i);
+	CHECK_INT(colour_256_to_16(196), 9);  /* bright red */
+	CHECK_INT(colour_256_to_16(231), 15); /* white */
+	CHECK_INT(colour_256_to_16(16), 0);   /* black */
+	CHECK_INT(colour_256_to_16(21), 4);   /* blue */
+}
+
+TEST(colour_map_keeps_defaults_and_indices)
+{
+	struct colour_caps c256 = {256}, c16 = {16}, c8 = {8}, direct = {0x1000000};
+	struct colour_caps none = {0};
+	VTerm *vt = vt_fed(2, 20,
+	    "a\033[31mb\033[38;5;200mc\033[38;2;255;0;0md\033[0;44me\033[101mf");
+	VTermScreenCell a = vt_cell(vt, 0, 0), b = vt_cell(vt, 0, 1);
+	VTermScreenCell c = vt_cell(vt, 0, 2), d = vt_cell(vt, 0, 3);
+	VTermScreenCell e = vt_cell(vt, 0, 4), f = vt_cell(vt, 0, 5);
+
+	/* default colours stay the terminal's defaults */
+	CHECK_INT(colour_map(&c256, &a.fg, 1), COLOUR_DEFAULT);
+	CHECK_INT(colour_map(&c256, &a.bg, 0), COLOUR_DEFAULT);
+	CHECK_INT(colour_map(&c256, &b.bg, 0), COLOUR_DEFAULT);
+	/* indices keep their index when the terminal has it */
+	CHECK_INT(colour_map(&c256, &b.fg, 1), 1);
+	CHECK_INT(colour_map(&c256, &c.fg, 1), 200);
+	CHECK_INT(colour_map(&c256, &e.bg, 0), 4);
+	CHECK_INT(colour_map(&c256, &f.bg, 0), 9);
+	/* true colour: nearest 256 entry, or direct */
+	CHECK_INT(colour_map(&c256, &d.fg, 1), 196);
+	CHECK_INT(colour_map(&direct, &d.fg, 1), 0xff0000);
+	/* fewer colours: nearest standard colour, bright to normal on 8 */
+	CHECK_INT(colour_map(&c16, &c.fg, 1), colour_256_to_16(200));
+	CHECK_INT(colour_map(&c16, &d.fg, 1), 9);
+	CHECK_INT(colour_map(&c8, &d.fg, 1), 1);
+	CHECK_INT(colour_map(&c8, &f.bg, 0), 1);
+	/* no colour at all */
+	CHECK_INT(colour_map(&none, &b.fg, 1), COLOUR_DEFAULT);
+	vterm_free(vt);
+}
+
+TEST(cell_convert_attributes_and_text)
+{
+	struct colour_caps caps = {256};
+	struct tcell t;
+	VTerm *vt = vt_fed(2, 20,
+	    "\033[1;4;3;5;7mA\033[0mB e\xcc\x81 \xe4\xb8\xad|");
+	VTermScreenCell c;
+
+	c = vt_cell(vt, 0, 0);
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L'A' && t.wch[1] == 0);
+	CHECK((t.attrs & (A_BOLD | A_UNDERLINE | A_ITALIC | A_BLINK |
+	                     A_REVERSE)) ==
+	    (A_BOLD | A_UNDERLINE | A_ITALIC | A_BLINK | A_REVERSE));
+	CHECK_INT(t.width, 1);
+	c = vt_cell(vt, 0, 1);
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L'B' && t.attrs == 0);
+	CHECK_INT(t.fg, COLOUR_DEFAULT);
+	/* a blank is a space */
+	c = vt_cell(vt, 0, 2);
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L' ');
+	/* combining characters stay with their base */
+	c = vt_cell(vt, 0, 3);
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L'e' && t.wch[1] == 0x301 && t.wch[2] == 0);
+	/* a wide character covers two columns; its right half is skipped */
+	c = vt_cell(vt, 0, 5);
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == 0x4e2d);
+	CHECK_INT(t.width, 2);
+	c = vt_cell(vt, 0, 6);
+	cell_convert(&c, &caps, &t);
+	CHECK_INT(t.width, 0);
+	c = vt_cell(vt, 0, 7);
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L'|');
+	vterm_free(vt);
+}
+
+TEST(cell_convert_substitutes_when_widths_disagree)
+{
+	struct colour_caps caps = {256};
+	struct tcell t;
+	VTermScreenCell c;
+
+	memset(&c, 0, sizeof c);
+	c.chars[0] = 0x4e2d; /* wide for the C library */
+	c.width = 1;         /* but one column for this cell */
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L'?');
+	CHECK_INT(t.width, 1);
+	c.chars[0] = 'x';
+	c.width = 2;
+	cell_convert(&c, &caps, &t);
+	CHECK(t.wch[0] == L'?' && t.wch[1] == L'?');
+	CHECK_INT(t.width, 2);
+}
+
+/* The layout covers the terminal without overlap. */
+static void
+check_layout(int cols, int rows, int sidebar, int zoomed)
+{
+	struct layout_in in = {cols, rows, sidebar, CONFIG_SIDEBAR_DEFAULT,
+	    zoomed};
+	struct layout l;
+
+	layout_compute(&in, &l);
+	CHECK(l.pane.w >= 1 && l.pane.h >= 1);
+	CHECK_INT(l.pane.x + l.pane.w, cols);
+	CHECK_INT(l.sidebar.w + l.border.w + l.pane.w, cols);
+	if (rows > 1) {
+		CHECK_INT(l.status.y, rows - 1);
+		CHECK_INT(l.pane.h, rows - 1);
+	}
+	if (zoomed || !sidebar)
+		CHECK_INT(l.sidebar.w, 0);
+}
+
+TEST(layout_at_every_size_from_one_cell)
+{
+	for (int c = 1; c <= 120; c += 7)
+		for (int r = 1; r <= 40; r += 3)
+			for (int s = 0; s < 2; s++)
+				for (int z = 0; z < 2; z++)
+					check_layout(c, r, s, z);
+}
+
+TEST(layout_40x10_keeps_a_usable_pane)
+{
+	struct layout_in in = {40, 10, 1, 30, 0};
+	struct layout l;
+
+	layout_compute(&in, &l);
+	CHECK(l.sidebar.w >= 12 && l.sidebar.w <= 13);
+	CHECK(l.pane.w >= 26);
+	CHECK_INT(l.pane.h, 9);
+	in.cols = 200;
+	in.rows = 60;
+	layout_compute(&in, &l);
+	CHECK_INT(l.sidebar.w, 30);
+	CHECK_INT(l.pane.w, 169);
+	/* zoomed: everything but the status line, like a zoomed tmux pane */
+	in.zoomed = 1;
+	layout_compute(&in, &l);
+	CHECK_INT(l.pane.x, 0);
+	CHECK_INT(l.pane.w, 200);
+	CHECK_INT(l.pane.h, 59);
+}
+
+TEST(grid_of_30_on_200x60_is_readable)
+{
+	struct rect area = {0, 0, 200, 59}, r;
+	struct grid_geom g;
+	int covered = 0;
+
+	layout_grid(30, &area, &g);
+	CHECK(g.ncols * g.nrows >= 30);
+	CHECK(g.tile_w >= 30);
+	CHECK(g.tile_h >= 8);
+	for (int i = 0; i < 30; i++) {
+		layout_grid_tile(&g, &area, i, &r);
+		CHECK(r.x + r.w <= 200 && r.y + r.h <= 59);
+		covered += r.w * r.h;
+	}
+	CHECK(covered <= 200 * 59);
+	layout_grid(1, &area, &g);
+	CHECK_INT(g.ncols, 1);
+	CHECK_INT(g.tile_w, 200);
+	layout_grid(12, &area, &g);
+	CHECK(g.ncols * g.nrows >= 12 && g.ncols * g.nrows < 16);
+}
+
+/* wcwidth needs a UTF-8 locale. */
+__attribute__((constructor)) static void
+utf8_locale(void)
+{
+	setlocale(LC_ALL, "C.UTF-8");
+}

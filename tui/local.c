@@ -1,0 +1,113 @@
+/*
+ * local.c: a pane on a host PTY running a local command instead of a guest
+ * shell (`vmux tui --local-command CMD`). It lets the rendering tests and
+ * the render benchmark drive exactly the pane code a guest shell uses,
+ * without a VM. The pane owns the PTY master (p->fd) and the child.
+ */
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "tui.h"
+
+#define LOCAL_BUDGET (256 * 1024)
+
+/* The PTY is readable: parse a bounded amount. */
+static void
+local_poll_cb(uv_poll_t *h, int status, int events)
+{
+	struct pane *p = h->data;
+	uint8_t buf[16384];
+	size_t budget = LOCAL_BUDGET;
+
+	while (budget > 0) {
+		ssize_t n = read(p->fd, buf, sizeof buf);
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			int st = 0;
+			uv_poll_stop(h);
+			if (p->pid > 0 && waitpid(p->pid, &st, 0) == p->pid)
+				p->exit_status = WIFEXITED(st)
+				    ? WEXITSTATUS(st)
+				    : 128 + WTERMSIG(st);
+			p->pid = 0;
+			p->state = PANE_EXITED;
+			draw_schedule(p->tui);
+			return;
+		}
+		pane_feed(p, buf, (size_t)n);
+		budget -= (size_t)n > budget ? budget : (size_t)n;
+	}
+}
+
+/* Start command (by /bin/sh -c) on a new PTY of the pane's size. */
+int
+local_start(struct pane *p, const char *command, char **cause)
+{
+	struct winsize ws = {.ws_row = (unsigned short)p->rows,
+	    .ws_col = (unsigned short)p->cols};
+	int fd;
+	pid_t pid = forkpty(&fd, NULL, NULL, &ws);
+
+	if (pid < 0) {
+		xasprintf(cause, "forkpty: %s", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		setenv("TERM", "xterm-256color", 1);
+		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+		_exit(127);
+	}
+	set_nonblock(fd, 1);
+	set_cloexec(fd);
+	p->local = 1;
+	p->fd = fd;
+	p->pid = pid;
+	p->state = PANE_LIVE;
+	p->poll = xmalloc(sizeof *p->poll);
+	uv_poll_init(p->tui->loop, p->poll, fd);
+	p->poll->data = p;
+	uv_poll_start(p->poll, UV_READABLE, local_poll_cb);
+	return 0;
+}
+
+/* Type bytes into the PTY (a short write drops the rest: tests type little). */
+void
+local_write(struct pane *p, const void *b, size_t len)
+{
+	if (p->fd >= 0 && p->state == PANE_LIVE)
+		(void)write_all(p->fd, b, len);
+}
+
+/* Resize the PTY (the child gets SIGWINCH). */
+void
+local_resize(struct pane *p, int cols, int rows)
+{
+	struct winsize ws = {.ws_row = (unsigned short)rows,
+	    .ws_col = (unsigned short)cols};
+
+	if (p->fd >= 0)
+		ioctl(p->fd, TIOCSWINSZ, &ws);
+}
+
+/* Close the PTY and stop the child. */
+void
+local_stop(struct pane *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	if (p->pid > 0) {
+		kill(p->pid, SIGHUP);
+		waitpid(p->pid, NULL, 0);
+		p->pid = 0;
+	}
+}

@@ -1,0 +1,266 @@
+/*
+ * model.c: what the sessions and their shells are, as the sidebar, the
+ * status bar and the grid show them. model_fetch reads the session records
+ * and asks each running agent for its shells; it blocks, so model_refresh
+ * runs it on the thread pool and swaps the result in on the loop. The TUI
+ * owns the current model; a fetch builds a new one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "tui.h"
+
+#define MODEL_CONNECT_MS 2000
+#define MODEL_REPLY_MS   4000
+
+/* Free what m holds (m itself is the caller's). */
+void
+model_free(struct model *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		struct msession *s = &m->sessions[i];
+		for (size_t j = 0; j < s->nshells; j++) {
+			free(s->shells[j].id);
+			free(s->shells[j].state);
+			free(s->shells[j].command);
+		}
+		free(s->shells);
+		free(s->name);
+		free(s->state);
+		free(s->accel);
+		free(s->error);
+	}
+	free(m->sessions);
+	memset(m, 0, sizeof *m);
+}
+
+/* A string field of a JSON object, printable, or def (copied). */
+static char *
+json_str(const cJSON *o, const char *key, const char *def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (cJSON_IsString(v))
+		return str_printable(v->valuestring, 0);
+	return def == NULL ? NULL : xstrdup(def);
+}
+
+/* A number field, or def. */
+static double
+json_num(const cJSON *o, const char *key, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/* A shell's command as one line: a string, an argv joined, or a path. */
+static char *
+shell_command(const cJSON *o)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "command"), *a;
+	char *s = NULL, *t;
+
+	if (cJSON_IsString(v))
+		return str_printable(v->valuestring, 0);
+	if (!cJSON_IsArray(v))
+		return xstrdup("");
+	cJSON_ArrayForEach(a, v)
+	{
+		if (!cJSON_IsString(a))
+			continue;
+		if (s == NULL)
+			s = xstrdup(a->valuestring);
+		else {
+			xasprintf(&t, "%s %s", s, a->valuestring);
+			free(s);
+			s = t;
+		}
+	}
+	t = str_printable(s != NULL ? s : "", 0);
+	free(s);
+	return t;
+}
+
+/* Ask a running session's agent for its shells. */
+static void
+fetch_shells(struct msession *ms, const struct session_record *r)
+{
+	struct vsock_target t;
+	cJSON *req = cJSON_CreateObject(), *reply, *s;
+	const cJSON *arr;
+	uint64_t now = mono_ms();
+	char *cause = NULL;
+
+	cJSON_AddStringToObject(req, "action", "list_shells");
+	session_target(r, &t);
+	reply = agent_call(&t, req, now + MODEL_CONNECT_MS,
+	    now + MODEL_REPLY_MS, NULL, NULL, &cause);
+	cJSON_Delete(req);
+	if (reply == NULL) {
+		ms->error = str_printable(cause, 0);
+		free(cause);
+		return;
+	}
+	arr = cJSON_GetObjectItemCaseSensitive(reply, "shells");
+	ms->shells_known = cJSON_IsArray(arr);
+	ms->shells = xcalloc((size_t)cJSON_GetArraySize(arr) + 1,
+	    sizeof *ms->shells);
+	cJSON_ArrayForEach(s, arr)
+	{
+		struct mshell *sh = &ms->shells[ms->nshells];
+		if ((sh->id = json_str(s, "shell_id", NULL)) == NULL)
+			continue;
+		sh->state = json_str(s, "state", "?");
+		sh->command = shell_command(s);
+		sh->clients = (int)json_num(s, "clients", 0);
+		sh->cols = (int)json_num(s, "cols", 80);
+		sh->rows = (int)json_num(s, "rows", 24);
+		sh->output_bytes = (int64_t)json_num(s, "output_bytes", 0);
+		sh->oldest_cursor = (int64_t)json_num(s, "oldest_cursor", 0);
+		sh->started_at = json_num(s, "started_at", 0);
+		ms->nshells++;
+	}
+	cJSON_Delete(reply);
+}
+
+/*
+ * Read every session under home into m (which must be empty), with the
+ * shells of the running ones. Blocks up to a few seconds per hung agent.
+ */
+int
+model_fetch(const char *home, struct model *m, char **cause)
+{
+	struct session_entry *e;
+	size_t n;
+
+	memset(m, 0, sizeof *m);
+	if (session_list(home, &e, &n, cause) != 0)
+		return -1;
+	m->sessions = xcalloc(n + 1, sizeof *m->sessions);
+	for (size_t i = 0; i < n; i++) {
+		struct msession *ms = &m->sessions[m->n++];
+		ms->name = xstrdup(e[i].name);
+		if (!e[i].ok) {
+			ms->state = xstrdup("broken");
+			ms->error = str_printable(e[i].error, 0);
+			continue;
+		}
+		ms->state = xstrdup(session_state(&e[i].rec));
+		ms->accel = xstrdup(e[i].rec.accel ? e[i].rec.accel : "?");
+		ms->cpus = e[i].rec.cpus;
+		ms->memory_mb = e[i].rec.memory_mb;
+		if (strcmp(ms->state, "running") == 0)
+			fetch_shells(ms, &e[i].rec);
+	}
+	session_list_free(e, n);
+	return 0;
+}
+
+/* The session called name, or NULL. */
+struct msession *
+model_session(struct model *m, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < m->n; i++) {
+		if (strcmp(m->sessions[i].name, name) == 0)
+			return &m->sessions[i];
+	}
+	return NULL;
+}
+
+/* The shell id of s, or NULL. */
+struct mshell *
+model_shell(struct msession *s, const char *id)
+{
+	for (size_t i = 0; s != NULL && id != NULL && i < s->nshells; i++) {
+		if (strcmp(s->shells[i].id, id) == 0)
+			return &s->shells[i];
+	}
+	return NULL;
+}
+
+/* Mix string s (NULL allowed) into FNV-1a hash h. */
+static uint64_t
+mix(uint64_t h, const char *s)
+{
+	for (const char *c = s ? s : "-"; *c; c++)
+		h = (h ^ (unsigned char)*c) * 1099511628211ull;
+	return (h ^ 0xff) * 1099511628211ull;
+}
+
+/* A hash of what the sidebar shows, to tell whether anything changed. */
+static uint64_t
+model_sig(const struct model *m)
+{
+	uint64_t h = 1469598103934665603ull;
+	char buf[64];
+
+	for (size_t i = 0; i < m->n; i++) {
+		const struct msession *s = &m->sessions[i];
+		h = mix(mix(mix(h, s->name), s->state), s->error);
+		snprintf(buf, sizeof buf, "%d/%d/%zu", s->cpus, s->memory_mb,
+		    s->nshells);
+		h = mix(h, buf);
+		for (size_t j = 0; j < s->nshells; j++) {
+			const struct mshell *sh = &s->shells[j];
+			h = mix(mix(mix(h, sh->id), sh->state), sh->command);
+			snprintf(buf, sizeof buf, "%d %dx%d", sh->clients,
+			    sh->cols, sh->rows);
+			h = mix(h, buf);
+		}
+	}
+	return h ^ m->n;
+}
+
+/* Pool thread: fetch. */
+static void
+refresh_work(struct work *w)
+{
+	w->rc = model_fetch(w->home, &w->model, &w->cause);
+}
+
+/* Loop: swap the new model in and let the TUI react. */
+static void
+refresh_after(struct tui *t, struct work *w)
+{
+	uint64_t sig;
+
+	t->model_busy = 0;
+	t->model_at = mono_ms();
+	if (w->rc != 0) {
+		tui_message(t, 1, "%s", w->cause);
+		return;
+	}
+	sig = model_sig(&w->model);
+	model_free(&t->model);
+	t->model = w->model;
+	memset(&w->model, 0, sizeof w->model);
+	if (sig != t->model_sig) {
+		/* something changed: show it (an idle TUI draws nothing) */
+		t->model_sig = sig;
+		tui_select(t, t->cur_session, t->cur_shell);
+		if (t->mode == MODE_GRID)
+			grid_sync(t);
+		draw_schedule(t);
+	}
+	if (t->model_dirty) {
+		t->model_dirty = 0;
+		model_refresh(t);
+	}
+}
+
+/* Fetch the model again (at most one fetch at a time). */
+void
+model_refresh(struct tui *t)
+{
+	if (t->opts.local != NULL)
+		return;
+	if (t->model_busy) {
+		t->model_dirty = 1;
+		return;
+	}
+	t->model_busy = 1;
+	work_queue(work_new(t, refresh_work, refresh_after));
+}
