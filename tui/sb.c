@@ -165,16 +165,20 @@ cell_trimmable(const VTermScreenCell *c)
 {
 	return (c->chars[0] == 0 || (c->chars[0] == ' ' && c->chars[1] == 0)) &&
 	    VTERM_COLOR_IS_DEFAULT_FG(&c->fg) &&
-	    VTERM_COLOR_IS_DEFAULT_BG(&c->bg) && attrs_pack(&c->attrs) == 0;
+	    VTERM_COLOR_IS_DEFAULT_BG(&c->bg) && !c->attrs.bold &&
+	    !c->attrs.underline && !c->attrs.reverse && !c->attrs.italic &&
+	    !c->attrs.blink && !c->attrs.strike && !c->attrs.font;
 }
 
-/* Same colours and attributes? */
+/* Same colours and attributes? (Equal bytes are the common case, checked
+ * first; the packed form decides when the bytes differ.) */
 static int
 same_style(const VTermScreenCell *a, const VTermScreenCell *b)
 {
 	return memcmp(&a->fg, &b->fg, sizeof a->fg) == 0 &&
 	    memcmp(&a->bg, &b->bg, sizeof a->bg) == 0 &&
-	    attrs_pack(&a->attrs) == attrs_pack(&b->attrs);
+	    (memcmp(&a->attrs, &b->attrs, sizeof a->attrs) == 0 ||
+	        attrs_pack(&a->attrs) == attrs_pack(&b->attrs));
 }
 
 /* UTF-8 of c at p; bytes written (1-4). */
