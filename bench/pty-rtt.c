@@ -75,7 +75,8 @@ main(int argc, char **argv)
 	pid_t pid;
 
 	if (argc < 6 || strcmp(argv[4], "--") != 0) {
-		fprintf(stderr, "usage: pty-rtt KEYS COLS ROWS -- COMMAND...\n");
+		fprintf(
+		    stderr, "usage: pty-rtt KEYS COLS ROWS -- COMMAND...\n");
 		return 2;
 	}
 	keys = atoi(argv[1]);

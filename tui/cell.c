@@ -15,8 +15,8 @@
 
 /* Convert c into t; t->width 0 means "draw nothing" (a right half). */
 void
-cell_convert(const VTermScreenCell *c, const struct colour_caps *caps,
-    struct tcell *t)
+cell_convert(
+    const VTermScreenCell *c, const struct colour_caps *caps, struct tcell *t)
 {
 	int n = 0, w;
 

@@ -324,8 +324,7 @@ c_confirm_remove_session(struct tui *t, int argc, char **argv)
 
 	if (name == NULL)
 		return;
-	xasprintf(&q, "stop and remove session %s (its VM and shells)?",
-	    name);
+	xasprintf(&q, "stop and remove session %s (its VM and shells)?", name);
 	confirm_open(t, q, rm_confirmed, xstrdup(name));
 	free(q);
 }
@@ -393,8 +392,8 @@ c_command_prompt(struct tui *t, int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		char *s;
-		xasprintf(&s, "%s%s%s ", init ? init : "", init ? " " : "",
-		    argv[i]);
+		xasprintf(
+		    &s, "%s%s%s ", init ? init : "", init ? " " : "", argv[i]);
 		free(init);
 		init = s;
 	}
@@ -534,8 +533,8 @@ download_src(struct tui *t, const char *src, void *arg)
 {
 	if (src == NULL || *src == '\0')
 		return;
-	prompt_open(t, "download to (host dir): ", ".", 2, download_dest,
-	    xstrdup(src));
+	prompt_open(
+	    t, "download to (host dir): ", ".", 2, download_dest, xstrdup(src));
 }
 
 static void
@@ -545,8 +544,8 @@ c_download(struct tui *t, int argc, char **argv)
 		tui_message(t, 1, "no session selected");
 		return;
 	}
-	prompt_open(t, "download (guest path): ", "/root/", 3, download_src,
-	    NULL);
+	prompt_open(
+	    t, "download (guest path): ", "/root/", 3, download_src, NULL);
 }
 
 /* Transfers: a menu; the chosen one is cancelled. */
@@ -672,8 +671,8 @@ tui_command_names(void)
 		size_t n = 0;
 		for (size_t i = 0; i < nitems(tui_cmds); i++)
 			names[n++] = tui_cmds[i].name;
-		for (size_t i = 0; cmd_table[i] != NULL && n + 1 < nitems(names);
-		     i++)
+		for (size_t i = 0;
+		     cmd_table[i] != NULL && n + 1 < nitems(names); i++)
 			names[n++] = cmd_table[i]->name;
 	}
 	return names;
@@ -704,16 +703,20 @@ cmd_run(struct tui *t, const char *line)
 			tui_message(t, 1, "%s: this TUI is read-only", argv[0]);
 			rc = -1;
 		} else if (strcmp(argv[0], "shell") == 0 ||
-		           strcmp(argv[0], "tui") == 0 ||
-		           strcmp(argv[0], "connect") == 0) {
-			tui_message(t, 1, "%s needs its own terminal: use "
-			    "prefix c, or select a shell", argv[0]);
+		    strcmp(argv[0], "tui") == 0 ||
+		    strcmp(argv[0], "connect") == 0) {
+			tui_message(t, 1,
+			    "%s needs its own terminal: use "
+			    "prefix c, or select a shell",
+			    argv[0]);
 			rc = -1;
 		} else
 			run_cli(t, argc, argv);
 	} else {
-		tui_message(t, 1, "unknown command \"%s\" (prefix ? lists "
-		    "them)", argv[0]);
+		tui_message(t, 1,
+		    "unknown command \"%s\" (prefix ? lists "
+		    "them)",
+		    argv[0]);
 		rc = -1;
 	}
 	free_words(argv, argc);

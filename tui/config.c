@@ -52,9 +52,8 @@ static const struct {
 };
 
 /* Add an error for file:line. */
-static void
-config_error(struct config *cfg, const char *file, int line, const char *fmt,
-    ...) __attribute__((format(printf, 4, 5)));
+static void config_error(struct config *cfg, const char *file, int line,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static void
 config_error(
@@ -172,10 +171,23 @@ config_size(const char *s, size_t *out)
 	if (errno != 0)
 		return -1;
 	switch (*end) {
-	case 'K': case 'k': v <<= 10; end++; break;
-	case 'M': case 'm': v <<= 20; end++; break;
-	case 'G': case 'g': v <<= 30; end++; break;
-	default: break;
+	case 'K':
+	case 'k':
+		v <<= 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		v <<= 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		v <<= 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (*end == 'i' && end[1] == 'B')
 		end += 2;
@@ -214,8 +226,8 @@ split_line(const char *s, char ***out, int *n)
 			s++;
 		if (*s == '\0' || *s == '#')
 			break;
-		for (; *s != '\0' && (q || (*s != ' ' && *s != '\t' &&
-		                               *s != '\r'));
+		for (; *s != '\0' &&
+		     (q || (*s != ' ' && *s != '\t' && *s != '\r'));
 		     s++) {
 			if (q != 0 && *s == q)
 				q = 0;
@@ -241,8 +253,8 @@ split_line(const char *s, char ***out, int *n)
 
 /* `set NAME VALUE`. */
 static void
-config_set(struct config *cfg, const char *file, int line, int argc,
-    char **argv)
+config_set(
+    struct config *cfg, const char *file, int line, int argc, char **argv)
 {
 	const char *name = argv[1], *val = argv[2];
 	char *cause = NULL, *end;
@@ -251,7 +263,8 @@ config_set(struct config *cfg, const char *file, int line, int argc,
 	size_t sz;
 
 	if (argc != 3) {
-		config_error(cfg, file, line, "set needs an option and a value");
+		config_error(
+		    cfg, file, line, "set needs an option and a value");
 		return;
 	}
 	if (strcmp(name, "prefix") == 0) {
@@ -272,14 +285,15 @@ config_set(struct config *cfg, const char *file, int line, int argc,
 		n = strtol(val, &end, 10);
 		if (*end != '\0' || n < SIDEBAR_MIN_W || n > SIDEBAR_MAX_W)
 			config_error(cfg, file, line,
-			    "bad value \"%s\" for sidebar-width: want %d-%d", val,
-			    SIDEBAR_MIN_W, SIDEBAR_MAX_W);
+			    "bad value \"%s\" for sidebar-width: want %d-%d",
+			    val, SIDEBAR_MIN_W, SIDEBAR_MAX_W);
 		else
 			cfg->sidebar_width = (int)n;
 	} else if (strcmp(name, "sidebar") == 0 || strcmp(name, "mouse") == 0) {
 		if ((f = parse_flag(val)) < 0)
 			config_error(cfg, file, line,
-			    "bad value \"%s\" for %s: want on or off", val, name);
+			    "bad value \"%s\" for %s: want on or off", val,
+			    name);
 		else if (name[0] == 's')
 			cfg->sidebar = f;
 		else
@@ -302,13 +316,14 @@ config_line(struct config *cfg, const char *file, int line, const char *text)
 	}
 	if (argc == 0)
 		;
-	else if (strcmp(argv[0], "set") == 0 || strcmp(argv[0], "set-option") == 0)
+	else if (strcmp(argv[0], "set") == 0 ||
+	    strcmp(argv[0], "set-option") == 0)
 		config_set(cfg, file, line, argc, argv);
 	else if (strcmp(argv[0], "bind") == 0 ||
-	         strcmp(argv[0], "bind-key") == 0) {
+	    strcmp(argv[0], "bind-key") == 0) {
 		if (argc < 3)
-			config_error(cfg, file, line,
-			    "bind needs a key and a command");
+			config_error(
+			    cfg, file, line, "bind needs a key and a command");
 		else if (key_parse(argv[1], &key, &cause) != 0)
 			config_error(cfg, file, line, "%s", cause);
 		else {
@@ -324,7 +339,7 @@ config_line(struct config *cfg, const char *file, int line, const char *text)
 			free(cmd);
 		}
 	} else if (strcmp(argv[0], "unbind") == 0 ||
-	           strcmp(argv[0], "unbind-key") == 0) {
+	    strcmp(argv[0], "unbind-key") == 0) {
 		if (argc != 2)
 			config_error(cfg, file, line, "unbind needs a key");
 		else if (key_parse(argv[1], &key, &cause) != 0)
@@ -332,7 +347,8 @@ config_line(struct config *cfg, const char *file, int line, const char *text)
 		else
 			config_unbind(cfg, key);
 	} else
-		config_error(cfg, file, line, "unknown command \"%s\"", argv[0]);
+		config_error(
+		    cfg, file, line, "unknown command \"%s\"", argv[0]);
 	free(cause);
 	for (int i = 0; i < argc; i++)
 		free(argv[i]);
@@ -387,7 +403,9 @@ config_load(struct config *cfg, const char *path)
 	fclose(f);
 	if (text != NULL) {
 		text[len] = '\0';
-		config_parse(cfg, text, path);
+		/* errors name the file as the user calls it: vmux.conf:3: */
+		const char *base = strrchr(path, '/');
+		config_parse(cfg, text, base != NULL ? base + 1 : path);
 	}
 	free(text);
 	return 0;

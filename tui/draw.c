@@ -27,7 +27,8 @@ draw_pair(struct tui *t, int fg, int bg)
 {
 	int p;
 
-	if (t->caps.colours < 8 || (fg == COLOUR_DEFAULT && bg == COLOUR_DEFAULT))
+	if (t->caps.colours < 8 ||
+	    (fg == COLOUR_DEFAULT && bg == COLOUR_DEFAULT))
 		return 0;
 	p = alloc_pair(fg, bg);
 	return p < 0 ? 0 : p;
@@ -164,8 +165,8 @@ put_text(int y, int x, int w, const char *s)
 
 /* One cell of a pane at screen y,x. */
 static void
-draw_cell(struct tui *t, int y, int x, const VTermScreenCell *c, int hl,
-    int room)
+draw_cell(
+    struct tui *t, int y, int x, const VTermScreenCell *c, int hl, int room)
 {
 	struct tcell tc;
 	cchar_t cc;
@@ -179,7 +180,8 @@ draw_cell(struct tui *t, int y, int x, const VTermScreenCell *c, int hl,
 	}
 	pair = draw_pair(t, tc.fg, tc.bg);
 	if (tc.width > room || (tc.wch[0] == L'?' && tc.wch[1] == L'?')) {
-		/* a wide glyph cut by the edge, or a stand-in: one per column */
+		/* a wide glyph cut by the edge, or a stand-in: one per column
+		 */
 		wchar_t one[2] = {tc.wch[0] == L'?' ? L'?' : L' ', 0};
 		for (int i = 0; i < tc.width && i < room; i++) {
 			setcchar(&cc, one, tc.attrs, 0, &pair);
@@ -243,16 +245,18 @@ draw_pane_banner(struct tui *t, struct pane *p, const struct rect *r)
 
 	switch (p->state) {
 	case PANE_CONNECTING:
-		xasprintf(&s, " attaching to %s:%s ... ", p->session,
-		    p->shell_id);
+		xasprintf(
+		    &s, " attaching to %s:%s ... ", p->session, p->shell_id);
 		break;
 	case PANE_DISCONNECTED:
 		xasprintf(&s, " disconnected (%s): reattaching ... ",
 		    p->error ? p->error : "?");
 		break;
 	case PANE_EXITED:
-		xasprintf(&s, " [%s exited with status %d: prefix c opens a "
-		    "shell, prefix x closes it] ", p->shell_id, p->exit_status);
+		xasprintf(&s,
+		    " [%s exited with status %d: prefix c opens a "
+		    "shell, prefix x closes it] ",
+		    p->shell_id, p->exit_status);
 		break;
 	case PANE_FAILED:
 		xasprintf(&s, " %s ", p->error ? p->error : "cannot attach");
@@ -326,10 +330,11 @@ draw_sidebar(struct tui *t)
 			snprintf(buf, sizeof buf, "  %s%s %s %dv %s",
 			    cur ? "*" : " ", sh->id, sh->state, sh->clients,
 			    sh->command);
-			th_set(t, sel ? TH_SIDEBAR_SEL
-			              : (strcmp(sh->state, "running") == 0
-			                        ? TH_SIDEBAR
-			                        : TH_STOPPED));
+			th_set(t,
+			    sel ? TH_SIDEBAR_SEL
+			        : (strcmp(sh->state, "running") == 0
+			                  ? TH_SIDEBAR
+			                  : TH_STOPPED));
 			put_text(y++, r->x, r->w, buf);
 			row++;
 		}
@@ -373,8 +378,19 @@ transfers_str(struct tui *t, char *buf, size_t len)
 		char done[16], rate[16], eta[24] = "";
 		uint64_t ms = mono_ms() - j->started_ms;
 		double bps = ms > 0 ? (double)j->bytes * 1000 / (double)ms : 0;
-		if (!j->transfer || j->exited)
+		if (j->exited)
 			continue;
+		if (!j->transfer) {
+			/* a command (new, rm, ...): what it last said */
+			char *last = job_error_line(j);
+			off += (size_t)snprintf(buf + off, len - off,
+			    " [%s %llus%s%.40s]", j->what,
+			    (unsigned long long)(ms / 1000),
+			    j->errlen > 0 ? ": " : "",
+			    j->errlen > 0 ? last : "");
+			free(last);
+			continue;
+		}
 		human(j->bytes, done, sizeof done);
 		human((uint64_t)bps, rate, sizeof rate);
 		if (j->total > 0 && bps > 0 && j->bytes < j->total)
@@ -406,7 +422,8 @@ draw_status(struct tui *t)
 		size_t lab = strlen(t->prompt.label);
 		th_set(t, TH_DIALOG);
 		put_text(r->y, r->x, r->w, t->prompt.label);
-		put_text(r->y, r->x + (int)lab, r->w - (int)lab, t->prompt.text);
+		put_text(
+		    r->y, r->x + (int)lab, r->w - (int)lab, t->prompt.text);
 		return;
 	}
 	transfers_str(t, xfer, sizeof xfer);
@@ -437,12 +454,13 @@ draw_status(struct tui *t)
 	if (t->message != NULL)
 		th_set(t, t->message_error ? TH_ERROR : TH_MESSAGE);
 	{
-		int rw = (int)strlen(right), room = r->w - lw - (int)strlen(xfer);
+		int rw = (int)strlen(right),
+		    room = r->w - lw - (int)strlen(xfer);
 		if (rw > room)
-			rw = room;
+			rw = room; /* too long: its start shows, the end is cut
+			            */
 		if (rw > 0)
-			put_text(r->y, r->x + r->w - rw, rw,
-			    right + strlen(right) - (size_t)rw);
+			put_text(r->y, r->x + r->w - rw, rw, right);
 	}
 	attr_set(A_NORMAL, 0, NULL);
 }
@@ -480,8 +498,8 @@ draw_box(struct tui *t, int w, int h, const char *title)
 		if (title != NULL && w > 6) {
 			char *s;
 			xasprintf(&s, " %s ", title);
-			put_text(r.y, r.x + 2, (int)strlen(s) < w - 4
-			    ? (int)strlen(s) : w - 4, s);
+			put_text(r.y, r.x + 2,
+			    (int)strlen(s) < w - 4 ? (int)strlen(s) : w - 4, s);
 			free(s);
 		}
 	}
@@ -525,16 +543,21 @@ draw_help(struct tui *t)
 			    t->cfg.binds[i].command);
 		} else {
 			static const char *extra[] = {
-			    " copy mode: h j k l w b 0 $ g G, C-u C-d, / ? n N,",
-			    "   Space/v selects, Enter/y copies (OSC 52), q quits",
+			    " copy mode: h j k l w b 0 $ g G, C-u C-d, / ? n "
+			    "N,",
+			    "   Space/v selects, Enter/y copies (OSC 52), q "
+			    "quits",
 			    " sessions (prefix s): Up Down Enter Esc, d stops",
-			    " grid (prefix w): arrows move, Enter opens, / filters",
+			    " grid (prefix w): arrows move, Enter opens, / "
+			    "filters",
 			    " mouse: wheel scrolls back, click in the sidebar",
 			    "   selects",
 			    " prompt (prefix :): vmux commands (new, rm, cp,",
-			    "   kill, exec, ...) and TUI commands, Tab completes",
+			    "   kill, exec, ...) and TUI commands, Tab "
+			    "completes",
 			};
-			snprintf(line, sizeof line, "%s", extra[i - t->cfg.nbinds]);
+			snprintf(
+			    line, sizeof line, "%s", extra[i - t->cfg.nbinds]);
 		}
 		if (skip > 0) {
 			skip--;
@@ -569,17 +592,18 @@ draw_frame(struct tui *t)
 		if (t->lay.sidebar.w > 0)
 			draw_sidebar(t);
 		if (p != NULL) {
-			draw_pane(t, p, &t->lay.pane, full || overlay ||
-			    p->view > 0 || t->copy.on);
-			if (p->state != PANE_LIVE && !(p->local && p->state ==
-			    PANE_LIVE))
+			draw_pane(t, p, &t->lay.pane,
+			    full || overlay || p->view > 0 || t->copy.on);
+			if (p->state != PANE_LIVE &&
+			    !(p->local && p->state == PANE_LIVE))
 				draw_pane_banner(t, p, &t->lay.pane);
 		} else if (full) {
 			th_set(t, TH_MESSAGE);
 			put_text(t->lay.pane.y + t->lay.pane.h / 2,
 			    t->lay.pane.x, t->lay.pane.w,
 			    t->model.n == 0 && t->model_at != 0
-			        ? "  No sessions yet: C-b N (or C-b : new NAME) "
+			        ? "  No sessions yet: C-b N (or C-b : new "
+			          "NAME) "
 			          "creates one."
 			        : "  No shell selected: C-b c opens one, C-b s "
 			          "chooses.");
@@ -605,8 +629,8 @@ draw_frame(struct tui *t)
 		curs_set(1);
 		move(t->lay.pane.y + y, t->lay.pane.x + t->copy.col);
 	} else if (t->mode != MODE_GRID && !overlay && p != NULL &&
-	           p->state == PANE_LIVE && p->cur_visible &&
-	           p->view == 0 && p->cursor.col < t->lay.pane.w) {
+	    p->state == PANE_LIVE && p->cur_visible && p->view == 0 &&
+	    p->cursor.col < t->lay.pane.w) {
 		int y = p->cursor.row - pane_top(p, t->lay.pane.h);
 		curs_set(1);
 		move(t->lay.pane.y + y, t->lay.pane.x + p->cursor.col);

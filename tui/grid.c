@@ -124,9 +124,10 @@ grid_draw(struct tui *t)
 
 	if (t->ntiles == 0) {
 		attr_set(A_NORMAL, 0, NULL);
-		mvaddstr(area.h / 2, 2, t->grid_filter && *t->grid_filter
-		    ? "No session matches the filter (/ changes it)."
-		    : "No running session with a shell.");
+		mvaddstr(area.h / 2, 2,
+		    t->grid_filter && *t->grid_filter
+		        ? "No session matches the filter (/ changes it)."
+		        : "No running session with a shell.");
 		clrtoeol();
 		return;
 	}
@@ -138,18 +139,22 @@ grid_draw(struct tui *t)
 		layout_grid_tile(&g, &area, (int)i, &r);
 		if (r.y >= area.y + area.h)
 			break;
-		snprintf(title, sizeof title, "%s%s:%s %s %s", focus ? ">" : " ",
-		    p->session, p->shell_id, pane_state_name(p),
+		snprintf(title, sizeof title, "%s%s:%s %s %s",
+		    focus ? ">" : " ", p->session, p->shell_id,
+		    pane_state_name(p),
 		    p->activity_ms && now - p->activity_ms < ACTIVE_MS
-		        ? "active" : "idle");
+		        ? "active"
+		        : "idle");
 		{
-			struct theme_style *st = &t->theme.st[focus
-			    ? TH_TILE_FOCUS : TH_TILE_TITLE];
+			struct theme_style *st =
+			    &t->theme.st[focus ? TH_TILE_FOCUS : TH_TILE_TITLE];
 			attr_t a = (st->attrs & THEME_ATTR_BOLD ? A_BOLD : 0) |
 			    (st->attrs & THEME_ATTR_REVERSE ? A_REVERSE : 0) |
-			    (st->attrs & THEME_ATTR_UNDERLINE ? A_UNDERLINE : 0);
-			attr_set(a, 0, &t->theme_pairs[focus ? TH_TILE_FOCUS
-			    : TH_TILE_TITLE]);
+			    (st->attrs & THEME_ATTR_UNDERLINE ? A_UNDERLINE
+			                                      : 0);
+			attr_set(a, 0,
+			    &t->theme_pairs[focus ? TH_TILE_FOCUS
+			                          : TH_TILE_TITLE]);
 		}
 		mvaddnstr(r.y, r.x, title, r.w);
 		for (int x = (int)strlen(title); x < r.w; x++)

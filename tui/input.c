@@ -56,8 +56,8 @@ modkeys_init(void)
 			code = key_defined(s);
 			if (code <= 0)
 				continue;
-			modkeys = xreallocarray(modkeys, nmodkeys + 1,
-			    sizeof *modkeys);
+			modkeys = xreallocarray(
+			    modkeys, nmodkeys + 1, sizeof *modkeys);
 			modkeys[nmodkeys].code = code;
 			modkeys[nmodkeys++].key = base[i].key | mods[m];
 		}
@@ -73,7 +73,8 @@ input_init(struct tui *t)
 	define_key("\033[201~", KEY_PASTE_END);
 	if (t->cfg.mouse)
 		mousemask(BUTTON1_PRESSED | BUTTON1_RELEASED | BUTTON4_PRESSED |
-		    BUTTON5_PRESSED, NULL);
+		        BUTTON5_PRESSED,
+		    NULL);
 	mouseinterval(0);
 	putp("\033[?2004h"); /* bracketed paste on */
 	fflush(stdout);
@@ -84,27 +85,48 @@ static int
 curses_key(int c)
 {
 	switch (c) {
-	case KEY_UP: return KEYC_UP;
-	case KEY_DOWN: return KEYC_DOWN;
-	case KEY_LEFT: return KEYC_LEFT;
-	case KEY_RIGHT: return KEYC_RIGHT;
-	case KEY_HOME: return KEYC_HOME;
-	case KEY_END: return KEYC_END;
-	case KEY_PPAGE: return KEYC_PPAGE;
-	case KEY_NPAGE: return KEYC_NPAGE;
-	case KEY_IC: return KEYC_IC;
-	case KEY_DC: return KEYC_DC;
-	case KEY_BTAB: return KEYC_BTAB;
-	case KEY_BACKSPACE: return KEYC_BSPACE;
-	case KEY_ENTER: return 0x0d;
-	case KEY_SR: return KEYC_UP | KEYC_SHIFT;
-	case KEY_SF: return KEYC_DOWN | KEYC_SHIFT;
-	case KEY_SLEFT: return KEYC_LEFT | KEYC_SHIFT;
-	case KEY_SRIGHT: return KEYC_RIGHT | KEYC_SHIFT;
-	case KEY_RESIZE: return KEYC_RESIZE;
-	case KEY_MOUSE: return KEYC_MOUSE;
-	case KEY_PASTE_START: return KEYC_PASTE_ON;
-	case KEY_PASTE_END: return KEYC_PASTE_OFF;
+	case KEY_UP:
+		return KEYC_UP;
+	case KEY_DOWN:
+		return KEYC_DOWN;
+	case KEY_LEFT:
+		return KEYC_LEFT;
+	case KEY_RIGHT:
+		return KEYC_RIGHT;
+	case KEY_HOME:
+		return KEYC_HOME;
+	case KEY_END:
+		return KEYC_END;
+	case KEY_PPAGE:
+		return KEYC_PPAGE;
+	case KEY_NPAGE:
+		return KEYC_NPAGE;
+	case KEY_IC:
+		return KEYC_IC;
+	case KEY_DC:
+		return KEYC_DC;
+	case KEY_BTAB:
+		return KEYC_BTAB;
+	case KEY_BACKSPACE:
+		return KEYC_BSPACE;
+	case KEY_ENTER:
+		return 0x0d;
+	case KEY_SR:
+		return KEYC_UP | KEYC_SHIFT;
+	case KEY_SF:
+		return KEYC_DOWN | KEYC_SHIFT;
+	case KEY_SLEFT:
+		return KEYC_LEFT | KEYC_SHIFT;
+	case KEY_SRIGHT:
+		return KEYC_RIGHT | KEYC_SHIFT;
+	case KEY_RESIZE:
+		return KEYC_RESIZE;
+	case KEY_MOUSE:
+		return KEYC_MOUSE;
+	case KEY_PASTE_START:
+		return KEYC_PASTE_ON;
+	case KEY_PASTE_END:
+		return KEYC_PASTE_OFF;
 	default:
 		break;
 	}
@@ -138,9 +160,9 @@ input_mouse(struct tui *t)
 	    !t->opts.read_only) {
 		/* the guest program asked for the mouse: pass it on */
 		int row = ev.y - t->lay.pane.y, col = ev.x - t->lay.pane.x;
-		int button = ev.bstate & BUTTON4_PRESSED   ? 4
-		    : ev.bstate & BUTTON5_PRESSED          ? 5
-		                                           : 1;
+		int button = ev.bstate & BUTTON4_PRESSED ? 4
+		    : ev.bstate & BUTTON5_PRESSED        ? 5
+		                                         : 1;
 		int press = !(ev.bstate & BUTTON1_RELEASED);
 		vterm_mouse_move(p->vt, row, col, VTERM_MOD_NONE);
 		vterm_mouse_button(p->vt, button, press, VTERM_MOD_NONE);
@@ -205,8 +227,10 @@ input_key(struct tui *t, int key)
 			cmd_run(t, cmd);
 		else if (key != 0x1b) {
 			key_string(key, name, sizeof name);
-			tui_message(t, 1, "prefix %s is not bound (prefix ? "
-			    "lists the keys)", name);
+			tui_message(t, 1,
+			    "prefix %s is not bound (prefix ? "
+			    "lists the keys)",
+			    name);
 		}
 		draw_schedule(t);
 		return;

@@ -124,7 +124,8 @@ job_error_line(const struct job *j)
 		if (j->term_signal != 0)
 			xasprintf(&out, "killed by signal %d", j->term_signal);
 		else
-			xasprintf(&out, "exit status %lld", (long long)j->status);
+			xasprintf(
+			    &out, "exit status %lld", (long long)j->status);
 		return out;
 	}
 	copy = xstrndup(s, len);

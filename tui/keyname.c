@@ -141,7 +141,8 @@ key_string(int key, char *buf, size_t len)
 	else if (k == 0)
 		ctrl = 1, snprintf(base, sizeof base, "Space");
 	else if (k < 0x20)
-		ctrl = 1, snprintf(base, sizeof base, "%c",
+		ctrl = 1,
+		snprintf(base, sizeof base, "%c",
 		    k + 0x40 >= 'A' && k + 0x40 <= 'Z' ? k + 0x60 : k + 0x40);
 	else if (k == 0x7f)
 		ctrl = 1, snprintf(base, sizeof base, "?");

@@ -5,10 +5,10 @@
  */
 #include "tui.h"
 
-#define SIDEBAR_MIN      12 /* narrower than this is not worth showing */
-#define PANE_MIN_COLS    20 /* the sidebar gives way below this */
-#define GRID_TILE_MIN_W  20
-#define GRID_TILE_MIN_H  4
+#define SIDEBAR_MIN     12 /* narrower than this is not worth showing */
+#define PANE_MIN_COLS   20 /* the sidebar gives way below this */
+#define GRID_TILE_MIN_W 20
+#define GRID_TILE_MIN_H 4
 
 /* Compute the layout for in; out covers the whole terminal. */
 void
@@ -80,8 +80,8 @@ layout_grid(int ntiles, const struct rect *area, struct grid_geom *g)
 
 /* Tile i's rectangle (the last column and row take what is left over). */
 void
-layout_grid_tile(const struct grid_geom *g, const struct rect *area, int i,
-    struct rect *r)
+layout_grid_tile(
+    const struct grid_geom *g, const struct rect *area, int i, struct rect *r)
 {
 	int c = i % g->ncols, row = i / g->ncols;
 

@@ -91,8 +91,8 @@ local_write(struct pane *p, const void *b, size_t len)
 void
 local_resize(struct pane *p, int cols, int rows)
 {
-	struct winsize ws = {.ws_row = (unsigned short)rows,
-	    .ws_col = (unsigned short)cols};
+	struct winsize ws = {
+	    .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 
 	if (p->fd >= 0)
 		ioctl(p->fd, TIOCSWINSZ, &ws);

@@ -12,8 +12,8 @@
 
 /* Open a menu of n items (copied). */
 void
-menu_open(struct tui *t, const char *title, const char *const *items,
-    size_t n, menu_done_cb done, void *arg)
+menu_open(struct tui *t, const char *title, const char *const *items, size_t n,
+    menu_done_cb done, void *arg)
 {
 	struct menu *m = &t->menu;
 

@@ -106,8 +106,8 @@ fetch_shells(struct msession *ms, const struct session_record *r)
 	}
 	arr = cJSON_GetObjectItemCaseSensitive(reply, "shells");
 	ms->shells_known = cJSON_IsArray(arr);
-	ms->shells = xcalloc((size_t)cJSON_GetArraySize(arr) + 1,
-	    sizeof *ms->shells);
+	ms->shells =
+	    xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *ms->shells);
 	cJSON_ArrayForEach(s, arr)
 	{
 		struct mshell *sh = &ms->shells[ms->nshells];

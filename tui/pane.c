@@ -226,8 +226,8 @@ pane_mark_all(struct pane *p)
 const char *
 pane_state_name(const struct pane *p)
 {
-	static const char *names[] = {"connecting", "live", "disconnected",
-	    "exited", "failed"};
+	static const char *names[] = {
+	    "connecting", "live", "disconnected", "exited", "failed"};
 
 	return names[p->state];
 }
@@ -322,8 +322,10 @@ pane_send(struct pane *p, const void *bytes, size_t len)
 	while (len > 0) {
 		size_t n = len > 16384 ? 16384 : len;
 		if (attach_client_queue(&p->ac, VMUX_ATTACH_INPUT, b, n) != 0) {
-			tui_message(p->tui, 1, "input dropped: %s is not "
-			    "reading", p->shell_id);
+			tui_message(p->tui, 1,
+			    "input dropped: %s is not "
+			    "reading",
+			    p->shell_id);
 			break;
 		}
 		b += n;
@@ -371,25 +373,55 @@ pane_key(struct pane *p, int key)
 	if (p->tui->opts.read_only)
 		return;
 	switch (k) {
-	case KEYC_UP: vk = VTERM_KEY_UP; break;
-	case KEYC_DOWN: vk = VTERM_KEY_DOWN; break;
-	case KEYC_LEFT: vk = VTERM_KEY_LEFT; break;
-	case KEYC_RIGHT: vk = VTERM_KEY_RIGHT; break;
-	case KEYC_HOME: vk = VTERM_KEY_HOME; break;
-	case KEYC_END: vk = VTERM_KEY_END; break;
-	case KEYC_PPAGE: vk = VTERM_KEY_PAGEUP; break;
-	case KEYC_NPAGE: vk = VTERM_KEY_PAGEDOWN; break;
-	case KEYC_IC: vk = VTERM_KEY_INS; break;
-	case KEYC_DC: vk = VTERM_KEY_DEL; break;
+	case KEYC_UP:
+		vk = VTERM_KEY_UP;
+		break;
+	case KEYC_DOWN:
+		vk = VTERM_KEY_DOWN;
+		break;
+	case KEYC_LEFT:
+		vk = VTERM_KEY_LEFT;
+		break;
+	case KEYC_RIGHT:
+		vk = VTERM_KEY_RIGHT;
+		break;
+	case KEYC_HOME:
+		vk = VTERM_KEY_HOME;
+		break;
+	case KEYC_END:
+		vk = VTERM_KEY_END;
+		break;
+	case KEYC_PPAGE:
+		vk = VTERM_KEY_PAGEUP;
+		break;
+	case KEYC_NPAGE:
+		vk = VTERM_KEY_PAGEDOWN;
+		break;
+	case KEYC_IC:
+		vk = VTERM_KEY_INS;
+		break;
+	case KEYC_DC:
+		vk = VTERM_KEY_DEL;
+		break;
 	case KEYC_BTAB:
 		vk = VTERM_KEY_TAB;
 		m |= VTERM_MOD_SHIFT;
 		break;
-	case KEYC_BSPACE: vk = VTERM_KEY_BACKSPACE; break;
-	case 0x0d: vk = VTERM_KEY_ENTER; break;
-	case 0x09: vk = VTERM_KEY_TAB; break;
-	case 0x1b: vk = VTERM_KEY_ESCAPE; break;
-	case 0x7f: vk = VTERM_KEY_BACKSPACE; break;
+	case KEYC_BSPACE:
+		vk = VTERM_KEY_BACKSPACE;
+		break;
+	case 0x0d:
+		vk = VTERM_KEY_ENTER;
+		break;
+	case 0x09:
+		vk = VTERM_KEY_TAB;
+		break;
+	case 0x1b:
+		vk = VTERM_KEY_ESCAPE;
+		break;
+	case 0x7f:
+		vk = VTERM_KEY_BACKSPACE;
+		break;
 	default:
 		if (k >= KEYC_F1 && k < KEYC_F1 + 12)
 			vk = VTERM_KEY_FUNCTION((int)(k - KEYC_F1 + 1));
@@ -612,8 +644,10 @@ pane_poll_cb(uv_poll_t *h, int status, int events)
 				break;
 			if (n <= 0) {
 				if (pane_frames(p) == 0)
-					pane_lost(p, n == 0 ? "connection "
-					    "closed" : strerror((int)-n));
+					pane_lost(p,
+					    n == 0 ? "connection "
+					             "closed"
+					           : strerror((int)-n));
 				return;
 			}
 			if (pane_frames(p) != 0)
@@ -638,8 +672,9 @@ attach_after(struct tui *t, struct work *w)
 		return;
 	}
 	if (w->rc != 0) {
-		if (w->cause != NULL && (strstr(w->cause, "no shell") != NULL ||
-		    strstr(w->cause, "no session") != NULL)) {
+		if (w->cause != NULL &&
+		    (strstr(w->cause, "no shell") != NULL ||
+		        strstr(w->cause, "no session") != NULL)) {
 			free(p->error);
 			p->error = str_printable(w->cause, 0);
 			p->state = PANE_FAILED;

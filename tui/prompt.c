@@ -14,8 +14,8 @@
 
 /* Open a prompt; done gets the answer (NULL if cancelled) and arg. */
 void
-prompt_open(struct tui *t, const char *label, const char *initial,
-    int complete, prompt_done_cb done, void *arg)
+prompt_open(struct tui *t, const char *label, const char *initial, int complete,
+    prompt_done_cb done, void *arg)
 {
 	struct prompt *p = &t->prompt;
 
@@ -169,8 +169,8 @@ complete_words(struct tui *t, const char *line, size_t *n, size_t *word_start)
 		    strncmp(line, "cp ", 3) == 0)
 			add_match(&v, n, sw, w);
 		free(sw);
-		for (size_t j = 0; j < s->nshells &&
-		     t->cur_session && strcmp(s->name, t->cur_session) == 0;
+		for (size_t j = 0; j < s->nshells && t->cur_session &&
+		     strcmp(s->name, t->cur_session) == 0;
 		     j++)
 			add_match(&v, n, s->shells[j].id, w);
 	}
@@ -200,14 +200,15 @@ prompt_complete(struct tui *t)
 			prompt_delete(p, start, p->pos);
 			prompt_insert(p, v[0], common);
 		}
-		if (n == 1 && v[0][common - 1] != '/' && v[0][common - 1] != ':')
+		if (n == 1 && v[0][common - 1] != '/' &&
+		    v[0][common - 1] != ':')
 			prompt_insert(p, " ", 1);
 		else if (n > 1) {
 			char buf[512];
 			size_t off = 0;
 			for (size_t i = 0; i < n && off < sizeof buf - 1; i++)
-				off += (size_t)snprintf(buf + off,
-				    sizeof buf - off, "%s ", v[i]);
+				off += (size_t)snprintf(
+				    buf + off, sizeof buf - off, "%s ", v[i]);
 			tui_message(t, 0, "%s", buf);
 		}
 	}
@@ -279,8 +280,8 @@ prompt_key(struct tui *t, int key)
 	case 0x06:
 		if (p->pos < p->len) {
 			p->pos++;
-			while (p->pos < p->len &&
-			       (p->text[p->pos] & 0xc0) == 0x80)
+			while (
+			    p->pos < p->len && (p->text[p->pos] & 0xc0) == 0x80)
 				p->pos++;
 		}
 		break;

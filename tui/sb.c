@@ -259,7 +259,7 @@ sb_push(struct sb *sb, const VTermScreenCell *cells, int ncells)
 		memcpy(sb->tmp + run + 8, &a, 2);
 		used = text;
 		for (; i < end && same_style(&cells[i], first) &&
-		       used - text < 0xff00;
+		     used - text < 0xff00;
 		     i++) {
 			const VTermScreenCell *c = &cells[i];
 			tmp_need(sb, used, 6 * 5 + 2);
@@ -272,8 +272,8 @@ sb_push(struct sb *sb, const VTermScreenCell *cells, int ncells)
 				continue;
 			}
 			used += utf8_put(sb->tmp + used, c->chars[0]);
-			for (int k = 1; k < VTERM_MAX_CHARS_PER_CELL &&
-			     c->chars[k] != 0;
+			for (int k = 1;
+			     k < VTERM_MAX_CHARS_PER_CELL && c->chars[k] != 0;
 			     k++) {
 				sb->tmp[used++] = MARK_COMBINE;
 				used += utf8_put(sb->tmp + used, c->chars[k]);
@@ -344,8 +344,9 @@ line_decode(const struct sbline *l, VTermScreenCell *cells, int ncells)
 				c.chars[k++] = utf8_get(t, tend, &n);
 				t += n;
 				while (t < tend && *t == MARK_COMBINE &&
-				       k < VTERM_MAX_CHARS_PER_CELL) {
-					c.chars[k++] = utf8_get(t + 1, tend, &n);
+				    k < VTERM_MAX_CHARS_PER_CELL) {
+					c.chars[k++] =
+					    utf8_get(t + 1, tend, &n);
 					t += 1 + n;
 				}
 			}
@@ -399,6 +400,6 @@ sb_line(const struct sb *sb, size_t age, VTermScreenCell *cells, int ncells)
 {
 	if (age >= sb->count)
 		return -1;
-	return line_decode(
-	    sb->ring[(sb->head + sb->count - 1 - age) % sb->cap], cells, ncells);
+	return line_decode(sb->ring[(sb->head + sb->count - 1 - age) % sb->cap],
+	    cells, ncells);
 }

@@ -90,7 +90,7 @@ match_at(const char *s, const char *needle, int fold)
 		if (*s == '\0')
 			return 0;
 		if (fold ? tolower((unsigned char)*s) !=
-		               tolower((unsigned char)*needle)
+		            tolower((unsigned char)*needle)
 		         : *s != *needle)
 			return 0;
 	}

@@ -36,10 +36,10 @@ static const char *const item_names[TH_NITEMS] = {
     [TH_TILE_FOCUS] = "tile-focus",
 };
 
-static const char *const colour_names[16] = {"black", "red", "green",
-    "yellow", "blue", "magenta", "cyan", "white", "bright-black",
-    "bright-red", "bright-green", "bright-yellow", "bright-blue",
-    "bright-magenta", "bright-cyan", "bright-white"};
+static const char *const colour_names[16] = {"black", "red", "green", "yellow",
+    "blue", "magenta", "cyan", "white", "bright-black", "bright-red",
+    "bright-green", "bright-yellow", "bright-blue", "bright-magenta",
+    "bright-cyan", "bright-white"};
 
 /* An item's name in theme files. */
 const char *
@@ -56,8 +56,8 @@ theme_builtin_names(void)
 
 	if (names[0] == NULL) {
 		size_t n = 0;
-		for (size_t i = 0; theme_builtin[i] != NULL && n + 1 < nitems(names);
-		     i += 2)
+		for (size_t i = 0;
+		     theme_builtin[i] != NULL && n + 1 < nitems(names); i += 2)
 			names[n++] = theme_builtin[i];
 	}
 	return names;
@@ -85,8 +85,8 @@ parse_colour(const char *s)
 	if (s[0] == '#' && strlen(s) == 7) {
 		v = strtol(s + 1, &end, 16);
 		if (*end == '\0')
-			return colour_rgb_to_256((uint8_t)(v >> 16),
-			    (uint8_t)(v >> 8), (uint8_t)v);
+			return colour_rgb_to_256(
+			    (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v);
 	}
 	return -2;
 }
@@ -115,8 +115,9 @@ theme_line(struct theme *th, char *line, int *seen, char **msg)
 
 	for (char *tok = strtok_r(line, " \t\r", &save); tok != NULL;
 	     tok = strtok_r(NULL, " \t\r", &save)) {
-		if (*tok == '#' && !(strlen(tok) == 7 &&
-		                        strspn(tok + 1, "0123456789abcdefABCDEF") == 6))
+		if (*tok == '#' &&
+		    !(strlen(tok) == 7 &&
+		        strspn(tok + 1, "0123456789abcdefABCDEF") == 6))
 			break; /* a comment, not a #rrggbb colour */
 		if (n == (int)nitems(w)) {
 			xasprintf(msg, "too many words");
@@ -137,7 +138,8 @@ theme_line(struct theme *th, char *line, int *seen, char **msg)
 		xasprintf(msg, "%s needs a foreground and a background", w[0]);
 		return -1;
 	}
-	if ((fg = parse_colour(w[1])) == -2 || (bg = parse_colour(w[2])) == -2) {
+	if ((fg = parse_colour(w[1])) == -2 ||
+	    (bg = parse_colour(w[2])) == -2) {
 		xasprintf(msg, "bad colour \"%s\"",
 		    parse_colour(w[1]) == -2 ? w[1] : w[2]);
 		return -1;
@@ -158,8 +160,7 @@ theme_line(struct theme *th, char *line, int *seen, char **msg)
 
 /* Parse text as theme name into th; 0, or -1 with cause "NAME:LINE: ...". */
 int
-theme_parse(struct theme *th, const char *name, const char *text,
-    char **cause)
+theme_parse(struct theme *th, const char *name, const char *text, char **cause)
 {
 	int seen[TH_NITEMS] = {0}, line = 0;
 	char *msg = NULL;
@@ -229,13 +230,16 @@ int
 theme_load(struct theme *th, const char *name, char **cause)
 {
 	char *text = NULL, *path = NULL, *list;
-	size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
-	                        "UVWXYZ0123456789_-");
+	size_t n = strspn(name,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
+	    "UVWXYZ0123456789_-");
 	int rc;
 
 	if (n == 0 || name[n] != '\0') {
-		xasprintf(cause, "invalid theme name \"%s\": want letters, "
-		    "digits, '-' or '_'", name);
+		xasprintf(cause,
+		    "invalid theme name \"%s\": want letters, "
+		    "digits, '-' or '_'",
+		    name);
 		return -1;
 	}
 	if (theme_user_text(name, &text, &path, cause) != 0) {
@@ -255,7 +259,8 @@ theme_load(struct theme *th, const char *name, char **cause)
 	free(path);
 	for (size_t i = 0; theme_builtin[i] != NULL; i += 2)
 		if (strcmp(theme_builtin[i], name) == 0)
-			return theme_parse(th, name, theme_builtin[i + 1], cause);
+			return theme_parse(
+			    th, name, theme_builtin[i + 1], cause);
 	list = xstrdup("");
 	for (const char *const *b = theme_builtin_names(); *b; b++) {
 		char *s;

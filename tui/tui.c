@@ -143,14 +143,16 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	}
 	set_str(&t->cur_session, sess);
 	set_str(&t->cur_shell, sh);
+	if (t->mode == MODE_GRID)
+		goto out; /* tiles show it; a full pane would resize the PTY */
 	if (sess != NULL && sh != NULL &&
 	    (p = tui_find_pane(t, sess, sh)) == NULL &&
 	    (s == NULL || model_shell(s, sh) != NULL)) {
 		struct mshell *m = model_shell(s, sh);
 		p = pane_new(t, sess, sh, m ? m->cols : t->lay.pane.w,
 		    m ? m->rows : t->lay.pane.h, 0);
-		t->panes = xreallocarray(t->panes, t->npanes + 1,
-		    sizeof *t->panes);
+		t->panes =
+		    xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
 		t->panes[t->npanes++] = p;
 		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
 		pane_attach(p, -1);
@@ -205,7 +207,8 @@ sync_sel(struct tui *t)
 
 	for (size_t i = 0; i < t->model.n; i++) {
 		struct msession *s = &t->model.sessions[i];
-		int here = t->cur_session && strcmp(s->name, t->cur_session) == 0;
+		int here =
+		    t->cur_session && strcmp(s->name, t->cur_session) == 0;
 		if (here && t->cur_shell == NULL && t->mode != MODE_SIDEBAR)
 			t->sel = r;
 		r++;
@@ -266,8 +269,8 @@ open_after(struct tui *t, struct work *w)
 	{
 		struct pane *p = pane_new(t, w->session, id->valuestring,
 		    t->lay.pane.w, t->lay.pane.h, 0);
-		t->panes = xreallocarray(t->panes, t->npanes + 1,
-		    sizeof *t->panes);
+		t->panes =
+		    xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
 		t->panes[t->npanes++] = p;
 		pane_attach(p, -1);
 	}
@@ -345,8 +348,8 @@ tui_config(struct tui *t)
 	free(path);
 	name = t->opts.theme ? t->opts.theme : t->cfg.theme;
 	if (theme_load(&t->theme, name, &cause) != 0) {
-		t->cfg.errors = xreallocarray(t->cfg.errors,
-		    t->cfg.nerrors + 1, sizeof *t->cfg.errors);
+		t->cfg.errors = xreallocarray(
+		    t->cfg.errors, t->cfg.nerrors + 1, sizeof *t->cfg.errors);
 		t->cfg.errors[t->cfg.nerrors++] = cause;
 		if (theme_load(&t->theme, "default", &cause) != 0)
 			NEVER("the built-in default theme does not load");
@@ -415,8 +418,17 @@ tui_main(const struct tui_opts *opts)
 	t->frame_timer.data = t;
 	draw_init(t);
 	input_init(t);
-	for (size_t i = 0; i < t->cfg.nerrors; i++)
-		tui_message(t, 1, "%s", t->cfg.errors[i]);
+	if (t->cfg.nerrors > 0) { /* every bad line, on the status bar */
+		char *all = xstrdup(t->cfg.errors[0]), *s;
+		for (size_t i = 1; i < t->cfg.nerrors; i++) {
+			xasprintf(&s, "%s; %s", all, t->cfg.errors[i]);
+			free(all);
+			all = s;
+		}
+		tui_message(t, 1, "%s", all);
+		t->message_until += 5000; /* longer: it explains a surprise */
+		free(all);
+	}
 	t->want_shell = opts->session != NULL;
 	tui_relayout(t);
 
@@ -443,8 +455,8 @@ tui_main(const struct tui_opts *opts)
 			char id[16];
 			struct pane *p;
 			snprintf(id, sizeof id, "cmd-%d", i + 1);
-			p = pane_new(t, "local", id, t->lay.pane.w,
-			    t->lay.pane.h, 0);
+			p = pane_new(
+			    t, "local", id, t->lay.pane.w, t->lay.pane.h, 0);
 			t->panes[t->npanes++] = p;
 			if (local_start(p, opts->local[i], &cause) != 0) {
 				tui_message(t, 1, "%s", cause);

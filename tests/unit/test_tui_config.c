@@ -59,8 +59,8 @@ TEST(key_string_reads_back)
 {
 	static const char *names[] = {"C-b", "C-a", "M-x", "C-M-x", "Up",
 	    "C-Up", "S-Left", "F5", "F12", "Space", "Enter", "Escape", "Tab",
-	    "BSpace", "x", "[", "?", "PPage", "DC", "\xc3\xa9",
-	    "\xe4\xb8\xad", "C-Space"};
+	    "BSpace", "x", "[", "?", "PPage", "DC", "\xc3\xa9", "\xe4\xb8\xad",
+	    "C-Space"};
 	char buf[32];
 
 	for (size_t i = 0; i < nitems(names); i++) {
@@ -212,7 +212,7 @@ TEST(config_load_missing_and_unreadable)
 	CHECK_INT(config_load(&c, p), 0);
 	CHECK_INT(c.sidebar_width, 40);
 	CHECK_INT(c.nerrors, 1);
-	CHECK(strstr(c.errors[0], "a.conf:2: unknown option") != NULL);
+	CHECK_STR(c.errors[0], "a.conf:2: unknown option \"bogus\"");
 	free(p);
 	/* a directory cannot be read as a file */
 	CHECK_INT(config_load(&c, d), -1);
@@ -290,8 +290,9 @@ TEST(bad_themes_name_the_line)
 	free(cause);
 	cause = NULL;
 	CHECK(theme_load(&th, "nosuch", &cause) != 0);
-	CHECK_STR(cause, "unknown theme \"nosuch\" (built in: default, "
-	                 "high-contrast, light, monochrome)");
+	CHECK_STR(cause,
+	    "unknown theme \"nosuch\" (built in: default, "
+	    "high-contrast, light, monochrome)");
 	free(cause);
 }
 
@@ -325,8 +326,8 @@ TEST(user_theme_takes_precedence)
 	/* a broken user theme is an error naming its file */
 	put(file, "sidebar red\n");
 	CHECK(theme_load(&th, "light", &cause) != 0);
-	CHECK(strstr(cause, "light.theme:1: sidebar needs a foreground") !=
-	    NULL);
+	CHECK(
+	    strstr(cause, "light.theme:1: sidebar needs a foreground") != NULL);
 	free(cause);
 	unlink(file);
 	CHECK(rmdir(dir) == 0);

@@ -83,7 +83,8 @@ cell_eq(const VTermScreenCell *a, const VTermScreenCell *b)
 {
 	if (a->chars[0] == (uint32_t)-1 || b->chars[0] == (uint32_t)-1)
 		return a->chars[0] == b->chars[0];
-	if (!chars_eq(a, b) || a->width != b->width || a->attrs.bold != b->attrs.bold ||
+	if (!chars_eq(a, b) || a->width != b->width ||
+	    a->attrs.bold != b->attrs.bold ||
 	    a->attrs.underline != b->attrs.underline ||
 	    a->attrs.italic != b->attrs.italic ||
 	    a->attrs.blink != b->attrs.blink ||
@@ -104,7 +105,8 @@ rig_round_trips(struct rig *r)
 	if ((int)sb_count(r->sb) != r->nraw)
 		return 0;
 	for (int i = 0; i < r->nraw; i++) {
-		if (sb_line(r->sb, (size_t)(r->nraw - 1 - i), got, COLS) != COLS)
+		if (sb_line(r->sb, (size_t)(r->nraw - 1 - i), got, COLS) !=
+		    COLS)
 			return 0;
 		for (int c = 0; c < COLS; c++)
 			if (!cell_eq(&got[c], &r->raw[i][c])) {
@@ -113,9 +115,9 @@ rig_round_trips(struct rig *r)
 				    "bg%02x/%d, want %x w%d fg%02x bg%02x/%d\n",
 				    i, c, got[c].chars[0], got[c].width,
 				    got[c].fg.type, got[c].bg.type,
-				    got[c].bg.indexed.idx, r->raw[i][c].chars[0],
-				    r->raw[i][c].width, r->raw[i][c].fg.type,
-				    r->raw[i][c].bg.type,
+				    got[c].bg.indexed.idx,
+				    r->raw[i][c].chars[0], r->raw[i][c].width,
+				    r->raw[i][c].fg.type, r->raw[i][c].bg.type,
 				    r->raw[i][c].bg.indexed.idx);
 				return 0;
 			}
@@ -137,11 +139,12 @@ TEST(colours_and_attributes_round_trip)
 {
 	struct rig r;
 
-	rig_run(&r, "\033[1mB\033[4mU\033[3mI\033[5mK\033[7mR\033[9mS\033[0m "
-	            "\033[4:2md\033[0m\033[11mf\033[10m\r\n"
-	            "\033[31mr\033[38;5;200mp\033[38;2;1;2;3mt\033[44mb"
-	            "\033[48;2;9;8;7mg\033[0m\r\n"
-	            "\033[42m   \033[0m mid-blanks keep their background");
+	rig_run(&r,
+	    "\033[1mB\033[4mU\033[3mI\033[5mK\033[7mR\033[9mS\033[0m "
+	    "\033[4:2md\033[0m\033[11mf\033[10m\r\n"
+	    "\033[31mr\033[38;5;200mp\033[38;2;1;2;3mt\033[44mb"
+	    "\033[48;2;9;8;7mg\033[0m\r\n"
+	    "\033[42m   \033[0m mid-blanks keep their background");
 	CHECK(rig_round_trips(&r));
 	rig_free(&r);
 }
@@ -151,9 +154,11 @@ TEST(wide_and_combining_characters_round_trip)
 	struct rig r;
 
 	/* a wide glyph at the last column wraps; combining marks stay */
-	rig_run(&r, "a\xe4\xb8\xad" "b e\xcc\x81\xcc\xa3 x\r\n"
-	            "0123456789012345678\xe4\xb8\xad\r\n"
-	            "\xf0\x9f\x98\x80 emoji");
+	rig_run(&r,
+	    "a\xe4\xb8\xad"
+	    "b e\xcc\x81\xcc\xa3 x\r\n"
+	    "0123456789012345678\xe4\xb8\xad\r\n"
+	    "\xf0\x9f\x98\x80 emoji");
 	CHECK(rig_round_trips(&r));
 	rig_free(&r);
 }
@@ -272,8 +277,8 @@ TEST(storage_is_compact)
 		sb_push(sb, cells, 80);
 	/* under 10% of libvterm's own cells for the same lines */
 	CHECK(sb_bytes(sb) < 10000 * 80 * sizeof(VTermScreenCell) / 10);
-	fprintf(stderr, "  80-column text line: %zu bytes\n",
-	    sb_bytes(sb) / 10000);
+	fprintf(
+	    stderr, "  80-column text line: %zu bytes\n", sb_bytes(sb) / 10000);
 	sb_free(sb);
 }
 

@@ -66,10 +66,12 @@ TEST(colour_256_to_16_picks_the_nearest_standard_colour)
 
 TEST(colour_map_keeps_defaults_and_indices)
 {
-	struct colour_caps c256 = {256}, c16 = {16}, c8 = {8}, direct = {0x1000000};
+	struct colour_caps c256 = {256}, c16 = {16}, c8 = {8},
+	                   direct = {0x1000000};
 	struct colour_caps none = {0};
 	VTerm *vt = vt_fed(2, 20,
-	    "a\033[31mb\033[38;5;200mc\033[38;2;255;0;0md\033[0;44me\033[101mf");
+	    "a\033[31mb\033[38;5;200mc\033[38;2;255;0;0md\033[0;44me\033["
+	    "101mf");
 	VTermScreenCell a = vt_cell(vt, 0, 0), b = vt_cell(vt, 0, 1);
 	VTermScreenCell c = vt_cell(vt, 0, 2), d = vt_cell(vt, 0, 3);
 	VTermScreenCell e = vt_cell(vt, 0, 4), f = vt_cell(vt, 0, 5);
@@ -100,15 +102,15 @@ TEST(cell_convert_attributes_and_text)
 {
 	struct colour_caps caps = {256};
 	struct tcell t;
-	VTerm *vt = vt_fed(2, 20,
-	    "\033[1;4;3;5;7mA\033[0mB e\xcc\x81 \xe4\xb8\xad|");
+	VTerm *vt =
+	    vt_fed(2, 20, "\033[1;4;3;5;7mA\033[0mB e\xcc\x81 \xe4\xb8\xad|");
 	VTermScreenCell c;
 
 	c = vt_cell(vt, 0, 0);
 	cell_convert(&c, &caps, &t);
 	CHECK(t.wch[0] == L'A' && t.wch[1] == 0);
-	CHECK((t.attrs & (A_BOLD | A_UNDERLINE | A_ITALIC | A_BLINK |
-	                     A_REVERSE)) ==
+	CHECK((t.attrs &
+	          (A_BOLD | A_UNDERLINE | A_ITALIC | A_BLINK | A_REVERSE)) ==
 	    (A_BOLD | A_UNDERLINE | A_ITALIC | A_BLINK | A_REVERSE));
 	CHECK_INT(t.width, 1);
 	c = vt_cell(vt, 0, 1);
@@ -160,8 +162,8 @@ TEST(cell_convert_substitutes_when_widths_disagree)
 static void
 check_layout(int cols, int rows, int sidebar, int zoomed)
 {
-	struct layout_in in = {cols, rows, sidebar, CONFIG_SIDEBAR_DEFAULT,
-	    zoomed};
+	struct layout_in in = {
+	    cols, rows, sidebar, CONFIG_SIDEBAR_DEFAULT, zoomed};
 	struct layout l;
 
 	layout_compute(&in, &l);
