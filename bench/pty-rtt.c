@@ -66,6 +66,7 @@ drain(int fd, int quiet_ms, int want, int limit_ms)
 	}
 }
 
+/* Run the command on a PTY and time KEYS keystrokes. */
 int
 main(int argc, char **argv)
 {

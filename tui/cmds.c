@@ -68,6 +68,7 @@ cur_session(struct tui *t)
 	return model_session(&t->model, t->cur_session);
 }
 
+/* new-shell [SESSION]: open a shell in the selected session. */
 static void
 c_new_shell(struct tui *t, int argc, char **argv)
 {
@@ -114,18 +115,21 @@ step_shell(struct tui *t, int delta)
 	tui_select(t, s->name, s->shells[i].id);
 }
 
+/* next-shell: the session's next shell. */
 static void
 c_next_shell(struct tui *t, int argc, char **argv)
 {
 	step_shell(t, 1);
 }
 
+/* previous-shell: the session's previous shell. */
 static void
 c_previous_shell(struct tui *t, int argc, char **argv)
 {
 	step_shell(t, -1);
 }
 
+/* select-shell N: the session's Nth shell (from 0). */
 static void
 c_select_shell(struct tui *t, int argc, char **argv)
 {
@@ -173,12 +177,14 @@ step_session(struct tui *t, int delta)
 	tui_select(t, t->model.sessions[i].name, NULL);
 }
 
+/* next-session: the next session in the list. */
 static void
 c_next_session(struct tui *t, int argc, char **argv)
 {
 	step_session(t, 1);
 }
 
+/* previous-session: the previous session. */
 static void
 c_previous_session(struct tui *t, int argc, char **argv)
 {
@@ -198,18 +204,21 @@ step_list(struct tui *t, int delta)
 	tui_sidebar_pick(t, t->sel);
 }
 
+/* next-shell-in-list: the sidebar's next row. */
 static void
 c_next_in_list(struct tui *t, int argc, char **argv)
 {
 	step_list(t, 1);
 }
 
+/* previous-shell-in-list: the sidebar's previous row. */
 static void
 c_previous_in_list(struct tui *t, int argc, char **argv)
 {
 	step_list(t, -1);
 }
 
+/* choose-session: keys move the sidebar's selection. */
 static void
 c_choose_session(struct tui *t, int argc, char **argv)
 {
@@ -232,6 +241,7 @@ close_after(struct tui *t, struct work *w)
 	model_refresh(t);
 }
 
+/* close-shell: close the current shell (no question). */
 static void
 c_close_shell(struct tui *t, int argc, char **argv)
 {
@@ -249,6 +259,7 @@ c_close_shell(struct tui *t, int argc, char **argv)
 	work_queue(w);
 }
 
+/* The close question answered (0: yes). */
 static void
 close_confirmed(struct tui *t, int choice, void *arg)
 {
@@ -256,6 +267,7 @@ close_confirmed(struct tui *t, int choice, void *arg)
 		c_close_shell(t, 0, NULL);
 }
 
+/* confirm-close-shell: ask, then close the current shell. */
 static void
 c_confirm_close_shell(struct tui *t, int argc, char **argv)
 {
@@ -306,6 +318,7 @@ run_cli(struct tui *t, int argc, char **argv)
 	model_refresh(t);
 }
 
+/* The remove question answered (0: yes); arg is the name. */
 static void
 rm_confirmed(struct tui *t, int choice, void *arg)
 {
@@ -316,6 +329,7 @@ rm_confirmed(struct tui *t, int choice, void *arg)
 	free(arg);
 }
 
+/* confirm-remove-session [NAME]: ask, then `vmux rm -f`. */
 static void
 c_confirm_remove_session(struct tui *t, int argc, char **argv)
 {
@@ -329,6 +343,7 @@ c_confirm_remove_session(struct tui *t, int argc, char **argv)
 	free(q);
 }
 
+/* zoom: the pane takes all but the status line, or back. */
 static void
 c_zoom(struct tui *t, int argc, char **argv)
 {
@@ -336,6 +351,7 @@ c_zoom(struct tui *t, int argc, char **argv)
 	tui_relayout(t);
 }
 
+/* toggle-sidebar: hide or show the sidebar. */
 static void
 c_toggle_sidebar(struct tui *t, int argc, char **argv)
 {
@@ -343,6 +359,7 @@ c_toggle_sidebar(struct tui *t, int argc, char **argv)
 	tui_relayout(t);
 }
 
+/* copy-mode [-u]: enter copy mode (-u: a page up). */
 static void
 c_copy_mode(struct tui *t, int argc, char **argv)
 {
@@ -350,6 +367,7 @@ c_copy_mode(struct tui *t, int argc, char **argv)
 		copy_enter(t, argc > 1 && strcmp(argv[1], "-u") == 0);
 }
 
+/* paste: type the copy buffer into the shell. */
 static void
 c_paste(struct tui *t, int argc, char **argv)
 {
@@ -362,6 +380,7 @@ c_paste(struct tui *t, int argc, char **argv)
 	pane_paste(p, t->paste_buf, t->paste_len, p->bracketed);
 }
 
+/* detach: leave; VMs and shells keep running. */
 static void
 c_detach(struct tui *t, int argc, char **argv)
 {
@@ -369,6 +388,7 @@ c_detach(struct tui *t, int argc, char **argv)
 	t->quit_status = 0;
 }
 
+/* help: every binding. */
 static void
 c_help(struct tui *t, int argc, char **argv)
 {
@@ -385,6 +405,7 @@ prompt_done(struct tui *t, const char *line, void *arg)
 		cmd_run(t, line);
 }
 
+/* command-prompt [TEXT...]: the prompt, TEXT typed. */
 static void
 c_command_prompt(struct tui *t, int argc, char **argv)
 {
@@ -401,6 +422,7 @@ c_command_prompt(struct tui *t, int argc, char **argv)
 	free(init);
 }
 
+/* new-session: the prompt with `new ` typed. */
 static void
 c_new_session(struct tui *t, int argc, char **argv)
 {
@@ -414,6 +436,7 @@ c_new_session(struct tui *t, int argc, char **argv)
 static const char *const signals[] = {"INT", "TERM", "KILL", "HUP", "QUIT",
     "TSTP", "CONT", "USR1", "USR2", "WINCH"};
 
+/* The signal menu answered: send the chosen signal. */
 static void
 signal_chosen(struct tui *t, int choice, void *arg)
 {
@@ -426,6 +449,7 @@ signal_chosen(struct tui *t, int choice, void *arg)
 	    p->shell_id);
 }
 
+/* signal-menu: choose a signal for the foreground job. */
 static void
 c_signal_menu(struct tui *t, int argc, char **argv)
 {
@@ -443,6 +467,7 @@ c_signal_menu(struct tui *t, int argc, char **argv)
 	    signal_chosen, NULL);
 }
 
+/* send-signal SIG: signal the foreground job. */
 static void
 c_send_signal(struct tui *t, int argc, char **argv)
 {
@@ -452,6 +477,7 @@ c_send_signal(struct tui *t, int argc, char **argv)
 		pane_signal(p, argv[1]);
 }
 
+/* send-prefix: the prefix key itself to the shell. */
 static void
 c_send_prefix(struct tui *t, int argc, char **argv)
 {
@@ -461,6 +487,7 @@ c_send_prefix(struct tui *t, int argc, char **argv)
 		pane_key(p, t->cfg.prefix);
 }
 
+/* refresh: redraw everything, reread the sessions. */
 static void
 c_refresh(struct tui *t, int argc, char **argv)
 {
@@ -491,6 +518,7 @@ upload_dest(struct tui *t, const char *dest, void *arg)
 	free(src);
 }
 
+/* Upload: the source answered; ask for the destination. */
 static void
 upload_src(struct tui *t, const char *src, void *arg)
 {
@@ -500,6 +528,7 @@ upload_src(struct tui *t, const char *src, void *arg)
 	    xstrdup(src));
 }
 
+/* upload: ask for a host path, then a guest path. */
 static void
 c_upload(struct tui *t, int argc, char **argv)
 {
@@ -528,6 +557,7 @@ download_dest(struct tui *t, const char *dest, void *arg)
 	free(src);
 }
 
+/* Download: the source answered; ask for the directory. */
 static void
 download_src(struct tui *t, const char *src, void *arg)
 {
@@ -537,6 +567,7 @@ download_src(struct tui *t, const char *src, void *arg)
 	    t, "download to (host dir): ", ".", 2, download_dest, xstrdup(src));
 }
 
+/* download: ask for a guest path, then a host directory. */
 static void
 c_download(struct tui *t, int argc, char **argv)
 {
@@ -565,6 +596,7 @@ transfer_chosen(struct tui *t, int choice, void *arg)
 	}
 }
 
+/* transfers: running jobs; Enter cancels one. */
 static void
 c_transfers(struct tui *t, int argc, char **argv)
 {
@@ -582,6 +614,7 @@ c_transfers(struct tui *t, int argc, char **argv)
 	menu_open(t, "Enter cancels", items, n, transfer_chosen, NULL);
 }
 
+/* grid: the teacher's grid, or back. */
 static void
 c_grid(struct tui *t, int argc, char **argv)
 {
@@ -591,6 +624,7 @@ c_grid(struct tui *t, int argc, char **argv)
 		grid_open(t);
 }
 
+/* theme [NAME]: say or change the theme. */
 static void
 c_theme(struct tui *t, int argc, char **argv)
 {

@@ -163,8 +163,8 @@ grid_draw(struct tui *t)
 		body = (struct rect){r.x, r.y + 1, r.w - 1, r.h - 1};
 		if (body.w < 1 || body.h < 1)
 			continue;
-		if (p->any_dirty || t->full_redraw || 1)
-			draw_pane(t, p, &body, 1);
+		/* whole tiles: the crop follows the cursor, so rows shift */
+		draw_pane(t, p, &body, 1);
 		for (int y = r.y; y < r.y + r.h; y++)
 			mvadd_wch(y, r.x + r.w - 1, WACS_VLINE);
 	}

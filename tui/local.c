@@ -27,7 +27,14 @@ local_poll_cb(uv_poll_t *h, int status, int events)
 	uint8_t buf[16384];
 	size_t budget = LOCAL_BUDGET;
 
+	p->feed_deadline = pane_clock_us() + 8000;
 	while (budget > 0) {
+		if (pane_backlogged(p)) {
+			uv_poll_stop(h); /* local_resume restarts it */
+			return;
+		}
+		if (pane_clock_us() >= p->feed_deadline)
+			return; /* the keyboard's turn */
 		ssize_t n = read(p->fd, buf, sizeof buf);
 		if (n < 0 && errno == EAGAIN)
 			return;
@@ -77,6 +84,14 @@ local_start(struct pane *p, const char *command, char **cause)
 	p->poll->data = p;
 	uv_poll_start(p->poll, UV_READABLE, local_poll_cb);
 	return 0;
+}
+
+/* The backlog is parsed: read the PTY again. */
+void
+local_resume(struct pane *p)
+{
+	if (p->poll != NULL && p->state == PANE_LIVE)
+		uv_poll_start(p->poll, UV_READABLE, local_poll_cb);
 }
 
 /* Type bytes into the PTY (a short write drops the rest: tests type little). */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -26,6 +27,8 @@
 #define RETRY_MIN_MS  500
 #define RETRY_MAX_MS  8000
 #define ATTACH_WAIT_S 15
+#define FEED_SLICE    4096 /* bytes parsed between clock checks */
+#define FEED_US       8000 /* parsing per wake-up before keys get a turn */
 
 static void pane_poll_cb(uv_poll_t *, int status, int events);
 static void pane_update_poll(struct pane *);
@@ -208,6 +211,7 @@ pane_free(struct pane *p)
 	vterm_free(p->vt);
 	sb_free(p->sb);
 	free(p->dirty);
+	free(p->backlog);
 	free(p->title);
 	free(p->error);
 	free(p->session);
@@ -475,20 +479,103 @@ scan_modes(struct pane *p, const uint8_t *b, size_t len)
 		p->bracketed = 0;
 }
 
-/* Output bytes for the terminal. */
-void
-pane_feed(struct pane *p, const uint8_t *b, size_t len)
+/* Microseconds on the monotonic clock (feeding budgets). */
+uint64_t
+pane_clock_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Parse bytes now. */
+static void
+pane_parse(struct pane *p, const uint8_t *b, size_t len)
 {
 	scan_modes(p, b, len);
 	vterm_input_write(p->vt, (const char *)b, len);
 	vterm_screen_flush_damage(p->vs);
-	p->activity_ms = mono_ms();
 	p->bytes_in += len;
 }
 
-/* The stream ended without EXIT: try again later from the cursor. */
+/* Keep bytes to parse later. */
+static void
+backlog_add(struct pane *p, const uint8_t *b, size_t len)
+{
+	if (p->backlog_off > 0 && p->backlog_off == p->backlog_len)
+		p->backlog_off = p->backlog_len = 0;
+	if (p->backlog_len + len > p->backlog_cap) {
+		if (p->backlog_off > 0) {
+			memmove(p->backlog, p->backlog + p->backlog_off,
+			    p->backlog_len - p->backlog_off);
+			p->backlog_len -= p->backlog_off;
+			p->backlog_off = 0;
+		}
+		if (p->backlog_len + len > p->backlog_cap) {
+			p->backlog_cap = (p->backlog_len + len) * 2;
+			p->backlog = xrealloc(p->backlog, p->backlog_cap);
+		}
+	}
+	memcpy(p->backlog + p->backlog_len, b, len);
+	p->backlog_len += len;
+}
+
+/* Output is waiting to be parsed. */
+int
+pane_backlogged(const struct pane *p)
+{
+	return p->backlog_off < p->backlog_len;
+}
+
+/*
+ * Parse the backlog in slices until deadline_us; 1 if some is left. Parsing
+ * cost depends on what the bytes do (a newline at the bottom moves the
+ * whole screen in libvterm), so the budget is time, not bytes: keys are
+ * read between slices.
+ */
+int
+pane_drain(struct pane *p, uint64_t deadline_us)
+{
+	while (pane_backlogged(p)) {
+		size_t n = p->backlog_len - p->backlog_off;
+		if (n > FEED_SLICE)
+			n = FEED_SLICE;
+		pane_parse(p, p->backlog + p->backlog_off, n);
+		p->backlog_off += n;
+		if (pane_clock_us() >= deadline_us)
+			break;
+	}
+	if (!pane_backlogged(p)) {
+		p->backlog_off = p->backlog_len = 0;
+		if (p->backlog_cap > 4 * FEED_SLICE) {
+			free(p->backlog); /* a flood's buffer goes with it */
+			p->backlog = NULL;
+			p->backlog_cap = 0;
+		}
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Output bytes for the terminal: parsed now while this wake-up's time
+ * lasts, the rest queued (and the source not read) until the loop has
+ * looked at the keyboard.
+ */
+void
+pane_feed(struct pane *p, const uint8_t *b, size_t len)
+{
+	p->activity_ms = mono_ms();
+	backlog_add(p, b, len);
+	if (pane_drain(p, p->feed_deadline))
+		tui_drain_start(p->tui);
+}
+
+/* Forward: the retry timer fires this. */
 static void pane_retry_cb(uv_timer_t *);
 
+/* The stream broke without EXIT: show it, reattach after a pause. */
 static void
 pane_lost(struct pane *p, const char *why)
 {
@@ -608,7 +695,7 @@ pane_frames(struct pane *p)
 static void
 pane_update_poll(struct pane *p)
 {
-	int ev = UV_READABLE;
+	int ev = pane_backlogged(p) ? 0 : UV_READABLE;
 
 	if (p->poll == NULL || p->local)
 		return;
@@ -622,8 +709,21 @@ pane_update_poll(struct pane *p)
 	}
 	if (ev != p->poll_events) {
 		p->poll_events = ev;
-		uv_poll_start(p->poll, ev, pane_poll_cb);
+		if (ev == 0)
+			uv_poll_stop(p->poll);
+		else
+			uv_poll_start(p->poll, ev, pane_poll_cb);
 	}
+}
+
+/* The backlog is parsed: read the source again. */
+void
+pane_resume(struct pane *p)
+{
+	if (p->local)
+		local_resume(p);
+	else
+		pane_update_poll(p);
 }
 
 /* The socket is readable or writable. */
@@ -637,8 +737,10 @@ pane_poll_cb(uv_poll_t *h, int status, int events)
 		pane_lost(p, uv_strerror(status));
 		return;
 	}
+	p->feed_deadline = pane_clock_us() + FEED_US;
 	if (events & UV_READABLE) {
-		while (budget > 0) {
+		while (budget > 0 && !pane_backlogged(p) &&
+		    pane_clock_us() < p->feed_deadline) {
 			ssize_t n = attach_client_read(&p->ac);
 			if (n == -EAGAIN)
 				break;

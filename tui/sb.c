@@ -107,18 +107,21 @@ sb_set_max(struct sb *sb, size_t max_bytes)
 	sb_evict(sb);
 }
 
+/* Lines kept. */
 size_t
 sb_count(const struct sb *sb)
 {
 	return sb->count;
 }
 
+/* Bytes accounted for them. */
 size_t
 sb_bytes(const struct sb *sb)
 {
 	return sb->bytes;
 }
 
+/* The limit. */
 size_t
 sb_max(const struct sb *sb)
 {
@@ -144,6 +147,7 @@ attrs_pack(const VTermScreenCellAttrs *a)
 	    a->dwl << 11 | a->dhl << 12);
 }
 
+/* The attributes attrs_pack packed. */
 static void
 attrs_unpack(uint16_t v, VTermScreenCellAttrs *a)
 {

@@ -293,6 +293,42 @@ tui_open_shell(struct tui *t, const char *session)
 	tui_message(t, 0, "opening a shell in %s ...", session);
 }
 
+/*
+ * Idle callback while panes have backlogs: a time slice each, round robin;
+ * the loop polls the keyboard between calls. Stops when all are parsed.
+ */
+static void
+drain_cb(uv_idle_t *h)
+{
+	struct tui *t = h->data;
+	int left = 0;
+
+	for (size_t i = 0; i < t->npanes + t->ntiles; i++) {
+		struct pane *p =
+		    i < t->npanes ? t->panes[i] : t->tiles[i - t->npanes];
+		if (!pane_backlogged(p))
+			continue;
+		if (pane_drain(p, pane_clock_us() + 4000))
+			left = 1;
+		else
+			pane_resume(p);
+	}
+	if (!left) {
+		uv_idle_stop(h);
+		t->draining = 0;
+	}
+}
+
+/* Some pane has a backlog: parse it from the idle callback. */
+void
+tui_drain_start(struct tui *t)
+{
+	if (t->draining)
+		return;
+	t->draining = 1;
+	uv_idle_start(&t->drain, drain_cb);
+}
+
 /* stdin readable: keys. */
 static void
 stdin_cb(uv_poll_t *h, int status, int events)
@@ -416,6 +452,8 @@ tui_main(const struct tui_opts *opts)
 	uv_loop_init(t->loop);
 	uv_timer_init(t->loop, &t->frame_timer);
 	t->frame_timer.data = t;
+	uv_idle_init(t->loop, &t->drain);
+	t->drain.data = t;
 	draw_init(t);
 	input_init(t);
 	if (t->cfg.nerrors > 0) { /* every bad line, on the status bar */

@@ -291,8 +291,11 @@ struct pane {
 	char *error;           /* PANE_FAILED / DISCONNECTED: why */
 	int64_t stream_cursor; /* the next byte of output expected */
 	int retries;
-	uint64_t activity_ms; /* mono_ms of the last output */
-	uint64_t bytes_in;    /* output parsed since attach */
+	uint64_t activity_ms;   /* mono_ms of the last output */
+	uint64_t bytes_in;      /* output parsed since attach */
+	uint64_t feed_deadline; /* pane_clock_us: parse until then */
+	uint8_t *backlog;       /* output read but not parsed yet (flood) */
+	size_t backlog_off, backlog_len, backlog_cap;
 
 	int fd;    /* stream socket or PTY master; -1 none */
 	pid_t pid; /* local: the child */
@@ -313,6 +316,10 @@ void pane_key(struct pane *, int key);
 void pane_paste(struct pane *, const char *text, size_t len, int bracket);
 void pane_signal(struct pane *, const char *sig);
 void pane_feed(struct pane *, const uint8_t *bytes, size_t len);
+int pane_drain(struct pane *, uint64_t deadline_us);
+int pane_backlogged(const struct pane *);
+uint64_t pane_clock_us(void);
+void pane_resume(struct pane *);
 void pane_mark_all(struct pane *);
 int pane_cell(struct pane *, int row, int col, VTermScreenCell *);
 int pane_history(const struct pane *);
@@ -323,6 +330,7 @@ int local_start(struct pane *, const char *command, char **cause);
 void local_write(struct pane *, const void *, size_t);
 void local_resize(struct pane *, int cols, int rows);
 void local_stop(struct pane *);
+void local_resume(struct pane *);
 
 /* ---- cell.c: a libvterm cell as ncurses draws it ---- */
 
@@ -553,7 +561,8 @@ struct tui {
 	uv_poll_t stdin_poll;
 	uv_signal_t sigwinch, sigterm, sighup, sigint;
 	uv_timer_t frame_timer, tick_timer;
-	uv_idle_t idle;
+	uv_idle_t drain; /* parses panes' backlogs a slice at a time */
+	int draining;
 };
 
 int tui_main(const struct tui_opts *);
@@ -569,5 +578,6 @@ void tui_open_shell(struct tui *, const char *session);
 void tui_sidebar_rows(struct tui *, int *n);
 void tui_sidebar_pick(struct tui *, int row);
 void tui_pane_gone(struct tui *, struct pane *);
+void tui_drain_start(struct tui *);
 
 #endif
