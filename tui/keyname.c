@@ -167,3 +167,105 @@ key_string(int key, char *buf, size_t len)
 	snprintf(buf, len, "%s%s%s%s", ctrl ? "C-" : "",
 	    key & KEYC_META ? "M-" : "", key & KEYC_SHIFT ? "S-" : "", base);
 }
+
+/* Modifier bits of a key as libvterm wants them. */
+static VTermModifier
+key_mod(int key)
+{
+	VTermModifier m = VTERM_MOD_NONE;
+
+	if (key & KEYC_CTRL)
+		m |= VTERM_MOD_CTRL;
+	if (key & KEYC_META)
+		m |= VTERM_MOD_ALT;
+	if (key & KEYC_SHIFT)
+		m |= VTERM_MOD_SHIFT;
+	return m;
+}
+
+/*
+ * Have libvterm encode key for the modes the program on vt set
+ * (application cursor keys, keypad); the bytes come out of its output
+ * callback. Control bytes are sent as they are.
+ */
+void
+key_encode(VTerm *vt, int key)
+{
+	int k = key & KEYC_MASK;
+	VTermModifier m = key_mod(key);
+	VTermKey vk = VTERM_KEY_NONE;
+
+	switch (k) {
+	case KEYC_UP:
+		vk = VTERM_KEY_UP;
+		break;
+	case KEYC_DOWN:
+		vk = VTERM_KEY_DOWN;
+		break;
+	case KEYC_LEFT:
+		vk = VTERM_KEY_LEFT;
+		break;
+	case KEYC_RIGHT:
+		vk = VTERM_KEY_RIGHT;
+		break;
+	case KEYC_HOME:
+		vk = VTERM_KEY_HOME;
+		break;
+	case KEYC_END:
+		vk = VTERM_KEY_END;
+		break;
+	case KEYC_PPAGE:
+		vk = VTERM_KEY_PAGEUP;
+		break;
+	case KEYC_NPAGE:
+		vk = VTERM_KEY_PAGEDOWN;
+		break;
+	case KEYC_IC:
+		vk = VTERM_KEY_INS;
+		break;
+	case KEYC_DC:
+		vk = VTERM_KEY_DEL;
+		break;
+	case KEYC_BTAB:
+		vk = VTERM_KEY_TAB;
+		m |= VTERM_MOD_SHIFT;
+		break;
+	case KEYC_BSPACE:
+		vk = VTERM_KEY_BACKSPACE;
+		break;
+	case 0x0d:
+		vk = VTERM_KEY_ENTER;
+		break;
+	case 0x09:
+		vk = VTERM_KEY_TAB;
+		break;
+	case 0x1b:
+		vk = VTERM_KEY_ESCAPE;
+		break;
+	case 0x7f:
+		vk = VTERM_KEY_BACKSPACE;
+		break;
+	default:
+		if (k >= KEYC_F1 && k < KEYC_F1 + 12)
+			vk = VTERM_KEY_FUNCTION((int)(k - KEYC_F1 + 1));
+		break;
+	}
+	if (vk != VTERM_KEY_NONE) {
+		vterm_keyboard_key(vt, vk, m);
+		return;
+	}
+	if (k >= KEYC_BASE)
+		return;
+	if (k < 0x20 && !(key & KEYC_META)) {
+		/* a control letter: libvterm wants it lower case with CTRL */
+		vterm_keyboard_unichar(
+		    vt, k == 0 ? ' ' : (uint32_t)k + 0x60, VTERM_MOD_CTRL);
+		return;
+	}
+	if (k < 0x20) {
+		/* M-C-x: libvterm wants the letter, lower case, with CTRL */
+		k = k == 0 ? ' ' : k + 0x60;
+		m |= VTERM_MOD_CTRL;
+	}
+	vterm_keyboard_unichar(vt, (uint32_t)k, m);
+}

@@ -348,21 +348,6 @@ pane_signal(struct pane *p, const char *sig)
 	pane_update_poll(p);
 }
 
-/* Modifier bits of a key as libvterm wants them. */
-static VTermModifier
-key_mod(int key)
-{
-	VTermModifier m = VTERM_MOD_NONE;
-
-	if (key & KEYC_CTRL)
-		m |= VTERM_MOD_CTRL;
-	if (key & KEYC_META)
-		m |= VTERM_MOD_ALT;
-	if (key & KEYC_SHIFT)
-		m |= VTERM_MOD_SHIFT;
-	return m;
-}
-
 /*
  * Type a key: libvterm encodes it for the modes the guest program set
  * (application cursor keys, keypad), so arrows reach vim as vim asked.
@@ -371,84 +356,17 @@ void
 pane_key(struct pane *p, int key)
 {
 	int k = key & KEYC_MASK;
-	VTermModifier m = key_mod(key);
-	VTermKey vk = VTERM_KEY_NONE;
 
 	if (p->tui->opts.read_only)
 		return;
-	switch (k) {
-	case KEYC_UP:
-		vk = VTERM_KEY_UP;
-		break;
-	case KEYC_DOWN:
-		vk = VTERM_KEY_DOWN;
-		break;
-	case KEYC_LEFT:
-		vk = VTERM_KEY_LEFT;
-		break;
-	case KEYC_RIGHT:
-		vk = VTERM_KEY_RIGHT;
-		break;
-	case KEYC_HOME:
-		vk = VTERM_KEY_HOME;
-		break;
-	case KEYC_END:
-		vk = VTERM_KEY_END;
-		break;
-	case KEYC_PPAGE:
-		vk = VTERM_KEY_PAGEUP;
-		break;
-	case KEYC_NPAGE:
-		vk = VTERM_KEY_PAGEDOWN;
-		break;
-	case KEYC_IC:
-		vk = VTERM_KEY_INS;
-		break;
-	case KEYC_DC:
-		vk = VTERM_KEY_DEL;
-		break;
-	case KEYC_BTAB:
-		vk = VTERM_KEY_TAB;
-		m |= VTERM_MOD_SHIFT;
-		break;
-	case KEYC_BSPACE:
-		vk = VTERM_KEY_BACKSPACE;
-		break;
-	case 0x0d:
-		vk = VTERM_KEY_ENTER;
-		break;
-	case 0x09:
-		vk = VTERM_KEY_TAB;
-		break;
-	case 0x1b:
-		vk = VTERM_KEY_ESCAPE;
-		break;
-	case 0x7f:
-		vk = VTERM_KEY_BACKSPACE;
-		break;
-	default:
-		if (k >= KEYC_F1 && k < KEYC_F1 + 12)
-			vk = VTERM_KEY_FUNCTION((int)(k - KEYC_F1 + 1));
-		break;
-	}
-	if (vk != VTERM_KEY_NONE) {
-		vterm_keyboard_key(p->vt, vk, m);
-		return;
-	}
-	if (k >= KEYC_BASE)
-		return;
-	if (k < 0x20 && !(key & KEYC_META)) {
+	if (k < 0x20 && k != 0x0d && k != 0x09 && k != 0x1b &&
+	    !(key & KEYC_META)) {
 		/* a control byte from the terminal: as it came */
 		char c = (char)k;
 		pane_send(p, &c, 1);
 		return;
 	}
-	if (k < 0x20) {
-		/* M-C-x: libvterm wants the letter, lower case, with CTRL */
-		k = k == 0 ? ' ' : k + 0x60;
-		m |= VTERM_MOD_CTRL;
-	}
-	vterm_keyboard_unichar(p->vt, (uint32_t)k, m);
+	key_encode(p->vt, key);
 }
 
 /* Paste text, bracketed when the guest program asked for it. */

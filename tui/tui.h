@@ -107,6 +107,7 @@ void colour_index_rgb(int index, uint8_t *r, uint8_t *g, uint8_t *b);
 
 int key_parse(const char *name, int *key, char **cause);
 void key_string(int key, char *buf, size_t len);
+void key_encode(VTerm *, int key);
 
 /* ---- layout.c: where things go on the screen ---- */
 

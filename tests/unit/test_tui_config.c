@@ -340,3 +340,55 @@ TEST(user_theme_takes_precedence)
 	free(dir);
 	free(d);
 }
+
+/* What libvterm sends for key on a terminal in the modes set by setup. */
+static char enc_out[64];
+static size_t enc_len;
+
+static void
+enc_cb(const char *s, size_t len, void *user)
+{
+	if (enc_len + len < sizeof enc_out) {
+		memcpy(enc_out + enc_len, s, len);
+		enc_len += len;
+	}
+}
+
+static const char *
+encode(const char *setup, int key)
+{
+	VTerm *vt = vterm_new(24, 80);
+	static char got[64];
+
+	vterm_set_utf8(vt, 1);
+	vterm_output_set_callback(vt, enc_cb, NULL);
+	vterm_screen_reset(vterm_obtain_screen(vt), 1);
+	vterm_input_write(vt, setup, strlen(setup));
+	enc_len = 0;
+	key_encode(vt, key);
+	memcpy(got, enc_out, enc_len);
+	got[enc_len] = '\0';
+	vterm_free(vt);
+	return got;
+}
+
+TEST(keys_are_encoded_for_the_guest_programs_modes)
+{
+	CHECK_STR(encode("", KEYC_UP), "\033[A");
+	/* application cursor keys (DECCKM), as vim and less set them */
+	CHECK_STR(encode("\033[?1h", KEYC_UP), "\033OA");
+	CHECK_STR(encode("\033[?1h", KEYC_LEFT), "\033OD");
+	CHECK_STR(encode("", KEYC_UP | KEYC_CTRL), "\033[1;5A");
+	CHECK_STR(encode("", KEYC_RIGHT | KEYC_SHIFT), "\033[1;2C");
+	CHECK_STR(encode("", KEYC_F1 + 4), "\033[15~");
+	CHECK_STR(encode("", KEYC_F1), "\033OP");
+	CHECK_STR(encode("", KEYC_PPAGE), "\033[5~");
+	CHECK_STR(encode("", KEYC_DC), "\033[3~");
+	CHECK_STR(encode("", KEYC_BSPACE), "\177");
+	CHECK_STR(encode("", KEYC_BTAB), "\033[Z");
+	CHECK_STR(encode("", 0x0d), "\r");
+	CHECK_STR(encode("", 'x' | KEYC_META), "\033x");
+	CHECK_STR(encode("", 0x18 | KEYC_META), "\033\030");
+	CHECK_STR(encode("", 0x03), "\003");
+	CHECK_STR(encode("", 0xe9), "\xc3\xa9");
+}
