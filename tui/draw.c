@@ -428,9 +428,13 @@ draw_status(struct tui *t)
 	}
 	transfers_str(t, xfer, sizeof xfer);
 	if (p != NULL)
-		snprintf(left, sizeof left, " %s:%s %s %dx%d%s%s ", p->session,
-		    p->shell_id, pane_state_name(p), p->cols, p->rows,
-		    t->zoomed ? " Z" : "", t->opts.read_only ? " RO" : "");
+		snprintf(left, sizeof left, " %s:%s %s %dx%d%s%s%s%.30s%s ",
+		    p->session, p->shell_id, pane_state_name(p), p->cols,
+		    p->rows, t->zoomed ? " Z" : "",
+		    t->opts.read_only ? " RO" : "",
+		    p->title && *p->title ? " \"" : "",
+		    p->title ? p->title : "",
+		    p->title && *p->title ? "\"" : "");
 	else
 		snprintf(left, sizeof left, " %s ",
 		    t->cur_session ? t->cur_session : "vmux");

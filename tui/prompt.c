@@ -2,7 +2,8 @@
  * prompt.c: a line of text typed on the status bar: the command prompt
  * (prefix :) and the questions of upload and download. Emacs-style editing
  * (C-a C-e C-u C-k C-w, arrows), history with Up/Down, Tab completes
- * command names, session names, shell ids and host paths.
+ * command names, session names, shell ids and host paths, and guest
+ * paths by asking the guest (on the thread pool).
  */
 #include <dirent.h>
 #include <stdlib.h>
@@ -179,39 +180,109 @@ complete_words(struct tui *t, const char *line, size_t *n, size_t *word_start)
 	return v;
 }
 
+/*
+ * Apply candidates v[0..n) for the word starting at byte start: extend to
+ * their longest common prefix, list them when there are several.
+ */
+static void
+prompt_apply(struct tui *t, char **v, size_t n, size_t start)
+{
+	struct prompt *p = &t->prompt;
+	size_t common;
+
+	if (n == 0)
+		return;
+	common = strlen(v[0]);
+	for (size_t i = 1; i < n; i++) {
+		size_t k = 0;
+		while (k < common && v[i][k] == v[0][k])
+			k++;
+		common = k;
+	}
+	if (common > p->pos - start) {
+		prompt_delete(p, start, p->pos);
+		prompt_insert(p, v[0], common);
+	}
+	if (n == 1 && common > 0 && v[0][common - 1] != '/' &&
+	    v[0][common - 1] != ':' && p->complete != 3)
+		prompt_insert(p, " ", 1);
+	else if (n > 1) {
+		char buf[512];
+		size_t off = 0;
+		for (size_t i = 0; i < n && off < sizeof buf - 1; i++)
+			off += (size_t)snprintf(
+			    buf + off, sizeof buf - off, "%s ", v[i]);
+		tui_message(t, 0, "%s", buf);
+	}
+	draw_schedule(t);
+}
+
+/* Guest paths listed: complete if the prompt still shows what was asked. */
+static void
+guest_paths_after(struct tui *t, struct work *w)
+{
+	struct prompt *p = &t->prompt;
+	const cJSON *out = cJSON_GetObjectItemCaseSensitive(w->reply, "stdout");
+	char **v = NULL, *copy, *line, *save = NULL;
+	size_t n = 0;
+
+	if (w->rc != 0 || !p->on || p->complete != 3 || !cJSON_IsString(out) ||
+	    p->pos != p->len || strcmp(p->text, w->shell) != 0)
+		return;
+	copy = xstrdup(out->valuestring);
+	for (line = strtok_r(copy, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		v = xreallocarray(v, n + 1, sizeof *v);
+		v[n++] = str_printable(line, 0);
+	}
+	prompt_apply(t, v, n, 0);
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	free(copy);
+}
+
+/* Tab on a guest path: ask the guest (ls -dp) on the thread pool. */
+static void
+complete_guest_path(struct tui *t)
+{
+	struct prompt *p = &t->prompt;
+	struct work *w;
+	cJSON *argv;
+
+	if (t->cur_session == NULL || p->text[0] != '/')
+		return;
+	w = work_new(t, work_agent_call, guest_paths_after);
+	w->session = xstrdup(t->cur_session);
+	w->shell = xstrdup(p->text); /* what the answer is for */
+	w->request = cJSON_CreateObject();
+	cJSON_AddStringToObject(w->request, "action", "exec");
+	argv = cJSON_AddArrayToObject(w->request, "command");
+	cJSON_AddItemToArray(argv, cJSON_CreateString("sh"));
+	cJSON_AddItemToArray(argv, cJSON_CreateString("-c"));
+	cJSON_AddItemToArray(argv,
+	    cJSON_CreateString("ls -dp -- \"$1\"* 2>/dev/null | head -n 64"));
+	cJSON_AddItemToArray(argv, cJSON_CreateString("sh"));
+	cJSON_AddItemToArray(argv, cJSON_CreateString(p->text));
+	cJSON_AddNumberToObject(w->request, "timeout_seconds", 5);
+	work_queue(w);
+}
+
 /* Tab: complete to the longest common prefix, list when ambiguous. */
 static void
 prompt_complete(struct tui *t)
 {
 	struct prompt *p = &t->prompt;
-	size_t n, start, common;
-	char **v, *line = xstrndup(p->text, p->pos);
+	size_t n, start;
+	char **v, *line;
 
-	v = complete_words(t, line, &n, &start);
-	if (n > 0) {
-		common = strlen(v[0]);
-		for (size_t i = 1; i < n; i++) {
-			size_t k = 0;
-			while (k < common && v[i][k] == v[0][k])
-				k++;
-			common = k;
-		}
-		if (common > p->pos - start) {
-			prompt_delete(p, start, p->pos);
-			prompt_insert(p, v[0], common);
-		}
-		if (n == 1 && v[0][common - 1] != '/' &&
-		    v[0][common - 1] != ':')
-			prompt_insert(p, " ", 1);
-		else if (n > 1) {
-			char buf[512];
-			size_t off = 0;
-			for (size_t i = 0; i < n && off < sizeof buf - 1; i++)
-				off += (size_t)snprintf(
-				    buf + off, sizeof buf - off, "%s ", v[i]);
-			tui_message(t, 0, "%s", buf);
-		}
+	if (p->complete == 3) {
+		complete_guest_path(t);
+		return;
 	}
+	line = xstrndup(p->text, p->pos);
+	v = complete_words(t, line, &n, &start);
+	prompt_apply(t, v, n, start);
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);

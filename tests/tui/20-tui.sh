@@ -159,7 +159,10 @@ t_upload_and_download() {
 	vmux exec tv -- sh -c 'seq 1 5000 > /root/down.txt' || return 1
 	prefix g || return 1
 	wait_screen 'download \(guest path\): /root/' || return 1
-	tm send-keys -t main -l "down.txt" && tm send-keys -t main Enter || return 1
+	# Tab completes guest paths (the guest is asked)
+	tm send-keys -t main -l "dow" && tm send-keys -t main Tab || return 1
+	wait_screen 'download \(guest path\): /root/down.txt' || return 1
+	tm send-keys -t main Enter || return 1
 	wait_screen 'download to \(host dir\):' || return 1
 	tm send-keys -t main BSpace && tm send-keys -t main -l "$TMP/dl" && tm send-keys -t main Enter || return 1
 	wait_screen 'cp tv:/root/down.txt .*: done' 60 || return 1
