@@ -2,14 +2,17 @@
  * pty-rtt.c: keystroke-to-screen latency of a terminal program, measured
  * the way a terminal sees it.
  *
- * Usage: pty-rtt KEYS COLS ROWS -- COMMAND [ARG...]. Runs COMMAND on a new
- * PTY of COLS x ROWS (TERM=xterm-256color), waits until its output has
- * been quiet for a second (the prompt is up), then types 'Z' and times
- * until a 'Z' comes back in the output (the echo, drawn), then types a DEL
- * and waits, untimed, until the output is quiet again, so every keystroke
- * finds the same empty command line. Used on `vmux tui` and on `vmux shell`
- * to see what the TUI adds. Prints the median, p90, p99 and min, then
- * hangs up the PTY.
+ * Usage: pty-rtt [--grid] KEYS COLS ROWS -- COMMAND [ARG...]. Runs COMMAND
+ * on a new PTY of COLS x ROWS (TERM=xterm-256color), waits until its
+ * output has been quiet for a second (the prompt is up), then types 'Z'
+ * and times until a 'Z' comes back in the output (the echo, drawn), then
+ * types a DEL and waits, untimed, until the output is quiet again, so every
+ * keystroke finds the same empty command line. Used on `vmux tui` and on
+ * `vmux shell` to see what the TUI adds. With --grid (for `vmux tui
+ * --grid`, whose tiles take no keys) the keys are Right and Left arrows and
+ * the answer is the '>' that marks the focused tile being drawn; the
+ * output is not waited quiet between keys (the tiles keep printing).
+ * Prints the median, p90, p99 and min, then hangs up the PTY.
  */
 #include <sys/wait.h>
 
@@ -71,13 +74,17 @@ int
 main(int argc, char **argv)
 {
 	struct winsize ws;
-	int keys, fd, i, st;
+	int keys, fd, i, st, grid = argc > 1 && strcmp(argv[1], "--grid") == 0;
 	double *lat;
 	pid_t pid;
 
+	if (grid) {
+		argv++;
+		argc--;
+	}
 	if (argc < 6 || strcmp(argv[4], "--") != 0) {
-		fprintf(
-		    stderr, "usage: pty-rtt KEYS COLS ROWS -- COMMAND...\n");
+		fprintf(stderr,
+		    "usage: pty-rtt [--grid] KEYS COLS ROWS -- COMMAND...\n");
 		return 2;
 	}
 	keys = atoi(argv[1]);
@@ -105,13 +112,18 @@ main(int argc, char **argv)
 	}
 	lat = calloc((size_t)keys, sizeof *lat);
 	for (i = 0; i < keys; i++) {
+		const char *key = grid ? (i % 2 ? "\033[D" : "\033[C") : "Z";
 		double t0 = now_us();
-		if (write(fd, "Z", 1) != 1 ||
-		    drain(fd, 0, 'Z', ECHO_WAIT_MS) != 1) {
+		if (write(fd, key, strlen(key)) != (ssize_t)strlen(key) ||
+		    drain(fd, 0, grid ? '>' : 'Z', ECHO_WAIT_MS) != 1) {
 			fprintf(stderr, "pty-rtt: no echo for key %d\n", i);
 			break;
 		}
 		lat[i] = (now_us() - t0) / 1000;
+		if (grid) {
+			usleep(20000); /* let the frame finish */
+			continue;
+		}
 		if (write(fd, "\177", 1) != 1 ||
 		    drain(fd, QUIET_KEY_MS, 0, ECHO_WAIT_MS) < 0)
 			break;

@@ -450,6 +450,23 @@ draw_status(struct tui *t)
 		    "[sessions] Up/Down, Enter opens, Esc ");
 	else
 		snprintf(right, sizeof right, "C-b ? help ");
+	if (t->message != NULL &&
+	    (int)(strlen(left) + strlen(xfer) + strlen(right)) > r->w) {
+		/* a long message takes the whole line, elided in the middle
+		 * so both its start and its cause show */
+		int w = r->w;
+		size_t len = strlen(right);
+		th_set(t, t->message_error ? TH_ERROR : TH_MESSAGE);
+		if ((int)len > w && w > 8) {
+			size_t head = (size_t)(w - 3) / 2;
+			size_t tail = (size_t)(w - 3) - head;
+			memcpy(right + head, "...", 3);
+			memmove(right + head + 3, right + len - tail, tail + 1);
+		}
+		put_text(r->y, r->x, w, right);
+		attr_set(A_NORMAL, 0, NULL);
+		return;
+	}
 	th_set(t, TH_STATUS_ACCENT);
 	lw = (int)strlen(left) < r->w ? (int)strlen(left) : r->w;
 	put_text(r->y, r->x, lw, left);
@@ -461,8 +478,7 @@ draw_status(struct tui *t)
 		int rw = (int)strlen(right),
 		    room = r->w - lw - (int)strlen(xfer);
 		if (rw > room)
-			rw = room; /* too long: its start shows, the end is cut
-			            */
+			rw = room;
 		if (rw > 0)
 			put_text(r->y, r->x + r->w - rw, rw, right);
 	}

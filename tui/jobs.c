@@ -133,6 +133,8 @@ job_error_line(const struct job *j)
 	     line = strtok_r(NULL, "\n", &save))
 		if (strncmp(line, "vmux-progress ", 14) != 0 && *line != '\0')
 			last = line;
+	if (last != NULL && strncmp(last, "vmux: ", 6) == 0)
+		last += 6; /* the TUI is vmux already */
 	out = str_printable(last ? last : "failed", 0);
 	free(copy);
 	return out;
