@@ -9,7 +9,7 @@
  * types a DEL and waits, untimed, until the output is quiet again, so every
  * keystroke finds the same empty command line. Used on `vmux tui` and on
  * `vmux shell` to see what the TUI adds. With --grid (for `vmux tui
- * --grid`, whose tiles take no keys) the keys are Right and Left arrows and
+ * --grid`, whose tiles take no keys) the keys are l and h (right, left) and
  * the answer is the '>' that marks the focused tile being drawn; the
  * output is not waited quiet between keys (the tiles keep printing).
  * Prints the median, p90, p99 and min, then hangs up the PTY.
@@ -105,14 +105,17 @@ main(int argc, char **argv)
 		execvp(argv[5], argv + 5);
 		_exit(127);
 	}
-	if (drain(fd, QUIET_START_MS, 0, 60000) != 0) {
+	if (grid) {
+		/* tiles never go quiet: give the program a while to attach */
+		drain(fd, 0, 0x01, 5000); /* 0x01 never comes: just reads */
+	} else if (drain(fd, QUIET_START_MS, 0, 60000) != 0) {
 		fprintf(stderr, "pty-rtt: the program never settled\n");
 		kill(pid, SIGKILL);
 		return 1;
 	}
 	lat = calloc((size_t)keys, sizeof *lat);
 	for (i = 0; i < keys; i++) {
-		const char *key = grid ? (i % 2 ? "\033[D" : "\033[C") : "Z";
+		const char *key = grid ? (i % 2 ? "h" : "l") : "Z";
 		double t0 = now_us();
 		if (write(fd, key, strlen(key)) != (ssize_t)strlen(key) ||
 		    drain(fd, 0, grid ? '>' : 'Z', ECHO_WAIT_MS) != 1) {

@@ -9,13 +9,11 @@
 # Every wait polls the screen with a deadline.
 source "$(dirname "$0")/../e2e/lib.sh"
 
-TMUX_SOCK=vmux-tui20-$$
-tm() { tmux -L "$TMUX_SOCK" -f "$TMP/tmux.conf" "$@"; }
-printf 'set -g default-terminal tmux-256color\nset -g escape-time 0\n' >"$TMP/tmux.conf"
+source "$(dirname "$0")/tmux.sh"
 
 tui_cleanup() {
 	local rc=$?
-	tm kill-server 2>/dev/null
+	tui_tmux_kill
 	(exit $rc)
 	e2e_cleanup
 }
@@ -23,26 +21,13 @@ trap tui_cleanup EXIT
 
 need_session tv
 
-# screen [TARGET]: the window's visible text.
-screen() { tm capture-pane -p -t "${1:-main}"; }
-
 # wait_screen REGEX [DEADLINE_S] [TARGET]: poll until a line matches.
-wait_screen() {
-	local re=$1 deadline=$((SECONDS + ${2:-20})) target=${3:-main}
-	until screen "$target" | grep -Eq -- "$re"; do
-		if ((SECONDS >= deadline)); then
-			echo "no /$re/ on the screen of $target:"
-			screen "$target" | sed 's/^/  | /'
-			return 1
-		fi
-		sleep 0.1
-	done
-}
+wait_screen() { wait_on "${3:-main}" "$1" "${2:-20}"; }
 
 # A line of the pane (after the sidebar's border, or the whole line).
 L='(^|│)'
 
-# no_screen REGEX: the screen does not show REGEX now.
+# no_screen REGEX [TARGET]: the screen does not show REGEX now.
 no_screen() {
 	! screen "${2:-main}" | grep -Eq -- "$1" || fail "/$1/ still on the screen"
 }

@@ -11,30 +11,18 @@ BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 VMUX=$BUILD/bin/vmux
 TMP=$(mktemp -d)
-SOCK=vmux-cfg-$$
 pass=0 failed=0
+source "$(dirname "$0")/tmux.sh"
 
-tm() { tmux -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
 cleanup() {
-	tm kill-server 2>/dev/null
+	tui_tmux_kill
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-printf 'set -g default-terminal tmux-256color\nset -g escape-time 0\nset -g status off\n' >"$TMP/tmux.conf"
 mkdir -p "$TMP/home/.config/vmux"
 
-screen() { tm capture-pane -p -t "$1"; }
-wait_screen() {
-	local deadline=$((SECONDS + 15))
-	until screen "$1" | grep -Eq -- "$2"; do
-		if ((SECONDS >= deadline)); then
-			echo "  no /$2/ on the screen:"
-			screen "$1" | sed 's/^/  | /'
-			return 1
-		fi
-		sleep 0.05
-	done
-}
+# wait_screen TARGET REGEX: poll until a line matches (15 s).
+wait_screen() { wait_on "$1" "$2" 15; }
 result() {
 	if "$2"; then
 		echo "ok   $1"

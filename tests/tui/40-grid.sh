@@ -6,29 +6,17 @@
 source "$(dirname "$0")/../e2e/lib.sh"
 
 N=12
-TMUX_SOCK=vmux-tui40-$$
-tm() { tmux -L "$TMUX_SOCK" -f "$TMP/tmux.conf" "$@"; }
-printf 'set -g default-terminal tmux-256color\nset -g escape-time 0\nset -g status off\n' >"$TMP/tmux.conf"
+source "$(dirname "$0")/tmux.sh"
 grid_cleanup() {
 	local rc=$?
-	tm kill-server 2>/dev/null
+	tui_tmux_kill
 	(exit $rc)
 	e2e_cleanup
 }
 trap grid_cleanup EXIT
 
-screen() { tm capture-pane -p -t grid; }
-wait_screen() {
-	local re=$1 deadline=$((SECONDS + ${2:-30}))
-	until screen | grep -Eq -- "$re"; do
-		if ((SECONDS >= deadline)); then
-			echo "no /$re/ on the screen:"
-			screen | sed 's/^/  | /'
-			return 1
-		fi
-		sleep 0.2
-	done
-}
+# wait_screen REGEX [DEADLINE_S]: poll the grid window until a line matches.
+wait_screen() { wait_on grid "$1" "${2:-30}"; }
 
 # agent NAME JSON: one request to the session's agent.
 agent() { printf '%s\n' "$2" | vmux connect "$1" 5005; }
@@ -59,7 +47,7 @@ t_output_shows_in_its_tile() {
 	# each marker sits in the tile of its own session: same tile column
 	# as the title, below it
 	for i in $(seq -w 1 $N); do
-		screen | awk -v t="g$i:class" -v m="tile-g$i-42" '
+		screen grid | awk -v t="g$i:class" -v m="tile-g$i-42" '
 			{ if ((c = index($0, t)) > 0) { col = c; row = NR } }
 			{ if ((k = index($0, m)) > 0) { mc = k; mr = NR } }
 			END { exit !(row && mr > row && mc >= col - 2 && mc < col + 40) }' ||
@@ -80,7 +68,7 @@ t_filter_and_open() {
 	wait_screen '^filter:' 10 || return 1
 	tm send-keys -t grid -l 'g07' && tm send-keys -t grid Enter || return 1
 	wait_screen 'g07:class live' 10 || return 1
-	! screen | grep -q 'g01:class' || fail "the filter left g01" || return 1
+	! screen grid | grep -q 'g01:class' || fail "the filter left g01" || return 1
 	tm send-keys -t grid Enter || return 1
 	wait_screen 'g07:class live [0-9]+x[0-9]+' 20 || return 1
 	wait_screen 'tile-g07-42' 10

@@ -1,0 +1,29 @@
+# tmux.sh: a private tmux server for the TUI tests (sourced after $TMP is
+# set). The server reads the test's own config (tmux-256color, no escape
+# delay, no status line), never the user's; tui_tmux_kill ends it and is
+# called from the test's EXIT trap.
+TUI_SOCK=vmux-$(basename "$0" .sh)-$$
+printf 'set -g default-terminal tmux-256color\nset -g escape-time 0\nset -g status off\n' >"$TMP/tmux.conf"
+
+# tm ARGS...: tmux on the private server.
+tm() { tmux -L "$TUI_SOCK" -f "$TMP/tmux.conf" "$@"; }
+
+# tui_tmux_kill: end the server, whatever state it is in.
+tui_tmux_kill() { tm kill-server 2>/dev/null; }
+
+# screen TARGET: the window's visible text.
+screen() { tm capture-pane -p -t "$1"; }
+
+# wait_on TARGET REGEX DEADLINE_S: poll until a line matches; on time out,
+# say what was on the screen and fail.
+wait_on() {
+	local target=$1 re=$2 deadline=$((SECONDS + $3))
+	until screen "$target" | grep -Eq -- "$re"; do
+		if ((SECONDS >= deadline)); then
+			echo "no /$re/ on the screen of $target:"
+			screen "$target" | sed 's/^/  | /'
+			return 1
+		fi
+		sleep 0.1
+	done
+}
