@@ -3,8 +3,9 @@
 # with a local pane (no guest): a bad config line is reported by file and
 # line while the rest applies (a new prefix, bindings, sidebar width), every
 # built-in theme starts, an unknown theme falls back with a message, the
-# layout holds from 40x10 up and follows resizes, and TERM=linux, screen
-# and xterm-256color all work.
+# layout holds from 40x10 up and follows resizes, TERM=linux, screen and
+# xterm-256color all work, and a paste in the outer terminal reaches a
+# program that asked for bracketed paste with its markers.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-build}
@@ -105,7 +106,21 @@ t_terminal_types() {
 	done
 }
 
+t_bracketed_paste_reaches_the_program() {
+	# the program asks for bracketed paste; a paste in the outer terminal
+	# arrives marked, as the program asked
+	tm new-window -d -t cfg -n paste -- env -i PATH=/usr/bin:/bin \
+		HOME="$TMP/home" TERM=tmux-256color LANG=C.UTF-8 "$VMUX" tui \
+		--local-command "printf '\\033[?2004h'; stty raw -echo; exec cat -v" || return 1
+	wait_screen cfg:paste 'local:cmd-1 live' || return 1
+	tm set-buffer -b p1 'pasted-text' || return 1
+	tm paste-buffer -p -b p1 -t cfg:paste || return 1
+	wait_screen cfg:paste '\^\[\[200~pasted-text\^\[\[201~' || return 1
+	tm kill-window -t cfg:paste
+}
+
 result "bad config lines named by file and line, the rest applies" t_bad_lines_named_rest_applies
+result "bracketed paste reaches a program that asked for it" t_bracketed_paste_reaches_the_program
 result "every built-in theme starts; an unknown one falls back" t_every_theme_starts
 result "40x10 works and resizes follow" t_small_terminal_and_resize
 result "TERM linux, screen and xterm-256color" t_terminal_types
