@@ -219,36 +219,6 @@ utf8_valid(const unsigned char *p, size_t n)
 	return 1;
 }
 
-/* p[0..n) in base64 (RFC 4648, padded); the caller frees it. */
-static char *
-base64(const unsigned char *p, size_t n)
-{
-	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	                          "abcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
-	size_t i;
-
-	for (i = 0; i + 2 < n; i += 3) {
-		*o++ = abc[p[i] >> 2];
-		*o++ = abc[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
-		*o++ = abc[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
-		*o++ = abc[p[i + 2] & 63];
-	}
-	if (i < n) {
-		*o++ = abc[p[i] >> 2];
-		if (i + 1 < n) {
-			*o++ = abc[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
-			*o++ = abc[(p[i + 1] & 15) << 2];
-		} else {
-			*o++ = abc[(p[i] & 3) << 4];
-			*o++ = '=';
-		}
-		*o++ = '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Add a captured stream as "name" (UTF-8 text) or "name_base64". */
 static void
 capture_json(cJSON *obj, const char *name, const struct exec_capture *c)
@@ -262,7 +232,7 @@ capture_json(cJSON *obj, const char *name, const struct exec_capture *c)
 		return;
 	}
 	snprintf(key, sizeof key, "%s_base64", name);
-	b64 = base64((const unsigned char *)text, c->len);
+	b64 = base64_encode((const unsigned char *)text, c->len);
 	cJSON_AddStringToObject(obj, key, b64);
 	free(b64);
 }

@@ -51,5 +51,6 @@ int set_cloexec(int fd);
 ssize_t write_all(int fd, const void *buf, size_t len);
 ssize_t read_full(int fd, void *buf, size_t len);
 int oom_score_adj(const char *value);
+char *base64_encode(const void *, size_t);
 
 #endif

@@ -132,3 +132,34 @@ oom_score_adj(const char *value)
 	close(fd);
 	return err;
 }
+
+/* p[0..n) in base64 (RFC 4648, padded); the caller frees it. */
+char *
+base64_encode(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	                          "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = xmalloc((n + 2) / 3 * 4 + 1), *o = out;
+	size_t i;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		*o++ = abc[p[i] >> 2];
+		*o++ = abc[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+		*o++ = abc[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
+		*o++ = abc[p[i + 2] & 63];
+	}
+	if (i < n) {
+		*o++ = abc[p[i] >> 2];
+		if (i + 1 < n) {
+			*o++ = abc[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+			*o++ = abc[(p[i + 1] & 15) << 2];
+		} else {
+			*o++ = abc[(p[i] & 3) << 4];
+			*o++ = '=';
+		}
+		*o++ = '=';
+	}
+	*o = '\0';
+	return out;
+}

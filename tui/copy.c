@@ -130,29 +130,6 @@ copy_cell_selected(struct tui *t, int64_t l, int col)
 	return 1;
 }
 
-/* Base64 of n bytes (caller frees). */
-static char *
-base64(const char *s, size_t n)
-{
-	static const char tab[] =
-	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	char *out = xmalloc(4 * ((n + 2) / 3) + 1), *o = out;
-
-	for (size_t i = 0; i < n; i += 3) {
-		unsigned v = (unsigned char)s[i] << 16;
-		if (i + 1 < n)
-			v |= (unsigned char)s[i + 1] << 8;
-		if (i + 2 < n)
-			v |= (unsigned char)s[i + 2];
-		*o++ = tab[(v >> 18) & 63];
-		*o++ = tab[(v >> 12) & 63];
-		*o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < n ? tab[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
 /* Copy the selection (or the cursor's line) and leave copy mode. */
 static void
 copy_selection(struct tui *t, struct pane *p)
@@ -191,7 +168,7 @@ copy_selection(struct tui *t, struct pane *p)
 	t->paste_len = len;
 	if (buf != NULL) {
 		/* the host clipboard, through the terminal (OSC 52) */
-		b64 = base64(buf, len);
+		b64 = base64_encode(buf, len);
 		printf("\033]52;c;%s\a", b64);
 		fflush(stdout);
 		free(b64);
