@@ -688,13 +688,6 @@ tui_cmd_find(const char *name)
 	return NULL;
 }
 
-/* Is name a TUI command? */
-int
-tui_command_exists(const char *name)
-{
-	return tui_cmd_find(name) != NULL;
-}
-
 /* The TUI's command names then the CLI's, NULL-ended (static storage). */
 const char *const *
 tui_command_names(void)

@@ -371,6 +371,37 @@ config_parse(struct config *cfg, const char *text, const char *file)
 	}
 }
 
+/* A whole text file into *text (caller frees); 0, or -errno. */
+int
+config_read_file(const char *path, char **text)
+{
+	FILE *f = fopen(path, "r");
+	size_t len = 0, n;
+	char buf[4096];
+	int err;
+
+	*text = NULL;
+	if (f == NULL)
+		return -errno;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+		*text = xrealloc(*text, len + n + 1);
+		memcpy(*text + len, buf, n);
+		len += n;
+	}
+	err = ferror(f) ? (errno != 0 ? errno : EIO) : 0;
+	fclose(f);
+	if (err != 0) {
+		free(*text);
+		*text = NULL;
+		return -err;
+	}
+	if (*text == NULL)
+		*text = xstrdup("");
+	else
+		(*text)[len] = '\0';
+	return 0;
+}
+
 /*
  * Read and apply path. A missing file is no error (0); an unreadable one
  * adds an error and returns -1.
@@ -378,51 +409,42 @@ config_parse(struct config *cfg, const char *text, const char *file)
 int
 config_load(struct config *cfg, const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *text = NULL;
-	size_t len = 0, n;
-	char buf[4096];
+	const char *base = strrchr(path, '/');
+	char *text;
+	int rc = config_read_file(path, &text);
 
-	if (f == NULL) {
-		if (errno == ENOENT)
-			return 0;
-		config_error(cfg, path, 0, "%s", strerror(errno));
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0) {
+		config_error(cfg, path, 0, "%s", strerror(-rc));
 		return -1;
 	}
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-		text = xrealloc(text, len + n + 1);
-		memcpy(text + len, buf, n);
-		len += n;
-	}
-	if (ferror(f)) {
-		config_error(cfg, path, 0, "%s", strerror(errno));
-		fclose(f);
-		free(text);
-		return -1;
-	}
-	fclose(f);
-	if (text != NULL) {
-		text[len] = '\0';
-		/* errors name the file as the user calls it: vmux.conf:3: */
-		const char *base = strrchr(path, '/');
-		config_parse(cfg, text, base != NULL ? base + 1 : path);
-	}
+	/* errors name the file as the user calls it: vmux.conf:3: */
+	config_parse(cfg, text, base != NULL ? base + 1 : path);
 	free(text);
 	return 0;
+}
+
+/* rel under vmux's config directory, $XDG_CONFIG_HOME/vmux (else
+ * ~/.config/vmux); caller frees; NULL without XDG_CONFIG_HOME or HOME. */
+char *
+config_file(const char *rel)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
+	char *p;
+
+	if (x != NULL && *x == '/')
+		xasprintf(&p, "%s/vmux/%s", x, rel);
+	else if (h != NULL && *h != '\0')
+		xasprintf(&p, "%s/.config/vmux/%s", h, rel);
+	else
+		p = NULL;
+	return p;
 }
 
 /* The config file's path (caller frees); NULL without XDG or HOME. */
 char *
 config_path(void)
 {
-	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
-	char *p;
-
-	if (x != NULL && *x == '/')
-		xasprintf(&p, "%s/vmux/vmux.conf", x);
-	else if (h != NULL && *h != '\0')
-		xasprintf(&p, "%s/.config/vmux/vmux.conf", h);
-	else
-		p = NULL;
-	return p;
+	return config_file("vmux.conf");
 }

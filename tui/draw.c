@@ -59,8 +59,8 @@ draw_theme_apply(struct tui *t)
 }
 
 /* Draw with theme item i from now on. */
-static void
-th_set(struct tui *t, int i)
+void
+draw_style(struct tui *t, int i)
 {
 	const struct theme_style *s = &t->theme.st[i];
 	attr_t a = A_NORMAL;
@@ -264,7 +264,7 @@ draw_pane_banner(struct tui *t, struct pane *p, const struct rect *r)
 	default:
 		return;
 	}
-	th_set(t, p->state == PANE_EXITED ? TH_MESSAGE : TH_ERROR);
+	draw_style(t, p->state == PANE_EXITED ? TH_MESSAGE : TH_ERROR);
 	put_text(r->y + r->h - 1, r->x, r->w, s);
 	attr_set(A_NORMAL, 0, NULL);
 	free(s);
@@ -300,22 +300,24 @@ draw_sidebar(struct tui *t)
 	int y = r->y, row = 0;
 	char buf[256], mem[16];
 
-	th_set(t, TH_SIDEBAR_HEAD);
+	draw_style(t, TH_SIDEBAR_HEAD);
 	put_text(y++, r->x, r->w, t->opts.local ? " local" : " SESSIONS");
 	for (size_t i = 0; i < t->model.n && y < r->y + r->h; i++) {
 		struct msession *s = &t->model.sessions[i];
 		int sel = row == t->sel;
 		mem_str(s->memory_mb, mem, sizeof mem);
-		th_set(t, sel ? TH_SIDEBAR_SEL : TH_SIDEBAR_HEAD);
+		draw_style(t, sel ? TH_SIDEBAR_SEL : TH_SIDEBAR_HEAD);
 		snprintf(buf, sizeof buf, "%s %s", sel ? ">" : " ", s->name);
 		put_text(y, r->x, r->w, buf);
 		snprintf(buf, sizeof buf, "%s %s %dc/%s %zu", s->state,
 		    s->accel ? s->accel : "", s->cpus, mem, s->nshells);
 		if ((int)strlen(buf) < r->w - 2) {
-			th_set(t, sel ? TH_SIDEBAR_SEL : state_item(s->state));
+			draw_style(
+			    t, sel ? TH_SIDEBAR_SEL : state_item(s->state));
 			put_text(y + 1, r->x, r->w, "");
 			move(y + 1, r->x + 3);
-			th_set(t, sel ? TH_SIDEBAR_SEL : state_item(s->state));
+			draw_style(
+			    t, sel ? TH_SIDEBAR_SEL : state_item(s->state));
 			put_text(y + 1, r->x + 3, r->w - 3, buf);
 			y++;
 		}
@@ -330,7 +332,7 @@ draw_sidebar(struct tui *t)
 			snprintf(buf, sizeof buf, "  %s%s %s %dv %s",
 			    cur ? "*" : " ", sh->id, sh->state, sh->clients,
 			    sh->command);
-			th_set(t,
+			draw_style(t,
 			    sel ? TH_SIDEBAR_SEL
 			        : (strcmp(sh->state, "running") == 0
 			                  ? TH_SIDEBAR
@@ -339,7 +341,7 @@ draw_sidebar(struct tui *t)
 			row++;
 		}
 	}
-	th_set(t, TH_SIDEBAR);
+	draw_style(t, TH_SIDEBAR);
 	if (t->model.n == 0 && y < r->y + r->h && !t->opts.local) {
 		put_text(y++, r->x, r->w, " no sessions:");
 		if (y < r->y + r->h)
@@ -347,7 +349,7 @@ draw_sidebar(struct tui *t)
 	}
 	while (y < r->y + r->h)
 		put_text(y++, r->x, r->w, "");
-	th_set(t, TH_BORDER);
+	draw_style(t, TH_BORDER);
 	for (y = t->lay.border.y; y < t->lay.border.y + t->lay.border.h; y++)
 		mvadd_wch(y, t->lay.border.x, WACS_VLINE);
 	attr_set(A_NORMAL, 0, NULL);
@@ -420,7 +422,7 @@ draw_status(struct tui *t)
 		return;
 	if (t->prompt.on) {
 		size_t lab = strlen(t->prompt.label);
-		th_set(t, TH_DIALOG);
+		draw_style(t, TH_DIALOG);
 		put_text(r->y, r->x, r->w, t->prompt.label);
 		put_text(
 		    r->y, r->x + (int)lab, r->w - (int)lab, t->prompt.text);
@@ -456,7 +458,7 @@ draw_status(struct tui *t)
 		 * so both its start and its cause show */
 		int w = r->w;
 		size_t len = strlen(right);
-		th_set(t, t->message_error ? TH_ERROR : TH_MESSAGE);
+		draw_style(t, t->message_error ? TH_ERROR : TH_MESSAGE);
 		if ((int)len > w && w > 8) {
 			size_t head = (size_t)(w - 3) / 2;
 			size_t tail = (size_t)(w - 3) - head;
@@ -467,13 +469,13 @@ draw_status(struct tui *t)
 		attr_set(A_NORMAL, 0, NULL);
 		return;
 	}
-	th_set(t, TH_STATUS_ACCENT);
+	draw_style(t, TH_STATUS_ACCENT);
 	lw = (int)strlen(left) < r->w ? (int)strlen(left) : r->w;
 	put_text(r->y, r->x, lw, left);
-	th_set(t, TH_STATUS);
+	draw_style(t, TH_STATUS);
 	put_text(r->y, r->x + lw, r->w - lw, xfer);
 	if (t->message != NULL)
-		th_set(t, t->message_error ? TH_ERROR : TH_MESSAGE);
+		draw_style(t, t->message_error ? TH_ERROR : TH_MESSAGE);
 	{
 		int rw = (int)strlen(right),
 		    room = r->w - lw - (int)strlen(xfer);
@@ -499,7 +501,7 @@ draw_box(struct tui *t, int w, int h, const char *title)
 	r.y = (t->rows - 1 - h) / 2;
 	r.w = w;
 	r.h = h;
-	th_set(t, TH_DIALOG);
+	draw_style(t, TH_DIALOG);
 	for (int y = r.y; y < r.y + r.h; y++)
 		put_text(y, r.x, r.w, "");
 	if (w >= 2 && h >= 2) {
@@ -541,7 +543,8 @@ draw_menu(struct tui *t)
 	if ((int)m->sel >= in.h)
 		first = (int)m->sel - in.h + 1;
 	for (int y = 0; y < in.h && first + y < (int)m->n; y++) {
-		th_set(t, first + y == (int)m->sel ? TH_DIALOG_SEL : TH_DIALOG);
+		draw_style(
+		    t, first + y == (int)m->sel ? TH_DIALOG_SEL : TH_DIALOG);
 		put_text(in.y + y, in.x, in.w, m->items[first + y]);
 	}
 	attr_set(A_NORMAL, 0, NULL);
@@ -583,7 +586,7 @@ draw_help(struct tui *t)
 			skip--;
 			continue;
 		}
-		th_set(t, TH_DIALOG);
+		draw_style(t, TH_DIALOG);
 		put_text(in.y + y++, in.x, in.w, line);
 	}
 	attr_set(A_NORMAL, 0, NULL);
@@ -618,7 +621,7 @@ draw_frame(struct tui *t)
 			    !(p->local && p->state == PANE_LIVE))
 				draw_pane_banner(t, p, &t->lay.pane);
 		} else if (full) {
-			th_set(t, TH_MESSAGE);
+			draw_style(t, TH_MESSAGE);
 			put_text(t->lay.pane.y + t->lay.pane.h / 2,
 			    t->lay.pane.x, t->lay.pane.w,
 			    t->model.n == 0 && t->model_at != 0

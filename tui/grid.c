@@ -145,17 +145,7 @@ grid_draw(struct tui *t)
 		    p->activity_ms && now - p->activity_ms < ACTIVE_MS
 		        ? "active"
 		        : "idle");
-		{
-			struct theme_style *st =
-			    &t->theme.st[focus ? TH_TILE_FOCUS : TH_TILE_TITLE];
-			attr_t a = (st->attrs & THEME_ATTR_BOLD ? A_BOLD : 0) |
-			    (st->attrs & THEME_ATTR_REVERSE ? A_REVERSE : 0) |
-			    (st->attrs & THEME_ATTR_UNDERLINE ? A_UNDERLINE
-			                                      : 0);
-			attr_set(a, 0,
-			    &t->theme_pairs[focus ? TH_TILE_FOCUS
-			                          : TH_TILE_TITLE]);
-		}
+		draw_style(t, focus ? TH_TILE_FOCUS : TH_TILE_TITLE);
 		mvaddnstr(r.y, r.x, title, r.w);
 		for (int x = (int)strlen(title); x < r.w; x++)
 			addch(' ');

@@ -27,7 +27,7 @@ local_poll_cb(uv_poll_t *h, int status, int events)
 	uint8_t buf[16384];
 	size_t budget = LOCAL_BUDGET;
 
-	p->feed_deadline = pane_clock_us() + 8000;
+	p->feed_deadline = pane_clock_us() + PANE_FEED_US;
 	while (budget > 0) {
 		if (pane_backlogged(p)) {
 			uv_poll_stop(h); /* local_resume restarts it */

@@ -130,7 +130,7 @@ fetch_shells(struct msession *ms, const struct session_record *r)
  * Read every session under home into m (which must be empty), with the
  * shells of the running ones. Blocks up to a few seconds per hung agent.
  */
-int
+static int
 model_fetch(const char *home, struct model *m, char **cause)
 {
 	struct session_entry *e;

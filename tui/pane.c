@@ -28,7 +28,6 @@
 #define RETRY_MAX_MS  8000
 #define ATTACH_WAIT_S 15
 #define FEED_SLICE    4096 /* bytes parsed between clock checks */
-#define FEED_US       8000 /* parsing per wake-up before keys get a turn */
 
 static void pane_poll_cb(uv_poll_t *, int status, int events);
 static void pane_update_poll(struct pane *);
@@ -655,7 +654,7 @@ pane_poll_cb(uv_poll_t *h, int status, int events)
 		pane_lost(p, uv_strerror(status));
 		return;
 	}
-	p->feed_deadline = pane_clock_us() + FEED_US;
+	p->feed_deadline = pane_clock_us() + PANE_FEED_US;
 	if (events & UV_READABLE) {
 		while (budget > 0 && !pane_backlogged(p) &&
 		    pane_clock_us() < p->feed_deadline) {

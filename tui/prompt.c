@@ -138,7 +138,7 @@ complete_path(char ***v, size_t *n, const char *prefix)
  * for the first word, then session names, "SESSION:" prefixes, shell ids
  * and host paths. *word_start is where that word begins.
  */
-char **
+static char **
 complete_words(struct tui *t, const char *line, size_t *n, size_t *word_start)
 {
 	const char *w = strrchr(line, ' ');
@@ -152,8 +152,6 @@ complete_words(struct tui *t, const char *line, size_t *n, size_t *word_start)
 		complete_path(&v, n, line);
 		return v;
 	}
-	if (t->prompt.complete == 3)
-		return NULL; /* guest paths: nothing to list without a call */
 	if (*word_start == 0) {
 		for (const char *const *c = tui_command_names(); *c; c++)
 			add_match(&v, n, *c, w);

@@ -194,34 +194,19 @@ theme_parse(struct theme *th, const char *name, const char *text, char **cause)
 static int
 theme_user_text(const char *name, char **text, char **path, char **cause)
 {
-	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
-	FILE *f;
-	char buf[4096];
-	size_t n, len = 0;
+	char *rel;
+	int rc;
 
 	*text = NULL;
-	if (x != NULL && *x == '/')
-		xasprintf(path, "%s/vmux/themes/%s.theme", x, name);
-	else if (h != NULL && *h != '\0')
-		xasprintf(path, "%s/.config/vmux/themes/%s.theme", h, name);
-	else
-		return (*path = NULL, 0);
-	if ((f = fopen(*path, "r")) == NULL) {
-		if (errno == ENOENT)
-			return 0;
-		xasprintf(cause, "%s: %s", *path, strerror(errno));
+	xasprintf(&rel, "themes/%s.theme", name);
+	*path = config_file(rel);
+	free(rel);
+	if (*path == NULL || (rc = config_read_file(*path, text)) == -ENOENT)
+		return 0;
+	if (rc != 0) {
+		xasprintf(cause, "%s: %s", *path, strerror(-rc));
 		return -1;
 	}
-	while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-		*text = xrealloc(*text, len + n + 1);
-		memcpy(*text + len, buf, n);
-		len += n;
-	}
-	fclose(f);
-	if (*text == NULL)
-		*text = xstrdup("");
-	else
-		(*text)[len] = '\0';
 	return 0;
 }
 

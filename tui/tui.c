@@ -73,6 +73,19 @@ tui_pane(struct tui *t)
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
+/* A new pane for session/shell, cols x rows until its record says, kept
+ * in t->panes for the TUI's life. */
+static struct pane *
+tui_add_pane(
+    struct tui *t, const char *session, const char *shell, int cols, int rows)
+{
+	struct pane *p = pane_new(t, session, shell, cols, rows, 0);
+
+	t->panes = xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
+	t->panes[t->npanes++] = p;
+	return p;
+}
+
 /* The most recent shell of s: the newest running one, else the newest. */
 static const char *
 recent_shell(struct msession *s)
@@ -149,11 +162,8 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	    (p = tui_find_pane(t, sess, sh)) == NULL &&
 	    (s == NULL || model_shell(s, sh) != NULL)) {
 		struct mshell *m = model_shell(s, sh);
-		p = pane_new(t, sess, sh, m ? m->cols : t->lay.pane.w,
-		    m ? m->rows : t->lay.pane.h, 0);
-		t->panes =
-		    xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
-		t->panes[t->npanes++] = p;
+		p = tui_add_pane(t, sess, sh, m ? m->cols : t->lay.pane.w,
+		    m ? m->rows : t->lay.pane.h);
 		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
 		pane_attach(p, -1);
 	}
@@ -266,14 +276,9 @@ open_after(struct tui *t, struct work *w)
 		grid_close(t);
 	set_str(&t->cur_session, w->session);
 	set_str(&t->cur_shell, id->valuestring);
-	{
-		struct pane *p = pane_new(t, w->session, id->valuestring,
-		    t->lay.pane.w, t->lay.pane.h, 0);
-		t->panes =
-		    xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
-		t->panes[t->npanes++] = p;
-		pane_attach(p, -1);
-	}
+	pane_attach(tui_add_pane(t, w->session, id->valuestring, t->lay.pane.w,
+	                t->lay.pane.h),
+	    -1);
 	t->full_redraw = 1;
 	model_refresh(t);
 }
@@ -488,14 +493,12 @@ tui_main(const struct tui_opts *opts)
 
 	if (opts->local != NULL) {
 		/* panes "local:cmd-1" ... on host PTYs; n and p switch */
-		t->panes = xcalloc((size_t)opts->nlocal, sizeof *t->panes);
 		for (int i = 0; i < opts->nlocal; i++) {
 			char id[16];
 			struct pane *p;
 			snprintf(id, sizeof id, "cmd-%d", i + 1);
-			p = pane_new(
-			    t, "local", id, t->lay.pane.w, t->lay.pane.h, 0);
-			t->panes[t->npanes++] = p;
+			p = tui_add_pane(
+			    t, "local", id, t->lay.pane.w, t->lay.pane.h);
 			if (local_start(p, opts->local[i], &cause) != 0) {
 				tui_message(t, 1, "%s", cause);
 				free(cause);

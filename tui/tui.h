@@ -167,6 +167,8 @@ void config_defaults(struct config *);
 void config_parse(struct config *, const char *text, const char *file);
 int config_load(struct config *, const char *path);
 char *config_path(void);
+char *config_file(const char *rel);
+int config_read_file(const char *path, char **text);
 void config_free(struct config *);
 void config_bind(struct config *, int key, const char *command);
 const char *config_binding(const struct config *, int key);
@@ -253,7 +255,6 @@ struct model {
 };
 
 void model_free(struct model *);
-int model_fetch(const char *home, struct model *, char **cause);
 struct msession *model_session(struct model *, const char *name);
 struct mshell *model_shell(struct msession *, const char *id);
 void model_refresh(struct tui *);
@@ -269,6 +270,7 @@ enum pane_state {
 };
 
 #define PANE_REPLAY_BYTES (256 * 1024) /* repainted on (re)attach */
+#define PANE_FEED_US      8000 /* parsing per wake-up before keys' turn */
 
 struct pane {
 	struct tui *tui;
@@ -353,6 +355,7 @@ void draw_schedule(struct tui *);
 int draw_pair(struct tui *, int fg, int bg);
 void draw_theme_apply(struct tui *);
 void draw_pane(struct tui *, struct pane *, const struct rect *, int all);
+void draw_style(struct tui *, int item);
 
 /* grid.c: the teacher's grid */
 void grid_open(struct tui *);
@@ -370,7 +373,6 @@ void input_key(struct tui *, int key);
 /* ---- cmds.c: the TUI's commands (key bindings, the prompt) ---- */
 
 int cmd_run(struct tui *, const char *line);
-int tui_command_exists(const char *name);
 const char *const *tui_command_names(void);
 
 /* ---- prompt.c: the command prompt and text questions ---- */
@@ -393,8 +395,6 @@ void prompt_open(struct tui *, const char *label, const char *initial,
     int complete, prompt_done_cb, void *arg);
 int prompt_key(struct tui *, int key);
 void prompt_close(struct tui *);
-char **complete_words(
-    struct tui *, const char *line, size_t *n, size_t *word_start);
 
 /* ---- menu.c: lists to choose from and yes/no questions ---- */
 
@@ -578,7 +578,6 @@ void tui_relayout(struct tui *);
 void tui_open_shell(struct tui *, const char *session);
 void tui_sidebar_rows(struct tui *, int *n);
 void tui_sidebar_pick(struct tui *, int row);
-void tui_pane_gone(struct tui *, struct pane *);
 void tui_drain_start(struct tui *);
 
 #endif
