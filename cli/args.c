@@ -229,6 +229,50 @@ args_number(const char *what, const char *s, long long min, long long max,
 	return 0;
 }
 
+/*
+ * A size in MiB: a whole number with an optional unit M (the default), G or
+ * T (binary: 1G = 1024 MiB), in [min_mb, max_mb]. 0 or -1 with cause.
+ */
+int
+args_size_mb(const char *what, const char *s, long long min_mb,
+    long long max_mb, long long *out, char **cause)
+{
+	size_t len = strlen(s), digits = strspn(s, "0123456789");
+	long long v, mult = 1;
+	char *end;
+
+	if (len > 0 && digits == len - 1) {
+		switch (s[len - 1]) {
+		case 'm':
+		case 'M':
+			break;
+		case 'g':
+		case 'G':
+			mult = 1024;
+			break;
+		case 't':
+		case 'T':
+			mult = 1024 * 1024;
+			break;
+		default:
+			digits = 0;
+		}
+	} else if (digits != len)
+		digits = 0;
+	errno = 0;
+	v = digits > 0 ? strtoll(s, &end, 10) : -1;
+	if (digits == 0 || errno != 0 || v > max_mb / mult ||
+	    v * mult < min_mb || v * mult > max_mb) {
+		xasprintf(cause,
+		    "invalid %s '%s': want a size such as 512M or 4G, from "
+		    "%lldM to %lldG",
+		    what, s, min_mb, max_mb / 1024);
+		return -1;
+	}
+	*out = v * mult;
+	return 0;
+}
+
 /* Check a KEY=VALUE environment assignment. */
 int
 args_env_valid(const char *kv, char **cause)

@@ -78,6 +78,8 @@ char **args_values(const struct args *, const char *name, int *n);
 int args_number(const char *what, const char *s, long long min, long long max,
     long long *out, char **cause);
 int args_env_valid(const char *kv, char **cause);
+int args_size_mb(const char *what, const char *s, long long min_mb,
+    long long max_mb, long long *out, char **cause);
 
 /* output.c: --json: one document on stdout, errors included. */
 struct cJSON;
@@ -87,6 +89,7 @@ int cli_json(void);
 void cli_result(struct cJSON *);
 int cli_output_error(const char *msg);
 void cli_notice(const char *msg);
+void cli_noticef(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_output_finish(FILE *, int rc);
 
 /* cmd-table.c */
@@ -104,6 +107,7 @@ void cli_json_print(FILE *, const struct cJSON *, int pretty);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);
+void cli_trap_interrupts(void (*fn)(int));
 struct session_record;
 struct vsock_target;
 int cli_running_session(
@@ -132,6 +136,10 @@ extern const struct cmd_entry cmd_kill_entry;
 extern const struct cmd_entry cmd_close_entry;
 extern const struct cmd_entry cmd_cp_entry;
 extern const struct cmd_entry cmd_tui_entry;
+extern const struct cmd_entry cmd_stop_entry;
+extern const struct cmd_entry cmd_start_entry;
+extern const struct cmd_entry cmd_restart_entry;
+extern const struct cmd_entry cmd_logs_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;

@@ -5,9 +5,11 @@
  * while the recorded QEMU pid is alive and its command line names the
  * session's console log (a recycled pid does not count).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/common.h"
 #include "session/session.h"
@@ -31,12 +33,114 @@ const struct cmd_entry cmd_ls_entry = {
     .exec = cmd_ls_exec,
 };
 
+/* How QEMU ended, in words ("killed by SIGKILL", "exited 1"). Free it. */
+static char *
+ls_exit_words(const struct session_exit *x)
+{
+	char *s;
+
+	if (x->signal != 0)
+		xasprintf(&s, "QEMU killed by SIG%s",
+		    sigabbrev_np(x->signal) != NULL ? sigabbrev_np(x->signal)
+		                                    : "?");
+	else
+		xasprintf(&s, "QEMU exited %d", x->code);
+	return s;
+}
+
+/*
+ * Why a session is not running, for the table: "by user 2026-..." for a
+ * stop, "QEMU killed by SIGKILL 2026-..." for a crash; NULL otherwise.
+ */
+static char *
+ls_info(const struct session_record *r, const char *state)
+{
+	struct session_exit x;
+	char *when, *what, *s;
+
+	if (strcmp(state, "stopped") == 0 && r->stop_reason != NULL) {
+		when = time_rfc3339((double)r->stopped);
+		xasprintf(
+		    &s, "by %s %s", r->stop_reason, when != NULL ? when : "");
+		free(when);
+		return s;
+	}
+	if (strcmp(state, "crashed") != 0)
+		return NULL;
+	if (session_exit_get(r, &x) != 0)
+		return xstrdup("QEMU gone (exit status unknown)");
+	what = ls_exit_words(&x);
+	when = time_rfc3339((double)x.when);
+	xasprintf(&s, "%s %s", what, when != NULL ? when : "");
+	free(what);
+	free(when);
+	return s;
+}
+
+/* Add the workspace: path, size and host space used. */
+static void
+ls_workspace_json(cJSON *o, const struct session_record *r)
+{
+	struct stat st;
+	cJSON *w;
+
+	if (r->workspace == NULL) {
+		cJSON_AddNullToObject(o, "workspace");
+		return;
+	}
+	w = cJSON_AddObjectToObject(o, "workspace");
+	cJSON_AddStringToObject(w, "path", r->workspace);
+	cJSON_AddBoolToObject(w, "owned", r->workspace_owned);
+	if (stat(r->workspace, &st) == 0) {
+		cJSON_AddNumberToObject(w, "size_bytes", (double)st.st_size);
+		cJSON_AddNumberToObject(
+		    w, "host_bytes", (double)st.st_blocks * 512);
+	} else
+		cJSON_AddBoolToObject(w, "missing", 1);
+}
+
+/* Add stop and crash details (state already decided). */
+static void
+ls_stop_json(cJSON *o, const struct session_record *r, const char *state)
+{
+	struct session_exit x;
+	char *t;
+
+	if (r->stop_reason != NULL && strcmp(state, "stopped") == 0) {
+		cJSON_AddStringToObject(o, "stopped_by", r->stop_reason);
+		t = time_rfc3339((double)r->stopped);
+		if (t != NULL)
+			cJSON_AddStringToObject(o, "stopped", t);
+		free(t);
+	}
+	if (strcmp(state, "crashed") == 0 || strcmp(state, "stopped") == 0) {
+		if (session_exit_get(r, &x) == 0) {
+			cJSON *e = cJSON_AddObjectToObject(o, "qemu_exit");
+			if (x.signal != 0)
+				cJSON_AddNumberToObject(e, "signal", x.signal);
+			else
+				cJSON_AddNumberToObject(e, "code", x.code);
+			t = time_rfc3339((double)x.when);
+			if (t != NULL)
+				cJSON_AddStringToObject(e, "time", t);
+			free(t);
+		}
+	}
+	if (strcmp(state, "crashed") == 0) {
+		char *tail = file_tail(r->console_log, 10);
+		cJSON_AddStringToObject(
+		    o, "console_tail", tail != NULL ? tail : "");
+		free(tail);
+	}
+}
+
 /* One session as `ls --json` (and `new --json`) shows it. */
 cJSON *
 ls_session_json(const struct session_entry *e)
 {
 	const struct session_record *r = &e->rec;
 	cJSON *o = cJSON_CreateObject(), *pids;
+	const char *state;
 	char *created;
 
 	cJSON_AddStringToObject(o, "name", e->name);
@@ -46,7 +150,8 @@ ls_session_json(const struct session_entry *e)
 		return o;
 	}
 	created = time_rfc3339((double)r->created);
-	cJSON_AddStringToObject(o, "state", session_state(r));
+	state = session_state(r);
+	cJSON_AddStringToObject(o, "state", state);
 	cJSON_AddStringToObject(o, "accel", r->accel);
 	cJSON_AddNumberToObject(o, "cid", r->cid);
 	cJSON_AddStringToObject(
@@ -65,6 +170,8 @@ ls_session_json(const struct session_entry *e)
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	cJSON_AddStringToObject(o, "dir", r->dir);
+	ls_workspace_json(o, r);
+	ls_stop_json(o, r, state);
 	free(created);
 	return o;
 }
@@ -81,12 +188,14 @@ ls_table(const struct session_entry *v, size_t n)
 		if (strlen(v[i].name) > w)
 			w = strlen(v[i].name);
 	}
-	printf("%-*s  %-8s  %-5s  %4s  %4s  %7s  %-13s  %-20s  %s\n", (int)w,
-	    "NAME", "STATE", "ACCEL", "CID", "CPUS", "MEMORY", "PIDS",
-	    "CREATED", "VSOCK");
+	printf("%-*s  %-8s  %-5s  %4s  %4s  %6s  %6s  %-13s  %-20s  %s\n",
+	    (int)w, "NAME", "STATE", "ACCEL", "CID", "CPUS", "MEMORY", "DISK",
+	    "PIDS", "CREATED", "INFO");
 	for (i = 0; i < n; i++) {
 		const struct session_record *r = &v[i].rec;
-		char mem[32], pids[32], *created;
+		char mem[32], pids[32], disk[32], *created, *info;
+		const char *state;
+		struct stat st;
 
 		if (!v[i].ok) {
 			printf("%-*s  %-8s  %s\n", (int)w, v[i].name, "broken",
@@ -94,13 +203,22 @@ ls_table(const struct session_entry *v, size_t n)
 			continue;
 		}
 		created = time_rfc3339((double)r->created);
+		state = session_state(r);
+		info = ls_info(r, state);
 		snprintf(mem, sizeof mem, "%dM", r->memory_mb);
 		snprintf(pids, sizeof pids, "%ld/%ld", (long)r->qemu_pid,
 		    (long)r->bridge_pid);
-		printf("%-*s  %-8s  %-5s  %4u  %4d  %7s  %-13s  %-20s  %s\n",
-		    (int)w, v[i].name, session_state(r), r->accel, r->cid,
-		    r->cpus, mem, pids, created != NULL ? created : "-",
-		    r->vsock_uds != NULL ? r->vsock_uds : "vsock");
+		if (r->workspace != NULL && stat(r->workspace, &st) == 0)
+			snprintf(disk, sizeof disk, "%lldM",
+			    (long long)(st.st_size >> 20));
+		else
+			snprintf(disk, sizeof disk, "-");
+		printf(
+		    "%-*s  %-8s  %-5s  %4u  %4d  %6s  %6s  %-13s  %-20s  %s\n",
+		    (int)w, v[i].name, state, r->accel, r->cid, r->cpus, mem,
+		    disk, pids, created != NULL ? created : "-",
+		    info != NULL ? info : "");
+		free(info);
 		free(created);
 	}
 }

@@ -28,6 +28,12 @@ static const struct cmd_opt cmd_new_opts[] = {
     {"allow-port", 0, "P", 1,
         "host port the guest may connect to (<vsock_uds>_P)"},
     {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
+    {"disk", 0, "SIZE", 0,
+        "size of the new workspace disk, e.g. 512M or 20G (default 4G; "
+        "sparse: it takes host space only as the guest writes)"},
+    {"workspace", 0, "FILE", 0,
+        "use this ext4 disk image as the workspace (one kept by vmux rm "
+        "--keep-workspace); vmux never deletes it"},
     {"kernel", 0, "FILE", 0, "guest kernel (default: vmux's guest image)"},
     {"initrd", 0, "FILE", 0, "guest initrd (default: vmux's guest image)"},
     {"vsock", 0, "bridge|kernel", 0,
@@ -41,9 +47,11 @@ static const struct cmd_opt cmd_new_opts[] = {
 const struct cmd_entry cmd_new_entry = {
     .name = "new",
     .pre = "NAME",
-    .summary = "Boot a new microVM session called NAME. Returns once the "
-               "guest agent answers, printing the name; on failure nothing "
-               "is left behind (exit status 125).",
+    .summary = "Boot a new microVM session called NAME with its own "
+               "workspace disk, mounted at /workspace (the home and working "
+               "directory of commands and shells). Returns once the guest "
+               "agent answers, printing the name; on failure nothing is "
+               "left behind (exit status 125).",
     .opts = cmd_new_opts,
     .min_args = 1,
     .max_args = 1,
@@ -93,7 +101,6 @@ cmd_new_exec(struct args *a)
 {
 	struct launch_opts o;
 	struct session_record r;
-	struct sigaction sa;
 	const char *s;
 	char *cause = NULL, *home, **ports;
 	unsigned *allow = NULL;
@@ -138,6 +145,20 @@ cmd_new_exec(struct args *a)
 	}
 	o.allow_ports = allow;
 	o.nallow_ports = (size_t)nports;
+	if ((s = args_get(a, "disk")) != NULL) {
+		long long mb;
+		if (args_get(a, "workspace") != NULL) {
+			xasprintf(&cause,
+			    "--disk and --workspace exclude each "
+			    "other (an existing image has its size)");
+			goto usage;
+		}
+		if (args_size_mb("--disk", s, WORKSPACE_MIN_MB,
+		        WORKSPACE_MAX_MB, &mb, &cause) != 0)
+			goto usage;
+		o.disk_mb = mb;
+	}
+	o.workspace = args_get(a, "workspace");
 	o.kernel = args_get(a, "kernel");
 	o.initrd = args_get(a, "initrd");
 
@@ -149,12 +170,7 @@ cmd_new_exec(struct args *a)
 	o.home = home;
 	o.notice = new_notice;
 	o.interrupted = &new_interrupted;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = new_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	cli_trap_interrupts(new_signal);
 
 	if (session_launch(&o, &r, &cause) != 0) {
 		cli_error("%s", cause);

@@ -3,7 +3,9 @@
  *
  * Without -f the guest is asked to power off first (then QMP quit, SIGTERM,
  * SIGKILL); -f skips the polite steps and ignores names that do not exist,
- * like rm -f. Stopped or crashed sessions are removed the same way.
+ * like rm -f. Stopped or crashed sessions are removed the same way. The
+ * workspace vmux made goes with the session unless --keep-workspace; an
+ * image given to `vmux new --workspace` is never deleted.
  */
 #include <stdlib.h>
 
@@ -16,6 +18,9 @@ static int cmd_rm_exec(struct args *);
 static const struct cmd_opt cmd_rm_opts[] = {
     {"force", 'f', NULL, 0,
         "kill at once; no error if the session does not exist"},
+    {"keep-workspace", 0, NULL, 0,
+        "keep the workspace image: it is moved to "
+        "$VMUX_HOME/workspaces/NAME.img (reuse it with new --workspace)"},
     {"json", 0, NULL, 0,
         "print {\"removed\": NAME} (a list of names for several) as "
         "JSON"},
@@ -25,9 +30,10 @@ static const struct cmd_opt cmd_rm_opts[] = {
 const struct cmd_entry cmd_rm_entry = {
     .name = "rm",
     .pre = "NAME...",
-    .summary = "Stop sessions and remove their state. The guest is asked to "
-               "power off, then QEMU gets QMP quit, SIGTERM and SIGKILL "
-               "until it is gone; the bridge is ended too.",
+    .summary = "Stop sessions and remove their state and workspace. The "
+               "guest is asked to power off, then QEMU gets QMP quit, "
+               "SIGTERM and SIGKILL until it is gone; the bridge is ended "
+               "too. Waits while another vmux command works on a session.",
     .opts = cmd_rm_opts,
     .min_args = 1,
     .max_args = -1,
@@ -38,8 +44,9 @@ const struct cmd_entry cmd_rm_entry = {
 static int
 cmd_rm_exec(struct args *a)
 {
-	char *home, *cause = NULL;
+	char *home, *cause = NULL, *kept;
 	int i, rc = 0, force = args_has(a, "force");
+	int keep = args_has(a, "keep-workspace");
 	cJSON *removed = cJSON_CreateArray(), *res;
 
 	for (i = 0; i < a->argc; i++) {
@@ -56,7 +63,9 @@ cmd_rm_exec(struct args *a)
 		return EXIT_VMUX;
 	}
 	for (i = 0; i < a->argc; i++) {
-		if (session_remove(home, a->argv[i], force, &cause) != 0) {
+		kept = NULL;
+		if (session_remove(
+		        home, a->argv[i], force, keep, &kept, &cause) != 0) {
 			cli_error("%s", cause);
 			free(cause);
 			cause = NULL;
@@ -64,6 +73,10 @@ cmd_rm_exec(struct args *a)
 		} else
 			cJSON_AddItemToArray(
 			    removed, cJSON_CreateString(a->argv[i]));
+		if (kept != NULL)
+			cli_noticef(
+			    "workspace of '%s' kept as %s", a->argv[i], kept);
+		free(kept);
 	}
 	free(home);
 	res = cJSON_CreateObject();

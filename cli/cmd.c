@@ -6,6 +6,7 @@
  * the same tables.
  */
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,23 @@ cli_running_session(
 	}
 	session_target(r, t);
 	return 0;
+}
+
+/*
+ * Send SIGINT, SIGTERM and SIGHUP to fn (which sets a flag a boot loop
+ * checks), so an interrupted boot cleans up instead of dying half-way.
+ */
+void
+cli_trap_interrupts(void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 /*

@@ -12,6 +12,7 @@
  * go to stderr as always. Notices (not errors) are dropped under --json so
  * stderr stays empty too.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,20 @@ cli_notice(const char *msg)
 {
 	if (!output.json)
 		cli_error("%s", msg);
+}
+
+/* cli_notice with a format. */
+void
+cli_noticef(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	xvasprintf(&s, fmt, ap);
+	va_end(ap);
+	cli_notice(s);
+	free(s);
 }
 
 /*

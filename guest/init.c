@@ -14,6 +14,11 @@
  * grace period, then file systems are synced.
  *
  * Kernel command line: vmux.hostname=NAME sets the host name (default vmux).
+ *
+ * The workspace: when the VM has a disk (/dev/vda, the host's workspace
+ * image) it is mounted at /workspace and becomes the agent's --home, so
+ * commands and shells start there. At power-off it is synced and unmounted
+ * after every process is gone, so the next boot finds it clean.
  */
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -47,6 +52,11 @@
 
 static pid_t agent_pid = -1;
 static sigset_t init_sigs;
+static int workspace_mounted;
+
+#define WORKSPACE_DEV  "/dev/vda"
+#define WORKSPACE_DIR  "/workspace"
+#define WORKSPACE_WAIT 2000 /* ms for the disk node to appear */
 
 /* Milliseconds since boot (CLOCK_BOOTTIME needs no /proc). */
 static long long
@@ -274,6 +284,58 @@ loopback_up(void)
 }
 
 /*
+ * Mount the workspace disk at /workspace if the VM has one. The journal is
+ * replayed here when the last run did not unmount (QEMU killed); a disk
+ * that will not mount is reported and the guest runs without it.
+ */
+static void
+workspace_mount(void)
+{
+	long long t0 = uptime_ms();
+	struct stat st;
+
+	while (stat(WORKSPACE_DEV, &st) < 0 || !S_ISBLK(st.st_mode)) {
+		if (uptime_ms() - t0 >= WORKSPACE_WAIT)
+			return; /* no disk: a VM without a workspace */
+		usleep(10 * 1000);
+	}
+	if (mkdir(WORKSPACE_DIR, 0755) < 0 && errno != EEXIST)
+		say("mkdir %s: %s", WORKSPACE_DIR, strerror(errno));
+	if (mount(WORKSPACE_DEV, WORKSPACE_DIR, "ext4", MS_NOATIME,
+	        "errors=remount-ro,noinit_itable") < 0) {
+		say("workspace: mount %s: %s", WORKSPACE_DEV, strerror(errno));
+		return;
+	}
+	workspace_mounted = 1;
+	say("workspace mounted (%lld ms)", uptime_ms() - t0);
+}
+
+/* Sync and unmount the workspace (all processes are gone by now). */
+static void
+workspace_unmount(void)
+{
+	long long deadline = uptime_ms() + 1000;
+
+	if (!workspace_mounted)
+		return;
+	sync();
+	for (;;) { /* killed processes may still be letting go of files */
+		if (umount2(WORKSPACE_DIR, 0) == 0) {
+			say("workspace unmounted");
+			return;
+		}
+		if (errno != EBUSY || uptime_ms() >= deadline)
+			break;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		usleep(20 * 1000);
+	}
+	say("workspace: umount: %s; remounting read-only", strerror(errno));
+	if (mount(NULL, WORKSPACE_DIR, NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		say("workspace: remount: %s", strerror(errno));
+}
+
+/*
  * Start the agent through vmux's own loader so it runs whatever libc the
  * root file system has (or none). Returns the pid, or -1 if exec failed
  * (reported through a close-on-exec pipe, so "started" means exec'd).
@@ -281,8 +343,9 @@ loopback_up(void)
 static pid_t
 agent_start(void)
 {
-	char *const argv[] = {
-	    (char *)VMUX_GUEST_LOADER, (char *)VMUX_AGENT_PATH, NULL};
+	char *const argv[] = {(char *)VMUX_GUEST_LOADER,
+	    (char *)VMUX_AGENT_PATH, workspace_mounted ? "--home" : NULL,
+	    (char *)WORKSPACE_DIR, NULL};
 	const char *prog = VMUX_GUEST_LOADER;
 	int p[2], err = 0, fd, direct = 0;
 	pid_t pid;
@@ -397,6 +460,7 @@ static void __attribute__((noreturn)) shutdown_now(int cmd)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	sync();
+	workspace_unmount();
 	reboot(cmd);
 	say("reboot: %s", strerror(errno));
 	for (;;)
@@ -460,6 +524,7 @@ main(void)
 	setenv("TERM", "xterm-256color", 1);
 	load_modules();
 	loopback_up();
+	workspace_mount();
 
 	have_agent = access(VMUX_AGENT_PATH, F_OK) == 0;
 	if (!have_agent)

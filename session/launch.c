@@ -141,17 +141,6 @@ out:
 	return rc;
 }
 
-/* Rewrite the session's record. */
-static int
-launch_save(const struct session_record *r, char **cause)
-{
-	char *path = record_path(r->dir);
-	int rc = record_write(path, r, cause);
-
-	free(path);
-	return rc;
-}
-
 /* Start the bridge and wait for its "ready" line. */
 static int
 launch_bridge(const struct session_record *r, pid_t *pid, char **cause)
@@ -184,7 +173,7 @@ launch_bridge(const struct session_record *r, pid_t *pid, char **cause)
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	*pid = proc_spawn(argv, ready[1], r->bridge_log, cause);
+	*pid = proc_spawn(argv, ready[1], r->bridge_log, NULL, cause);
 	close(ready[1]);
 	if (*pid < 0) {
 		close(ready[0]);
@@ -257,7 +246,7 @@ static int
 launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 {
 	struct qemu_config cfg;
-	char **argv;
+	char **argv, *exit_path;
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.qemu = r->qemu_bin;
@@ -270,18 +259,23 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
 	cfg.console_log = r->console_log;
 	cfg.qmp = r->qmp;
+	cfg.workspace = r->workspace;
 	cfg.append = NULL;
 	unlink(r->qmp);
+	xasprintf(&exit_path, "%s/%s", r->dir, SESSION_EXIT);
+	unlink(exit_path);
 	argv = qemu_argv(&cfg);
 	if (argv == NULL || argv[0] == NULL) {
 		xasprintf(cause, "cannot build the QEMU command line");
 		if (argv != NULL)
 			argv_free(argv);
+		free(exit_path);
 		return -1;
 	}
 	argv = launch_extra_args(argv);
-	*pid = proc_spawn(argv, -1, r->qemu_log, cause);
+	*pid = proc_spawn(argv, -1, r->qemu_log, exit_path, cause);
 	argv_free(argv);
+	free(exit_path);
 	if (*pid < 0) {
 		*pid = 0;
 		return -1;
@@ -358,13 +352,13 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 		 */
 		rc = launch_bridge(r, &pid, cause);
 		r->bridge_pid = pid;
-		if (rc != 0 || launch_save(r, cause) != 0)
+		if (rc != 0 || record_save(r, cause) != 0)
 			return BOOT_FAILED;
 	}
 	if (launch_qemu(r, &pid, cause) != 0)
 		return BOOT_FAILED;
 	r->qemu_pid = pid;
-	if (launch_save(r, cause) != 0)
+	if (record_save(r, cause) != 0)
 		return BOOT_FAILED;
 	return launch_wait(o, r, deadline, cause);
 }
@@ -447,48 +441,30 @@ launch_check(
 	return 0;
 }
 
-/* Boot a new session; on success *out is its record (caller frees). */
-int
-session_launch(
-    const struct launch_opts *o, struct session_record *out, char **cause)
+/*
+ * Boot r (its record already written): start the bridge and QEMU, wait for
+ * the agent, fall back from KVM to TCG once, and save the record as ready.
+ * On failure the processes are left for the caller to clean up.
+ */
+static int
+launch_run(const struct launch_opts *o, struct session_record *r, char **cause)
 {
-	struct session_record r;
 	enum boot_result res;
 	uint64_t deadline, boot_ms = (uint64_t)o->boot_timeout_s * 1000;
-	int fallback;
+	int fallback = strcmp(r->accel, "kvm") == 0;
 
-	memset(&r, 0, sizeof r);
-	memset(out, 0, sizeof *out);
-	r.vsock_kernel = o->vsock_kernel;
-	if (launch_check(o, &r, cause) != 0)
-		goto fail_early;
-	r.name = xstrdup(o->name);
-	r.dir = session_dir(o->home, o->name);
-	r.status = SESSION_STARTING;
-	r.created = (int64_t)time(NULL);
-	r.cpus = o->cpus;
-	r.memory_mb = o->memory_mb;
-	if (o->nallow_ports > 0) {
-		r.allow_ports =
-		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);
-		memcpy(r.allow_ports, o->allow_ports,
-		    o->nallow_ports * sizeof *r.allow_ports);
-		r.nallow_ports = o->nallow_ports;
-	}
-	if (launch_claim(o, &r, cause) != 0)
-		goto fail_early;
-
-	fallback = strcmp(r.accel, "kvm") == 0;
+	r->status = SESSION_STARTING;
+	r->started = (int64_t)time(NULL);
 	for (;;) {
 		uint64_t limit = boot_ms;
 		if (fallback && limit > KVM_READY_MS)
 			limit = KVM_READY_MS;
 		deadline = mono_ms() + limit;
-		res = launch_boot(o, &r, deadline, cause);
+		res = launch_boot(o, r, deadline, cause);
 		if (res == BOOT_READY)
 			break;
 		if (res == BOOT_FAILED)
-			goto fail;
+			return -1;
 		if (fallback) {
 			if (res == BOOT_QEMU_DIED)
 				notice(o,
@@ -499,32 +475,189 @@ session_launch(
 				    "KVM guest not ready after %d s; falling "
 				    "back to TCG",
 				    (int)(limit / 1000));
-			launch_reset(&r);
-			free(r.accel);
-			r.accel = xstrdup("tcg");
+			launch_reset(r);
+			free(r->accel);
+			r->accel = xstrdup("tcg");
 			fallback = 0;
 			continue;
 		}
 		if (res == BOOT_QEMU_DIED)
 			xasprintf(
-			    cause, "QEMU exited while booting '%s'", r.name);
+			    cause, "QEMU exited while booting '%s'", r->name);
 		else
 			xasprintf(cause,
 			    "guest agent of '%s' did not answer within %d s "
 			    "(accel %s)",
-			    r.name, o->boot_timeout_s, r.accel);
-		add_tail(cause, SESSION_QEMU_LOG, r.qemu_log);
-		add_tail(cause, SESSION_CONSOLE, r.console_log);
-		goto fail;
+			    r->name, o->boot_timeout_s, r->accel);
+		add_tail(cause, SESSION_QEMU_LOG, r->qemu_log);
+		add_tail(cause, SESSION_CONSOLE, r->console_log);
+		return -1;
 	}
-	r.status = SESSION_READY;
-	if (launch_save(&r, cause) != 0)
+	r->status = SESSION_READY;
+	return record_save(r, cause);
+}
+
+/* Give r its workspace: the one o names, or a new one in its directory. */
+static int
+launch_workspace(
+    const struct launch_opts *o, struct session_record *r, char **cause)
+{
+	char *real;
+	int rc;
+
+	if (o->workspace != NULL) {
+		if ((real = realpath(o->workspace, NULL)) == NULL) {
+			xasprintf(cause, "workspace %s: %s", o->workspace,
+			    strerror(errno));
+			return -1;
+		}
+		r->workspace = real;
+		r->workspace_owned = 0;
+		return 0;
+	}
+	xasprintf(&r->workspace, "%s/%s", r->dir, SESSION_WORKSPACE);
+	r->workspace_owned = 1;
+	rc = workspace_create(r->workspace,
+	    o->disk_mb > 0 ? o->disk_mb : WORKSPACE_DEFAULT_MB, cause);
+	if (rc == 0)
+		rc = record_save(r, cause);
+	return rc;
+}
+
+/* Boot a new session; on success *out is its record (caller frees). */
+int
+session_launch(
+    const struct launch_opts *o, struct session_record *out, char **cause)
+{
+	struct session_record r;
+	int lock = -1;
+
+	memset(&r, 0, sizeof r);
+	memset(out, 0, sizeof *out);
+	r.vsock_kernel = o->vsock_kernel;
+	if (launch_check(o, &r, cause) != 0)
+		goto fail_early;
+	if (o->workspace != NULL) {
+		if (workspace_check(o->workspace, cause) != 0 ||
+		    workspace_in_use(o->home, o->workspace, NULL, cause) != 0)
+			goto fail_early;
+	}
+	r.name = xstrdup(o->name);
+	r.dir = session_dir(o->home, o->name);
+	r.status = SESSION_STARTING;
+	r.created = (int64_t)time(NULL);
+	r.cpus = o->cpus;
+	r.memory_mb = o->memory_mb;
+	r.ttl_s = o->ttl_s;
+	r.idle_s = o->idle_s;
+	if (o->nallow_ports > 0) {
+		r.allow_ports =
+		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);
+		memcpy(r.allow_ports, o->allow_ports,
+		    o->nallow_ports * sizeof *r.allow_ports);
+		r.nallow_ports = o->nallow_ports;
+	}
+	if (launch_claim(o, &r, cause) != 0)
+		goto fail_early;
+	lock = session_lock_one(r.dir, "vmux new", 0, NULL, cause);
+	if (lock < 0 || launch_workspace(o, &r, cause) != 0 ||
+	    launch_run(o, &r, cause) != 0)
 		goto fail;
+	session_unlock(lock);
 	*out = r;
 	return 0;
 fail:
 	launch_cleanup(&r);
+	session_unlock(lock);
 fail_early:
 	record_free(&r);
 	return -1;
+}
+
+/* Does path name an existing file? */
+static int
+file_exists(const char *path)
+{
+	return path != NULL && access(path, R_OK) == 0;
+}
+
+/*
+ * Boot a stopped (or crashed) session again: same name, CID, resources and
+ * workspace; programs and guest image found afresh when the recorded ones
+ * are gone (vmux was moved or upgraded). Holds the session's lock. On
+ * failure what was started is stopped and the session is left stopped.
+ */
+int
+session_start(
+    const struct launch_opts *o, struct session_record *out, char **cause)
+{
+	struct launch_opts lo = *o;
+	struct session_record r, fresh;
+	char *why = NULL;
+	int lock, rc = -1;
+
+	memset(out, 0, sizeof *out);
+	memset(&fresh, 0, sizeof fresh);
+	if (session_name_valid(o->name, cause) != 0)
+		return -1;
+	if (record_load(o->home, o->name, &r, cause) != 0)
+		return -1;
+	lock = session_lock_one(
+	    r.dir, "vmux start", o->lock_wait_ms, o->notice, cause);
+	record_free(&r);
+	if (lock < 0)
+		return -1;
+	/* Read again: whoever held the lock may have changed it. */
+	if (record_load(o->home, o->name, &r, cause) != 0) {
+		session_unlock(lock);
+		return -1;
+	}
+	if (session_qemu_alive(&r)) {
+		xasprintf(cause, "session '%s' is already %s", r.name,
+		    session_state(&r));
+		goto out;
+	}
+	/* A bridge left over from a crash would hold the sockets. */
+	if (!r.vsock_kernel)
+		proc_terminate(r.bridge_pid, r.vsock_uds, 1000);
+	if (r.workspace != NULL && workspace_check(r.workspace, cause) != 0)
+		goto out;
+	lo.kernel = file_exists(r.kernel) ? r.kernel : NULL;
+	lo.initrd = file_exists(r.initrd) ? r.initrd : NULL;
+	fresh.vsock_kernel = r.vsock_kernel;
+	if (launch_check(&lo, &fresh, cause) != 0)
+		goto out;
+	free(r.qemu_bin);
+	free(r.bridge_bin);
+	free(r.kernel);
+	free(r.initrd);
+	free(r.accel);
+	r.qemu_bin = fresh.qemu_bin;
+	r.bridge_bin = fresh.bridge_bin;
+	r.kernel = fresh.kernel;
+	r.initrd = fresh.initrd;
+	r.accel = fresh.accel;
+	memset(&fresh, 0, sizeof fresh);
+	free(r.stop_reason);
+	r.stop_reason = NULL;
+	r.qemu_pid = r.bridge_pid = 0;
+	if (launch_run(&lo, &r, cause) == 0) {
+		rc = 0;
+		*out = r;
+		memset(&r, 0, sizeof r);
+		goto out;
+	}
+	launch_reset(&r);
+	r.status = SESSION_STOPPED;
+	r.stopped = (int64_t)time(NULL);
+	r.stop_reason = xstrdup("boot failed");
+	if (record_save(&r, &why) != 0) {
+		log_debug("start %s: %s", r.name, why);
+		free(why);
+	}
+out:
+	record_free(&fresh);
+	record_free(&r);
+	session_unlock(lock);
+	return rc;
 }

@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -87,10 +88,17 @@ fail:
 	_exit(127);
 }
 
-/* In the middle process: wait for pid (our only child), then exit. */
-static void __attribute__((noreturn)) spawn_reap(pid_t pid)
+/*
+ * In the middle process: wait for pid (our only child), write how it ended
+ * to exit_path (when not NULL) as {"code":N} or {"signal":N} with "time",
+ * then exit. Written to a temporary name and renamed, so a reader never
+ * sees half a record.
+ */
+static void __attribute__((noreturn))
+spawn_reap(pid_t pid, const char *exit_path)
 {
-	int status;
+	char tmp[4200], line[128];
+	int status, fd, n;
 
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -99,18 +107,74 @@ static void __attribute__((noreturn)) spawn_reap(pid_t pid)
 	signal(SIGPIPE, SIG_IGN);
 	close_fds(0, ~0U);
 	prctl(PR_SET_NAME, "vmux-reap", 0, 0, 0);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			_exit(0);
+	if (exit_path == NULL ||
+	    snprintf(tmp, sizeof tmp, "%s.tmp", exit_path) >= (int)sizeof tmp)
+		_exit(0);
+	if (WIFSIGNALED(status))
+		n = snprintf(line, sizeof line,
+		    "{\"signal\":%d,\"time\":%lld}\n", WTERMSIG(status),
+		    (long long)time(NULL));
+	else
+		n = snprintf(line, sizeof line, "{\"code\":%d,\"time\":%lld}\n",
+		    WEXITSTATUS(status), (long long)time(NULL));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		if (write(fd, line, (size_t)n) == n && close(fd) == 0)
+			rename(tmp, exit_path);
+		else
+			unlink(tmp);
+	}
 	_exit(0);
+}
+
+/* Read what spawn_reap wrote; 0 (e->known set), or -1 (nothing known). */
+int
+proc_exit_read(const char *path, struct session_exit *e)
+{
+	char buf[256];
+	cJSON *o, *v;
+	ssize_t n;
+	int fd;
+
+	memset(e, 0, sizeof *e);
+	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = read_full(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	if ((o = cJSON_Parse(buf)) == NULL)
+		return -1;
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "signal")))
+		e->signal = v->valueint;
+	else if (cJSON_IsNumber(
+	             v = cJSON_GetObjectItemCaseSensitive(o, "code")))
+		e->code = v->valueint;
+	else {
+		cJSON_Delete(o);
+		return -1;
+	}
+	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "time")))
+		e->when = (int64_t)v->valuedouble;
+	cJSON_Delete(o);
+	e->known = 1;
+	return 0;
 }
 
 /*
  * Start argv (argv[0] a path) detached: double fork, new session, stdin
  * from /dev/null, stdout and stderr appended to log_path, pass_fd (if >= 0)
- * as fd 3 and no other fd. Returns the pid or -1 with cause.
+ * as fd 3 and no other fd. When exit_path is not NULL the reaper records
+ * there how the program ended (proc_exit_read). Returns the pid or -1 with
+ * cause.
  */
 pid_t
-proc_spawn(char *const argv[], int pass_fd, const char *log_path, char **cause)
+proc_spawn(char *const argv[], int pass_fd, const char *log_path,
+    const char *exit_path, char **cause)
 {
 	int pid_pipe[2], err_pipe[2], null_fd, log_fd, status, error = 0;
 	pid_t child, pid = -1;
@@ -155,7 +219,7 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path, char **cause)
 		if (write(pid_pipe[1], &grandchild, sizeof grandchild) < 0 ||
 		    grandchild < 0)
 			_exit(1);
-		spawn_reap(grandchild);
+		spawn_reap(grandchild, exit_path);
 	}
 	close(pid_pipe[1]);
 	close(err_pipe[1]);

@@ -143,7 +143,7 @@ qemu_argv(const struct qemu_config *cfg)
 	if (cfg->console_log != NULL) {
 		e = qemu_escape(cfg->console_log);
 		args_add(&a, "-chardev");
-		args_add(&a, "file,id=console0,path=%s", e);
+		args_add(&a, "file,id=console0,path=%s,append=on", e);
 		args_add(&a, "-serial");
 		args_add(&a, "chardev:console0");
 		free(e);
@@ -152,6 +152,18 @@ qemu_argv(const struct qemu_config *cfg)
 		e = qemu_escape(cfg->qmp);
 		args_add(&a, "-qmp");
 		args_add(&a, "unix:%s,server=on,wait=off", e);
+		free(e);
+	}
+
+	if (cfg->workspace != NULL) {
+		e = qemu_escape(cfg->workspace);
+		args_add(&a, "-drive");
+		args_add(&a,
+		    "file=%s,if=none,id=ws0,format=raw,discard=unmap,"
+		    "detect-zeroes=unmap",
+		    e);
+		args_add(&a, "-device");
+		args_add(&a, "virtio-blk-device,drive=ws0");
 		free(e);
 	}
 

@@ -22,6 +22,7 @@ struct qemu_config {
 	const char *console_log; /* file that receives the serial console */
 	const char *qmp;         /* QMP unix socket path (server, nowait) */
 	const char *append;      /* extra kernel command line, may be NULL */
+	const char *workspace;   /* raw disk image for /workspace, or NULL */
 };
 
 /* qemu.c */

@@ -43,6 +43,8 @@ record_free(struct session_record *r)
 	free(r->kernel);
 	free(r->initrd);
 	free(r->allow_ports);
+	free(r->workspace);
+	free(r->stop_reason);
 	memset(r, 0, sizeof *r);
 }
 
@@ -56,6 +58,17 @@ add_str(cJSON *o, const char *key, const char *s)
 		cJSON_AddNullToObject(o, key);
 }
 
+/* The record's "status" values, by enum session_status. */
+static const char *const status_names[] = {
+    [SESSION_STARTING] = "starting",
+    [SESSION_READY] = "ready",
+    [SESSION_STOPPING] = "stopping",
+    [SESSION_STOPPED] = "stopped",
+};
+
+static int get_int(
+    const cJSON *, const char *, double, double, int64_t *, char **);
+
 /* A record as JSON (the file format; `vmux ls --json` uses its own). */
 cJSON *
 record_to_json(const struct session_record *r)
@@ -67,7 +80,7 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(o, "version", SESSION_VERSION);
 	add_str(o, "name", r->name);
 	add_str(o, "dir", r->dir);
-	add_str(o, "status", r->status == SESSION_READY ? "ready" : "starting");
+	add_str(o, "status", status_names[r->status]);
 	add_str(o, "accel", r->accel);
 	cJSON_AddNumberToObject(o, "cid", r->cid);
 	add_str(o, "vsock", r->vsock_kernel ? "kernel" : "bridge");
@@ -93,8 +106,26 @@ record_to_json(const struct session_record *r)
 	for (i = 0; i < r->nallow_ports; i++)
 		cJSON_AddItemToArray(
 		    ports, cJSON_CreateNumber(r->allow_ports[i]));
+	add_str(o, "workspace", r->workspace);
+	cJSON_AddBoolToObject(o, "workspace_owned", r->workspace_owned);
+	cJSON_AddNumberToObject(o, "started_unix", (double)r->started);
+	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
+	add_str(o, "stop_reason", r->stop_reason);
+	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);
+	cJSON_AddNumberToObject(o, "idle_s", (double)r->idle_s);
 	free(created);
 	return o;
+}
+
+/* Read an optional integer field in [min, max] (absent: 0). */
+static int
+get_opt_int(const cJSON *o, const char *key, double min, double max,
+    int64_t *out, char **cause)
+{
+	*out = 0;
+	if (cJSON_GetObjectItemCaseSensitive(o, key) == NULL)
+		return 0;
+	return get_int(o, key, min, max, out, cause);
 }
 
 /* Copy an optional string field; -1 if present but not a string or null. */
@@ -137,6 +168,7 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	const cJSON *pids, *ports, *p;
 	char *status = NULL, *vsock = NULL;
 	int64_t n;
+	size_t i;
 
 	memset(r, 0, sizeof *r);
 	*cause = NULL;
@@ -166,14 +198,24 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 		xasprintf(cause, "bad \"name\"");
 		goto fail;
 	}
-	if (strcmp(status, "ready") == 0)
-		r->status = SESSION_READY;
-	else if (strcmp(status, "starting") == 0)
-		r->status = SESSION_STARTING;
-	else {
+	for (i = 0; i < sizeof status_names / sizeof *status_names; i++) {
+		if (strcmp(status, status_names[i]) == 0)
+			break;
+	}
+	if (i == sizeof status_names / sizeof *status_names) {
 		xasprintf(cause, "bad \"status\"");
 		goto fail;
 	}
+	r->status = (int)i;
+	if (get_str(o, "workspace", &r->workspace, 0, cause) != 0 ||
+	    get_str(o, "stop_reason", &r->stop_reason, 0, cause) != 0 ||
+	    get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
+	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
+	    get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
+	    get_opt_int(o, "idle_s", 0, 1e9, &r->idle_s, cause) != 0)
+		goto fail;
+	r->workspace_owned = cJSON_IsTrue(
+	    cJSON_GetObjectItemCaseSensitive(o, "workspace_owned"));
 	if (strcmp(vsock, "kernel") == 0)
 		r->vsock_kernel = 1;
 	else if (strcmp(vsock, "bridge") != 0) {
@@ -226,6 +268,17 @@ fail:
 	free(vsock);
 	record_free(r);
 	return -1;
+}
+
+/* Rewrite r's record in its own directory. 0 or -1 with cause. */
+int
+record_save(const struct session_record *r, char **cause)
+{
+	char *path = record_path(r->dir);
+	int rc = record_write(path, r, cause);
+
+	free(path);
+	return rc;
 }
 
 /* Path of the record file in a session directory. */

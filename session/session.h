@@ -4,13 +4,13 @@
  * A session is one QEMU microVM plus its vsock bridge, described by a record
  * (session.json) in its own state directory under the vmux home. This header
  * covers: state paths and names (paths.c), records and CID allocation
- * (record.c), detached processes (proc.c), launching (launch.c), liveness,
- * stopping and removing (stop.c), the client transport to a guest vsock port
- * (transport.c), the agent's JSON request/reply client (agent_client.c) and
- * its streams that follow a first JSON line: attached shells and archives
- * (attach.c).
- * QEMU command lines come from qemu.h; the bridge itself is a separate
- * program (session/bridge/, vmux-bridge).
+ * (record.c), detached processes and their exit records (proc.c), the
+ * per-session lock (lock.c), workspace disks (workspace.c), launching and
+ * starting again (launch.c), states, stopping and removing (stop.c), the client
+ * transport to a guest vsock port (transport.c), the agent's JSON request/reply
+ * client (agent_client.c) and its streams that follow a first JSON line:
+ * attached shells and archives (attach.c). QEMU command lines come from qemu.h;
+ * the bridge itself is a separate program (session/bridge/, vmux-bridge).
  *
  * Conventions: user-facing errors as `char **cause` (caller frees); times
  * given as deadlines on the mono_ms() clock.
@@ -36,6 +36,14 @@
 #define SESSION_CONSOLE    "console.log"
 #define SESSION_QEMU_LOG   "qemu.log"
 #define SESSION_BRIDGE_LOG "bridge.log"
+#define SESSION_WORKSPACE  "workspace.img" /* the workspace vmux made */
+#define SESSION_EXIT       "qemu.exit"     /* how QEMU last ended (reaper) */
+#define SESSION_LOCK       "lock"          /* per-session flock */
+
+/* Workspace sizes (MiB): the default, and the bounds --disk accepts. */
+#define WORKSPACE_DEFAULT_MB 4096
+#define WORKSPACE_MIN_MB     16
+#define WORKSPACE_MAX_MB     (16 * 1024 * 1024)
 
 /* Binary names found beside the vmux executable or in PATH. */
 #define SESSION_QEMU_DEFAULT "qemu-system-x86_64"
@@ -59,8 +67,10 @@ uint64_t hash_fnv1a(const char *);
 
 /* record.c */
 enum session_status {
-	SESSION_STARTING, /* vmux new has not seen the agent answer yet */
+	SESSION_STARTING, /* booting: the agent has not answered yet */
 	SESSION_READY,    /* booted; the agent answered a ping */
+	SESSION_STOPPING, /* vmux stop (or a timer) is powering it off */
+	SESSION_STOPPED,  /* powered off on purpose; the workspace stays */
 };
 
 struct session_record {
@@ -83,6 +93,21 @@ struct session_record {
 	int cpus, memory_mb;
 	unsigned *allow_ports;
 	size_t nallow_ports;
+	char *workspace;     /* the workspace disk image; NULL: none */
+	int workspace_owned; /* vmux made it: vmux rm deletes it */
+	int64_t started;     /* last boot began (seconds since the epoch) */
+	int64_t stopped;     /* last stop ended, 0 if never */
+	char *stop_reason;   /* who stopped it: "user", "ttl", ...; or NULL */
+	int64_t ttl_s;       /* stop this long after boot; 0: never */
+	int64_t idle_s;      /* stop after this long idle; 0: never */
+};
+
+/* How QEMU last ended, as its reaper wrote it. */
+struct session_exit {
+	int known;    /* the reaper left a record */
+	int code;     /* exit status when !signal */
+	int signal;   /* terminating signal, or 0 */
+	int64_t when; /* seconds since the epoch */
 };
 
 struct session_entry {
@@ -98,6 +123,7 @@ int record_from_json(const cJSON *, struct session_record *, char **cause);
 char *record_path(const char *dir);
 int record_write(const char *path, const struct session_record *, char **cause);
 int record_read(const char *path, struct session_record *, char **cause);
+int record_save(const struct session_record *, char **cause);
 int record_load(
     const char *home, const char *name, struct session_record *, char **cause);
 unsigned cid_pick(const unsigned *used, size_t n);
@@ -106,9 +132,23 @@ int session_list(
 void session_list_free(struct session_entry *, size_t);
 int session_lock(const char *home, char **cause);
 
+/* lock.c */
+int session_lock_one(const char *dir, const char *what, int wait_ms,
+    void (*notice)(const char *), char **cause);
+void session_unlock(int fd);
+
+/* workspace.c */
+int workspace_create(const char *path, int64_t size_mb, char **cause);
+int workspace_check(const char *path, char **cause);
+int workspace_in_use(
+    const char *home, const char *path, const char *self, char **cause);
+char *workspace_keep(
+    const char *home, const char *name, const char *path, char **cause);
+
 /* proc.c */
-pid_t proc_spawn(
-    char *const argv[], int pass_fd, const char *log_path, char **cause);
+pid_t proc_spawn(char *const argv[], int pass_fd, const char *log_path,
+    const char *exit_path, char **cause);
+int proc_exit_read(const char *path, struct session_exit *);
 int proc_matches(pid_t pid, const char *needle);
 int proc_wait_gone(pid_t pid, const char *needle, uint64_t deadline);
 int proc_terminate(pid_t pid, const char *needle, int term_ms);
@@ -125,21 +165,31 @@ struct launch_opts {
 	int vsock_kernel;            /* use /dev/vhost-vsock, no bridge */
 	const unsigned *allow_ports;
 	size_t nallow_ports;
+	int64_t disk_mb;       /* size of a new workspace; 0: default */
+	const char *workspace; /* attach this disk image instead */
+	int64_t ttl_s, idle_s; /* see struct session_record */
+	int lock_wait_ms;      /* start: wait this long for a busy lock */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };
 
 int session_launch(
     const struct launch_opts *, struct session_record *out, char **cause);
+int session_start(
+    const struct launch_opts *, struct session_record *out, char **cause);
 
 /* stop.c */
 char *session_qemu_needle(const struct session_record *);
 const char *session_state(const struct session_record *);
+int session_exit_get(const struct session_record *, struct session_exit *);
 int session_qemu_alive(const struct session_record *);
 int session_bridge_alive(const struct session_record *);
 int qmp_quit(const char *path, uint64_t deadline, char **cause);
-int session_stop(const struct session_record *, int force);
-int session_remove(const char *home, const char *name, int force, char **cause);
+int session_stop(const struct session_record *, int force, int power_ms);
+int session_remove(const char *home, const char *name, int force,
+    int keep_workspace, char **kept, char **cause);
+int session_halt(const char *home, const char *name, const char *reason,
+    int power_ms, void (*notice)(const char *), char **cause);
 
 /* transport.c */
 struct vsock_target {

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -68,13 +69,41 @@ session_bridge_alive(const struct session_record *r)
 	return !r->vsock_kernel && proc_matches(r->bridge_pid, r->vsock_uds);
 }
 
-/* "running", "starting" or "stopped", from the record and /proc. */
+/*
+ * The session's state, from the record and /proc: "starting", "running",
+ * "stopping" while QEMU lives; "stopped" once it ended because vmux (or a
+ * timer) stopped it; "crashed" when it ended by itself (or was killed) while
+ * it should have been running.
+ */
 const char *
 session_state(const struct session_record *r)
 {
-	if (!session_qemu_alive(r))
-		return "stopped";
-	return r->status == SESSION_READY ? "running" : "starting";
+	if (session_qemu_alive(r)) {
+		switch (r->status) {
+		case SESSION_STARTING:
+			return "starting";
+		case SESSION_READY:
+			return "running";
+		default:
+			return "stopping";
+		}
+	}
+	return r->status == SESSION_STOPPED || r->status == SESSION_STOPPING
+	    ? "stopped"
+	    : "crashed";
+}
+
+/* How the session's QEMU last ended (the reaper's record); 0 or -1. */
+int
+session_exit_get(const struct session_record *r, struct session_exit *e)
+{
+	char *path;
+	int rc;
+
+	xasprintf(&path, "%s/%s", r->dir, SESSION_EXIT);
+	rc = proc_exit_read(path, e);
+	free(path);
+	return rc;
 }
 
 /* Read one QMP line (discarded); 0 or -1 at EOF, error or deadline. */
@@ -193,13 +222,19 @@ kill_mentioning(const char *needle, const struct session_record *r)
 
 /*
  * Stop a session's QEMU and bridge: politely unless force, and in every
- * case until they are gone. 0, or -1 if something survived SIGKILL.
+ * case until they are gone. The guest gets power_ms (0: the default) to
+ * power off after the agent accepted. 0 if the guest powered off (or QEMU
+ * was already gone), 1 if QEMU had to be ended, -1 if something survived
+ * SIGKILL.
  */
 int
-session_stop(const struct session_record *r, int force)
+session_stop(const struct session_record *r, int force, int power_ms)
 {
 	char *needle = session_qemu_needle(r);
 	int rc = 0;
+
+	if (power_ms <= 0)
+		power_ms = STOP_POWER_MS;
 
 	if (session_qemu_alive(r) && !force) {
 		struct vsock_target t;
@@ -217,12 +252,13 @@ session_stop(const struct session_record *r, int force)
 			log_debug("stop %s: shutdown: %s", r->name, why);
 			free(why);
 		} else
-			proc_wait_gone(
-			    r->qemu_pid, needle, mono_ms() + STOP_POWER_MS);
+			proc_wait_gone(r->qemu_pid, needle,
+			    mono_ms() + (uint64_t)power_ms);
 	}
 	if (session_qemu_alive(r)) {
 		char *why = NULL;
 
+		rc = 1;
 		if (qmp_quit(r->qmp, mono_ms() + STOP_QMP_MS, &why) == 0)
 			proc_wait_gone(
 			    r->qemu_pid, needle, mono_ms() + STOP_QUIT_MS);
@@ -231,6 +267,8 @@ session_stop(const struct session_record *r, int force)
 			free(why);
 		}
 	}
+	if (session_qemu_alive(r))
+		rc = 1;
 	if (proc_terminate(r->qemu_pid, needle, force ? 0 : STOP_TERM_MS) != 0)
 		rc = -1;
 	/* The bridge exits by itself once QEMU is gone; help it along. */
@@ -245,15 +283,84 @@ session_stop(const struct session_record *r, int force)
 	return rc;
 }
 
-/* Stop session name and remove its state; force: no polite steps, and no
- * error when there is no such session. */
+/*
+ * vmux stop: power session name off and keep everything else (record,
+ * workspace, logs). reason says who asked ("user", "ttl", "idle-timeout"),
+ * power_ms how long the guest gets (0: default). Holds the session's lock.
+ * 0 if the guest powered off cleanly, 1 if it had to be forced (notice
+ * hears why), -1 with cause.
+ */
 int
-session_remove(const char *home, const char *name, int force, char **cause)
+session_halt(const char *home, const char *name, const char *reason,
+    int power_ms, void (*notice)(const char *), char **cause)
+{
+	struct session_record r;
+	int lock, rc;
+
+	if (session_name_valid(name, cause) != 0 ||
+	    record_load(home, name, &r, cause) != 0)
+		return -1;
+	lock = session_lock_one(r.dir, "vmux stop", 120000, notice, cause);
+	record_free(&r);
+	if (lock < 0)
+		return -1;
+	if (record_load(home, name, &r, cause) != 0) {
+		session_unlock(lock);
+		return -1;
+	}
+	if (!session_qemu_alive(&r) && r.status == SESSION_STOPPED) {
+		record_free(&r);
+		session_unlock(lock);
+		return 0; /* already stopped: nothing to do */
+	}
+	r.status = SESSION_STOPPING;
+	if (record_save(&r, cause) != 0)
+		goto fail;
+	rc = session_stop(&r, 0, power_ms);
+	if (rc < 0) {
+		xasprintf(cause,
+		    "cannot stop session '%s' (QEMU pid %ld, bridge pid %ld)",
+		    name, (long)r.qemu_pid, (long)r.bridge_pid);
+		goto fail;
+	}
+	if (rc == 1 && notice != NULL) {
+		char *msg;
+		xasprintf(&msg,
+		    "the guest of '%s' did not power off within %d s: QEMU "
+		    "was ended (data not synced to the workspace may be lost)",
+		    name, (power_ms > 0 ? power_ms : STOP_POWER_MS) / 1000);
+		notice(msg);
+		free(msg);
+	}
+	r.status = SESSION_STOPPED;
+	r.stopped = (int64_t)time(NULL);
+	free(r.stop_reason);
+	r.stop_reason = xstrdup(reason);
+	if (record_save(&r, cause) != 0)
+		goto fail;
+	record_free(&r);
+	session_unlock(lock);
+	return rc;
+fail:
+	record_free(&r);
+	session_unlock(lock);
+	return -1;
+}
+
+/*
+ * Stop session name and remove its state; force: no polite steps, and no
+ * error when there is no such session. The workspace goes too when vmux
+ * made it, unless keep_workspace: then it is moved aside and *kept says
+ * where. An image the user gave (new --workspace) is never deleted.
+ */
+int
+session_remove(const char *home, const char *name, int force,
+    int keep_workspace, char **kept, char **cause)
 {
 	struct session_record r;
 	struct stat st;
 	char *dir, *path, *needle, *why = NULL;
-	int rc = 0, error;
+	int rc = 0, error, lock;
 
 	if (session_name_valid(name, cause) != 0)
 		return -1;
@@ -265,9 +372,28 @@ session_remove(const char *home, const char *name, int force, char **cause)
 		xasprintf(cause, "no session named '%s'", name);
 		return -1;
 	}
+	lock =
+	    session_lock_one(dir, "vmux rm", force ? 0 : 120000, NULL, cause);
+	if (lock < 0 && !force) {
+		free(dir);
+		return -1;
+	}
+	if (lock < 0) { /* rm -f goes ahead whoever is working on it */
+		log_debug("rm %s: %s", name, *cause);
+		free(*cause);
+		*cause = NULL;
+	}
+	if (lstat(dir, &st) != 0) { /* removed while we waited */
+		session_unlock(lock);
+		free(dir);
+		if (force)
+			return 0;
+		xasprintf(cause, "no session named '%s'", name);
+		return -1;
+	}
 	path = record_path(dir);
 	if (record_read(path, &r, &why) == 0) {
-		if (session_stop(&r, force) != 0)
+		if (session_stop(&r, force, 0) < 0)
 			rc = -1;
 	} else {
 		log_debug("rm %s: %s", name, why);
@@ -303,6 +429,14 @@ session_remove(const char *home, const char *name, int force, char **cause)
 		    name, (long)r.qemu_pid, (long)r.bridge_pid);
 		goto out;
 	}
+	if (keep_workspace && r.workspace_owned && r.workspace != NULL &&
+	    lstat(r.workspace, &st) == 0) {
+		*kept = workspace_keep(home, name, r.workspace, cause);
+		if (*kept == NULL) {
+			rc = -1;
+			goto out;
+		}
+	}
 	if (r.sock_dir != NULL)
 		rmtree(r.sock_dir);
 	error = rmtree(dir);
@@ -311,6 +445,7 @@ session_remove(const char *home, const char *name, int force, char **cause)
 		rc = -1;
 	}
 out:
+	session_unlock(lock);
 	record_free(&r);
 	free(path);
 	free(dir);

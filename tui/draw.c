@@ -287,7 +287,8 @@ state_item(const char *state)
 {
 	if (strcmp(state, "running") == 0 || strcmp(state, "live") == 0)
 		return TH_RUNNING;
-	if (strcmp(state, "starting") == 0 || strcmp(state, "connecting") == 0)
+	if (strcmp(state, "starting") == 0 || strcmp(state, "stopping") == 0 ||
+	    strcmp(state, "connecting") == 0)
 		return TH_STARTING;
 	return TH_STOPPED;
 }

@@ -69,8 +69,8 @@ t_crash_then_rm() {
 	local q b
 	q=$(session_field cr pids.qemu) b=$(session_field cr pids.bridge)
 	kill -9 "$q"
-	wait_for 15 bash -c "[[ \$($VMUX ls --json | jq -r '.[] | select(.name==\"cr\") | .state') != running ]]" ||
-		fail "state still running after QEMU died" || return 1
+	wait_for 15 bash -c "[[ \$($VMUX ls --json | jq -r '.[] | select(.name==\"cr\") | .state') == crashed ]]" ||
+		fail "state not crashed after QEMU died" || return 1
 	# The bridge notices QEMU is gone and exits by itself.
 	wait_for 15 bash -c "! kill -0 $b 2>/dev/null" || fail "bridge outlived QEMU" || return 1
 	vmux rm cr && no_session_dir cr
@@ -95,5 +95,5 @@ check "unknown session is a clear error" t_unknown_session
 check "bad flags exit 2 and create nothing" t_bad_flags
 check "missing QEMU: clear error, nothing left" t_missing_qemu
 check "missing guest image: clear error, nothing left" t_missing_image
-check "crashed VM shows stopped, bridge exits, rm works" t_crash_then_rm
+check "crashed VM shows crashed, bridge exits, rm works" t_crash_then_rm
 check "rm leaves no process, socket or state" t_rm_leaves_nothing

@@ -49,6 +49,31 @@ parse(const struct cmd_entry *e, const char **v, struct args *a, char **cause)
 	return args_parse(e, n, (char **)v, a, cause);
 }
 
+TEST(args_sizes_in_mib)
+{
+	long long v = -1;
+	char *cause = NULL;
+
+	CHECK_INT(args_size_mb("--disk", "512", 16, 1 << 24, &v, &cause), 0);
+	CHECK(v == 512);
+	CHECK_INT(args_size_mb("--disk", "512M", 16, 1 << 24, &v, &cause), 0);
+	CHECK(v == 512);
+	CHECK_INT(args_size_mb("--disk", "4G", 16, 1 << 24, &v, &cause), 0);
+	CHECK(v == 4096);
+	CHECK_INT(args_size_mb("--disk", "2t", 16, 1 << 24, &v, &cause), 0);
+	CHECK(v == 2 * 1024 * 1024);
+	static const char *const bad[] = {"", "G", "4X", "-1G", "1.5G", "8M",
+	    "17T", "99999999999999999999G", "4GB", " 4G"};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		CHECK_INT(
+		    args_size_mb("--disk", bad[i], 16, 1 << 24, &v, &cause),
+		    -1);
+		CHECK(cause != NULL && strstr(cause, "invalid --disk") != NULL);
+		free(cause);
+		cause = NULL;
+	}
+}
+
 TEST(args_options_anywhere)
 {
 	const char *v[] = {"demo", "--cpus", "2", "box", "-f", "--port=7",

@@ -91,8 +91,8 @@ TEST(tcg_with_bridge_has_every_piece)
 	CHECK(has_opt(argv, "-smp", "2"));
 	CHECK(has_opt(argv, "-kernel", "/img/vmlinux"));
 	CHECK(has_opt(argv, "-initrd", "/img/initrd.img"));
-	CHECK(has_opt(
-	    argv, "-chardev", "file,id=console0,path=/run/s/console.log"));
+	CHECK(has_opt(argv, "-chardev",
+	    "file,id=console0,path=/run/s/console.log,append=on"));
 	CHECK(has_opt(argv, "-serial", "chardev:console0"));
 	CHECK(has_opt(argv, "-qmp", "unix:/run/s/qmp.sock,server=on,wait=off"));
 	CHECK(
@@ -146,10 +146,27 @@ TEST(commas_in_paths_are_escaped)
 	c.qmp = "/tmp/a,b/qmp";
 	c.vhost_user = "/tmp/a,b/vhu";
 	argv = qemu_argv(&c);
-	CHECK(has_opt(
-	    argv, "-chardev", "file,id=console0,path=/tmp/a,,b/console.log"));
+	CHECK(has_opt(argv, "-chardev",
+	    "file,id=console0,path=/tmp/a,,b/console.log,append=on"));
 	CHECK(has_opt(argv, "-qmp", "unix:/tmp/a,,b/qmp,server=on,wait=off"));
 	CHECK(has_opt(argv, "-chardev", "socket,id=vsock0,path=/tmp/a,,b/vhu"));
+	argv_free(argv);
+}
+
+TEST(workspace_is_a_raw_virtio_blk_disk)
+{
+	struct qemu_config c = tcg_bridge;
+	char **argv;
+
+	argv = qemu_argv(&c);
+	CHECK(!any_contains(argv, "virtio-blk"));
+	argv_free(argv);
+	c.workspace = "/s/a,b/workspace.img";
+	argv = qemu_argv(&c);
+	CHECK(has_opt(argv, "-drive",
+	    "file=/s/a,,b/workspace.img,if=none,id=ws0,format=raw,"
+	    "discard=unmap,detect-zeroes=unmap"));
+	CHECK(has_opt(argv, "-device", "virtio-blk-device,drive=ws0"));
 	argv_free(argv);
 }
 

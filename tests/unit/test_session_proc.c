@@ -74,7 +74,7 @@ TEST(spawn_detached_with_log_and_fd3)
 	    (long)getpid(), d);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
 	CHECK(pipe(p) == 0);
-	pid = proc_spawn(argv, p[1], log, NULL);
+	pid = proc_spawn(argv, p[1], log, NULL, NULL);
 	close(p[1]);
 	CHECK(pid > 0);
 	n = (int)read_full(p[0], buf, 6);
@@ -123,12 +123,12 @@ TEST(spawn_exec_failure_is_reported)
 	char *argv[] = {"/no/such/program", NULL};
 
 	xasprintf(&log, "%s/out.log", d);
-	CHECK_INT(proc_spawn(argv, -1, log, &cause), -1);
+	CHECK_INT(proc_spawn(argv, -1, log, NULL, &cause), -1);
 	CHECK(cause != NULL && strstr(cause, "/no/such/program") != NULL);
 	free(cause);
 	cause = NULL;
 	char *argv2[] = {"/bin/true", NULL};
-	CHECK_INT(proc_spawn(argv2, -1, "/no/such/dir/log", &cause), -1);
+	CHECK_INT(proc_spawn(argv2, -1, "/no/such/dir/log", NULL, &cause), -1);
 	CHECK(strstr(cause, "/no/such/dir/log") != NULL);
 	free(cause);
 	free(log);
@@ -147,7 +147,7 @@ TEST(terminate_escalates_to_sigkill)
 	xasprintf(
 	    &script, "trap '' TERM; while :; do sleep 1; done # %s", needle);
 	char *argv[] = {"/bin/sh", "-c", script, NULL};
-	pid = proc_spawn(argv, -1, log, NULL);
+	pid = proc_spawn(argv, -1, log, NULL, NULL);
 	CHECK(pid > 0);
 	usleep(200000); /* let the shell set its trap */
 	CHECK_INT(proc_terminate(pid, needle, 300), 0);
@@ -158,6 +158,50 @@ TEST(terminate_escalates_to_sigkill)
 	free(script);
 	free(needle);
 	free(log);
+	rmtree(d);
+	free(d);
+}
+
+/* Wait (bounded) until path exists. */
+static int
+wait_file(const char *path)
+{
+	uint64_t deadline = mono_ms() + 10000;
+
+	while (access(path, F_OK) != 0) {
+		if (mono_ms() >= deadline)
+			return 0;
+		usleep(10000);
+	}
+	return 1;
+}
+
+TEST(reaper_records_how_the_program_ended)
+{
+	char *d = tmpdir(), *log, *ex, *ex2;
+	struct session_exit e;
+	char *argv[] = {"/bin/sh", "-c", "exit 7", NULL};
+	char *argv2[] = {"/bin/sh", "-c", "kill -KILL $$", NULL};
+
+	xasprintf(&log, "%s/out.log", d);
+	xasprintf(&ex, "%s/exit", d);
+	xasprintf(&ex2, "%s/exit2", d);
+	CHECK_INT(proc_exit_read(ex, &e), -1);
+	CHECK(!e.known);
+	CHECK(proc_spawn(argv, -1, log, ex, NULL) > 0);
+	CHECK(wait_file(ex));
+	CHECK_INT(proc_exit_read(ex, &e), 0);
+	CHECK(e.known);
+	CHECK_INT(e.code, 7);
+	CHECK_INT(e.signal, 0);
+	CHECK(e.when > 0);
+	CHECK(proc_spawn(argv2, -1, log, ex2, NULL) > 0);
+	CHECK(wait_file(ex2));
+	CHECK_INT(proc_exit_read(ex2, &e), 0);
+	CHECK_INT(e.signal, 9);
+	free(log);
+	free(ex);
+	free(ex2);
 	rmtree(d);
 	free(d);
 }

@@ -1,0 +1,173 @@
+/*
+ * cmd-logs.c: `vmux logs [-f] [-n N] NAME`: the guest's serial console.
+ *
+ * The console log keeps every boot of the session (QEMU appends), kernel
+ * messages and vmux-init's lines included, so it is where a crash or a
+ * failed boot explains itself. What the guest wrote is shown through
+ * str_printable: escape sequences from a hostile guest never reach the
+ * user's terminal. -f follows new output until the session stops.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "session/session.h"
+#include "cli.h"
+
+#define LOGS_POLL_US (100 * 1000)
+#define LOGS_LINE_MAX 65536
+
+static int cmd_logs_exec(struct args *);
+
+static const struct cmd_opt cmd_logs_opts[] = {
+    {"follow", 'f', NULL, 0,
+        "keep printing new output until the session stops (Ctrl-C ends)"},
+    {"lines", 'n', "N", 0, "only the last N lines"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_logs_entry = {
+    .name = "logs",
+    .pre = "NAME",
+    .summary = "Show the guest's serial console (kernel, vmux-init), every "
+               "boot of the session; works for stopped and crashed "
+               "sessions too. Control characters are shown escaped.",
+    .opts = cmd_logs_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_logs_exec,
+};
+
+/* A line buffer: bytes not yet ended by a newline. */
+struct logs_buf {
+	char line[LOGS_LINE_MAX + 1];
+	size_t len;
+};
+
+/* Print the buffered line, made safe, and empty the buffer. */
+static void
+logs_flush(struct logs_buf *b)
+{
+	char *safe;
+	size_t i;
+
+	while (b->len > 0 && b->line[b->len - 1] == '\r')
+		b->len--;
+	for (i = 0; i < b->len; i++) { /* keep the C string whole */
+		if (b->line[i] == '\0')
+			b->line[i] = ' ';
+	}
+	b->line[b->len] = '\0';
+	safe = str_printable(b->line, 0);
+	printf("%s\n", safe);
+	free(safe);
+	b->len = 0;
+}
+
+/* Feed len bytes: print each complete line. */
+static void
+logs_feed(struct logs_buf *b, const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (p[i] == '\n' || b->len == LOGS_LINE_MAX) {
+			logs_flush(b);
+			if (p[i] == '\n')
+				continue;
+		}
+		b->line[b->len++] = p[i];
+	}
+}
+
+/* Offset where the last n lines of fd begin (0 if it has fewer). */
+static off_t
+logs_tail_start(int fd, long long n)
+{
+	char buf[8192];
+	off_t end = lseek(fd, 0, SEEK_END), pos = end;
+	long long seen = 0;
+
+	while (pos > 0) {
+		size_t chunk = pos > (off_t)sizeof buf ? sizeof buf : (size_t)pos;
+		ssize_t got;
+		pos -= (off_t)chunk;
+		got = pread(fd, buf, chunk, pos);
+		if (got <= 0)
+			return 0;
+		for (ssize_t i = got - 1; i >= 0; i--) {
+			if (buf[i] != '\n' || pos + i == end - 1)
+				continue;
+			if (++seen == n)
+				return pos + i + 1;
+		}
+	}
+	return 0;
+}
+
+/* Print the console, then follow it if asked. */
+static int
+cmd_logs_exec(struct args *a)
+{
+	const char *ns = args_get(a, "lines");
+	struct session_record r;
+	static struct logs_buf b;
+	char *home, *cause = NULL, buf[65536];
+	long long lines = 0;
+	int fd, follow = args_has(a, "follow"), rc;
+	ssize_t n;
+
+	if ((ns != NULL &&
+	        args_number("--lines", ns, 0, 1LL << 40, &lines, &cause) != 0) ||
+	    session_name_valid(a->argv[0], &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((home = cli_home()) == NULL)
+		return EXIT_VMUX;
+	if (record_load(home, a->argv[0], &r, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		free(home);
+		return EXIT_VMUX;
+	}
+	free(home);
+	fd = open(r.console_log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT && !follow) { /* never booted: no output */
+			record_free(&r);
+			return 0;
+		}
+		cli_error("%s: %s", r.console_log, strerror(errno));
+		record_free(&r);
+		return EXIT_VMUX;
+	}
+	if (lseek(fd, ns != NULL ? logs_tail_start(fd, lines) : 0, SEEK_SET) <
+	    0)
+		lseek(fd, 0, SEEK_SET);
+	if (ns != NULL && lines == 0)
+		lseek(fd, 0, SEEK_END);
+	for (;;) {
+		n = read(fd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0) {
+			logs_feed(&b, buf, (size_t)n);
+			continue;
+		}
+		fflush(stdout);
+		if (!follow || !session_qemu_alive(&r))
+			break;
+		usleep(LOGS_POLL_US);
+	}
+	if (b.len > 0)
+		logs_flush(&b);
+	close(fd);
+	record_free(&r);
+	return 0;
+}

@@ -1,0 +1,111 @@
+/*
+ * cmd-start.c: `vmux start NAME` and `vmux restart NAME`.
+ *
+ * start boots a stopped or crashed session again with its name, CID,
+ * resources and workspace; restart is stop, then start. Both return once
+ * the agent answers, like `vmux new`, and a boot that fails leaves the
+ * session stopped (never removed: its workspace is the user's work).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "session/session.h"
+#include "cli.h"
+
+#define START_BOOT_DEFAULT 60
+#define START_LOCK_WAIT_MS 120000
+
+static int cmd_start_exec(struct args *);
+
+static const struct cmd_opt cmd_start_opts[] = {
+    {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
+    {"json", 0, NULL, 0, "print the session as ls --json shows it"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_start_entry = {
+    .name = "start",
+    .pre = "NAME",
+    .summary = "Boot a stopped or crashed session again: same name, "
+               "resources and workspace. Returns once the agent answers; a "
+               "failed boot leaves the session stopped.",
+    .opts = cmd_start_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_start_exec,
+};
+
+const struct cmd_entry cmd_restart_entry = {
+    .name = "restart",
+    .pre = "NAME",
+    .summary = "Stop a session (as vmux stop) and start it again (as vmux "
+               "start). Shells and running commands end; the workspace "
+               "stays.",
+    .opts = cmd_start_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_start_exec,
+};
+
+static volatile int start_interrupted;
+
+/* Signal handler: ask the boot loop to give up. */
+static void
+start_signal(int sig)
+{
+	(void)sig;
+	start_interrupted = 1;
+}
+
+/* Boot the session (stopping it first for restart). */
+static int
+cmd_start_exec(struct args *a)
+{
+	const char *s = args_get(a, "boot-timeout");
+	struct launch_opts o;
+	struct session_record r;
+	char *home, *cause = NULL;
+	long long secs = START_BOOT_DEFAULT;
+	int rc;
+
+	if ((s != NULL && args_number("--boot-timeout", s, 1, 3600, &secs,
+	                      &cause) != 0) ||
+	    session_name_valid(a->argv[0], &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((home = cli_home()) == NULL)
+		return EXIT_VMUX;
+	if (strcmp(a->entry->name, "restart") == 0 &&
+	    session_halt(home, a->argv[0], "restart", 0, cli_notice, &cause) <
+	        0) {
+		cli_error("%s", cause);
+		free(cause);
+		free(home);
+		return EXIT_VMUX;
+	}
+	memset(&o, 0, sizeof o);
+	o.home = home;
+	o.name = a->argv[0];
+	o.boot_timeout_s = (int)secs;
+	o.lock_wait_ms = START_LOCK_WAIT_MS;
+	o.notice = cli_notice;
+	o.interrupted = &start_interrupted;
+	cli_trap_interrupts(start_signal);
+	if (session_start(&o, &r, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+	} else {
+		struct session_entry e = {.name = r.name, .ok = 1, .rec = r};
+		cli_result(ls_session_json(&e));
+		record_free(&r);
+		rc = 0;
+	}
+	free(home);
+	return rc;
+}

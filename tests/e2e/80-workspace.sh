@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# 80-workspace: workspaces that persist and the session lifecycle: the disk
+# at /workspace, stop and start with data checked, kill -9 of QEMU in the
+# middle of fsync'ed writes then start, crashed state and logs, concurrent
+# commands on one session, rm with and without --keep-workspace, --disk.
+source "$(dirname "$0")/lib.sh"
+need_session ws
+
+state() { session_field "$1" state; }
+
+t_workspace_is_home() {
+	local out img
+	out=$(vmux exec ws -- sh -c 'pwd; echo $HOME; grep " /workspace " /proc/mounts') || return 1
+	expect_match pwd "$out" $'^/workspace\n/workspace\n' || return 1
+	expect_match mount "$out" $'\n/dev/vda /workspace ext4 rw' || return 1
+	out=$(vmux exec ws -- df -k /workspace | tail -1) || return 1
+	# 4 GiB less ext4's own metadata
+	(($(awk '{print $2}' <<<"$out") > 3900000)) || fail "size: $out" || return 1
+	img=$(session_field ws workspace.path)
+	[[ $img == "$VMUX_HOME/sessions/ws/workspace.img" ]] || fail "image: $img" || return 1
+	expect_eq mode "$(stat -c %a "$img")" 600 || return 1
+	# sparse: a 4 GiB workspace takes a few MiB on the host
+	(($(session_field ws workspace.host_bytes) < 64 * 1024 * 1024)) ||
+		fail "not sparse: $(session_field ws workspace.host_bytes) bytes"
+}
+
+t_stop_start_keeps_data() {
+	local cid out
+	cid=$(session_field ws cid)
+	vmux exec ws -- sh -c 'head -c 1048576 /dev/urandom > data && md5sum data > data.md5 && sync' || return 1
+	vmux stop ws || return 1
+	expect_eq state "$(state ws)" stopped || return 1
+	expect_eq stopped_by "$(session_field ws stopped_by)" user || return 1
+	expect_eq "qemu exit" "$(session_field ws qemu_exit.code)" 0 || return 1
+	expect_match console "$(vmux logs ws)" 'vmux-init: workspace unmounted' || return 1
+	expect_match table "$(vmux ls)" 'ws +stopped .*by user' || return 1
+	# stopping a stopped session is not an error
+	vmux stop ws || return 1
+	# commands on a stopped session say so
+	out=$(vmux exec ws -- true 2>&1)
+	[[ $? -eq 125 ]] && expect_match "exec on stopped" "$out" "is stopped" || return 1
+	vmux start ws || return 1
+	expect_eq state "$(state ws)" running || return 1
+	expect_eq "same cid" "$(session_field ws cid)" "$cid" || return 1
+	vmux exec ws -- md5sum -c data.md5 || return 1
+	out=$(vmux start ws 2>&1)
+	[[ $? -eq 125 ]] && expect_match "start running" "$out" "already running"
+}
+
+t_kill9_mid_write_then_start() {
+	local q synced last n
+	# The guest appends a number, syncs, then tells the host: every
+	# number the host has seen was on disk before QEMU died.
+	vmux exec ws -- sh -c 'i=0; while :; do echo $i >> log; sync; echo $i; i=$((i+1)); done' \
+		>"$TMP/synced" 2>/dev/null &
+	bg_track $!
+	wait_for 60 bash -c "(( \$(tail -n 1 '$TMP/synced' 2>/dev/null || echo 0) >= 20 ))" ||
+		fail "writer did not get going" || return 1
+	q=$(session_field ws pids.qemu)
+	kill -9 "$q"
+	wait_for 15 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"ws\") | .state') == crashed ]]" ||
+		fail "state: $(state ws)" || return 1
+	synced=$(tail -n 1 "$TMP/synced")
+	expect_eq signal "$(session_field ws qemu_exit.signal)" 9 || return 1
+	expect_match table "$(vmux ls)" 'ws +crashed .*QEMU killed by SIGKILL' || return 1
+	expect_match tail "$(session_field ws console_tail)" 'vmux-' || return 1
+	vmux start ws || return 1
+	out=$(vmux exec ws -- sh -c 'grep " /workspace " /proc/mounts; tail -n 1 log; wc -l < log') || return 1
+	expect_match "mounted rw" "$out" '/workspace ext4 rw' || return 1
+	last=$(sed -n 2p <<<"$out") n=$(sed -n 3p <<<"$out")
+	((last >= synced)) || fail "lost fsync'ed data: last $last < synced $synced" || return 1
+	# every line is there and in order: 0..last
+	vmux exec ws -- sh -c "seq 0 $last | cmp - log" || fail "log is not 0..$last" || return 1
+	((n == last + 1)) || fail "lines $n, last $last"
+}
+
+t_logs() {
+	local out
+	out=$(vmux logs ws) || return 1
+	expect_match boots "$(grep -c 'vmux-init: start' <<<"$out")" '^[3-9]$' || return 1
+	expect_eq "-n 1" "$(vmux logs -n 1 ws | wc -l)" 1 || return 1
+	# what the guest prints cannot drive the user's terminal
+	vmux exec ws -- sh -c 'printf "evil\033]0;pwned\007\033[2J\n" > /dev/console' || return 1
+	wait_for 10 bash -c "'$VMUX' logs ws | grep -qF 'evil\x1b]0;pwned\x07\x1b[2J'" ||
+		fail "escape not shown escaped: $(vmux logs -n 2 ws | od -c | head)" || return 1
+	! vmux logs ws | grep -q $'\033' || fail "raw ESC in logs output"
+}
+
+t_concurrent_commands() {
+	local dir holder out
+	dir=$(session_field ws dir)
+	# Someone holds the session: start and stop wait for it and say so.
+	flock -o "$dir/lock" sleep 600 & # -o: only flock itself holds it
+	holder=$!
+	bg_track $holder
+	wait_for 5 bash -c "! flock -n '$dir/lock' true" || fail "lock not taken" || return 1
+	vmux stop ws 2>"$TMP/stop.err" &
+	local stopper=$!
+	wait_for 10 grep -q "waiting for" "$TMP/stop.err" ||
+		fail "no waiting notice: $(cat "$TMP/stop.err")" || return 1
+	expect_eq "still running" "$(state ws)" running || return 1
+	kill "$holder"
+	wait "$stopper" || fail "stop failed: $(cat "$TMP/stop.err")" || return 1
+	expect_eq state "$(state ws)" stopped || return 1
+	# Two restarts and a start at once: one VM, a sound record.
+	vmux restart ws >/dev/null 2>"$TMP/r1" &
+	local p1=$!
+	vmux restart ws >/dev/null 2>"$TMP/r2" &
+	local p2=$!
+	vmux start ws >/dev/null 2>"$TMP/r3"
+	wait "$p1" || fail "restart 1: $(cat "$TMP/r1")" || return 1
+	wait "$p2" || fail "restart 2: $(cat "$TMP/r2")" || return 1
+	expect_eq state "$(state ws)" running || return 1
+	expect_eq qemus "$(pgrep -c -f -- "$dir/console.log")" 1 || return 1
+	vmux exec ws -- md5sum -c data.md5
+}
+
+t_rm_keep_workspace_and_reuse() {
+	local kept out
+	vmux exec ws -- sh -c 'echo kept > mark && sync' || return 1
+	out=$(vmux rm --keep-workspace ws 2>&1) || fail "rm: $out" || return 1
+	kept=$VMUX_HOME/workspaces/ws.img
+	expect_match notice "$out" "kept as $kept" || return 1
+	[[ -f $kept && ! -e $VMUX_HOME/sessions/ws ]] || fail "kept: $(ls -la "$VMUX_HOME"/workspaces)" || return 1
+	need_session ws2 --workspace "$kept"
+	expect_eq mark "$(vmux exec ws2 -- cat mark)" kept || return 1
+	expect_eq owned "$(session_field ws2 workspace.owned)" false || return 1
+	# one workspace, one VM
+	out=$(vmux new ws3 --workspace "$kept" 2>&1)
+	[[ $? -eq 125 ]] && expect_match "in use" "$out" "in use by session 'ws2'" || return 1
+	[[ ! -e $VMUX_HOME/sessions/ws3 ]] || fail "ws3 left behind" || return 1
+	# not an ext4 image: refused before anything starts
+	head -c 1M /dev/zero >"$TMP/zero.img"
+	out=$(vmux new ws4 --workspace "$TMP/zero.img" 2>&1)
+	[[ $? -eq 125 ]] && expect_match "not ext4" "$out" "no ext4 file system" || return 1
+	# the user's image survives rm
+	vmux rm ws2 || return 1
+	[[ -f $kept ]] || fail "rm deleted the user's image"
+}
+
+t_disk_flag_and_rm() {
+	local img out
+	need_session small --disk 64M
+	out=$(vmux exec small -- df -k /workspace | tail -1) || return 1
+	(($(awk '{print $2}' <<<"$out") < 70000)) || fail "size: $out" || return 1
+	img=$(session_field small workspace.path)
+	vmux rm small || return 1
+	[[ ! -e $img ]] || fail "rm left the workspace $img" || return 1
+	out=$(vmux new bad --disk 5X 2>&1)
+	[[ $? -eq 2 ]] && expect_match "bad size" "$out" "invalid --disk '5X'" || return 1
+	expect_status 2 vmux new bad --disk 1M 2>/dev/null || return 1
+	expect_status 2 vmux new bad --disk 1G --workspace "$TMP/zero.img" 2>/dev/null || return 1
+	[[ ! -e $VMUX_HOME/sessions/bad ]]
+}
+
+check "workspace: ext4 at /workspace, home and cwd, sparse 0600 image" t_workspace_is_home
+check "stop and start keep data, cid; states and errors said" t_stop_start_keeps_data
+check "kill -9 of QEMU mid-write: crashed, start, fsync'ed data all there" t_kill9_mid_write_then_start
+check "logs: every boot, -n, guest escapes shown escaped" t_logs
+check "concurrent commands wait for the lock; one VM, sound record" t_concurrent_commands
+check "rm --keep-workspace, new --workspace, in use, not ext4" t_rm_keep_workspace_and_reuse
+check "--disk size, bad sizes, rm deletes the workspace" t_disk_flag_and_rm
