@@ -140,9 +140,45 @@ extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
+extern const struct cmd_entry cmd_run_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;
+/* cmd-new.c: new's flags, which vmux run takes too. */
+#define NEW_OPTS                                                               \
+	{"cpus", 0, "N", 0, "virtual CPUs, 1-64 (default 1)"},                 \
+	    {"memory", 0, "MB", 0,                                             \
+	        "guest memory in MiB, 64-1048576 (default 512)"},              \
+	    {"accel", 0, "kvm|tcg", 0,                                         \
+	        "accelerator (default: kvm where it works)"},                  \
+	    {"allow-port", 0, "P", 1,                                          \
+	        "host port the guest may connect to (<vsock_uds>_P)"},         \
+	    {"boot-timeout", 0, "S", 0,                                        \
+	        "seconds to wait for the agent (default 60)"},                 \
+	    {"disk", 0, "SIZE", 0,                                             \
+	        "size of the new workspace disk, e.g. 512M or 20G (default "   \
+	        "4G; "                                                         \
+	        "sparse: it takes host space only as the guest writes)"},      \
+	    {"workspace", 0, "FILE", 0,                                        \
+	        "use this ext4 disk image as the workspace (one kept by vmux " \
+	        "rm "                                                          \
+	        "--keep-workspace); vmux never deletes it"},                   \
+	    {"kernel", 0, "FILE", 0,                                           \
+	        "guest kernel (default: vmux's guest image)"},                 \
+	    {"initrd", 0, "FILE", 0,                                           \
+	        "guest initrd (default: vmux's guest image)"},                 \
+	{                                                                      \
+		"vsock", 0, "bridge|kernel", 0,                                \
+		    "vsock transport: vmux-bridge (default) or "               \
+		    "/dev/vhost-vsock"                                         \
+	}
+
+struct launch_opts;
+int new_parse(
+    struct args *, struct launch_opts *, unsigned **allow, char **cause);
+
+int exec_in_session(const char *name, struct cJSON *req, int timeout_s,
+    int forward, struct cJSON **result, int *timed_out);
 int cmd_exec_request(
     const struct args *, int *timeout_s, struct cJSON **req, char **cause);
 

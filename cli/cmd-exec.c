@@ -114,12 +114,10 @@ cmd_exec_request(
 
 /* Our exit status for a finished run (Docker's convention). */
 static int
-exec_status(const struct exec_outcome *o, int timeout_s)
+exec_status(const struct exec_outcome *o)
 {
-	if (o->timed_out) {
-		cli_error("command timed out after %d s", timeout_s);
+	if (o->timed_out)
 		return EXIT_TIMEOUT;
-	}
 	if (o->sig > 0 && o->sig < 128)
 		return 128 + o->sig;
 	if (o->code >= 0 && o->code <= 255)
@@ -181,36 +179,33 @@ exec_stream_start(
 }
 
 /*
- * Run the command through exec_stream: output as it comes, our stdin
- * forwarded with -i or when it is not a terminal.
+ * Run req (an exec_stream request from cmd_exec_request) in session name:
+ * output as it comes, our stdin forwarded when forward. Under --json the
+ * captured result is returned in *result (caller owns it) rather than
+ * printed. The exit status to use (Docker's convention); *timed_out says
+ * whether the command's timeout expired.
  */
-static int
-cmd_exec_exec(struct args *a)
+int
+exec_in_session(const char *name, cJSON *req, int timeout_s, int forward,
+    cJSON **result, int *timed_out)
 {
 	struct session_record r;
 	struct vsock_target t;
 	struct exec_outcome o;
-	cJSON *req;
 	char *cause = NULL;
 	uint8_t *rest = NULL;
 	size_t rest_len = 0;
-	int timeout_s, rc, sock, forward;
+	int rc, sock;
 
-	if (cmd_exec_request(a, &timeout_s, &req, &cause) != 0) {
-		rc = cli_usage_error(a->entry, "%s", cause);
-		free(cause);
+	*result = NULL;
+	*timed_out = 0;
+	if ((rc = cli_running_session(name, &r, &t)) != 0)
 		return rc;
-	}
-	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0) {
-		cJSON_Delete(req);
-		return rc;
-	}
 	cJSON_AddStringToObject(req, "action", "exec_stream");
 	sock = transport_connect(
 	    &t, VMUX_AGENT_PORT, mono_ms() + EXEC_CONNECT_MS, &cause);
 	rc = sock < 0 ? EXIT_VMUX
 	              : exec_stream_start(sock, req, &rest, &rest_len, &cause);
-	cJSON_Delete(req);
 	record_free(&r);
 	if (rc != 0) {
 		cli_error("%s", cause);
@@ -222,7 +217,6 @@ cmd_exec_exec(struct args *a)
 
 	memset(&o, 0, sizeof o);
 	o.capture = cli_json();
-	forward = args_has(a, "interactive") || !isatty(STDIN_FILENO);
 	fflush(stdout);
 	rc = exec_stream_run(sock, rest, rest_len, forward, &o, &cause);
 	free(rest);
@@ -231,11 +225,36 @@ cmd_exec_exec(struct args *a)
 		free(cause);
 		rc = EXIT_VMUX;
 	} else {
-		rc = exec_status(&o, timeout_s);
+		rc = exec_status(&o);
+		*timed_out = o.timed_out;
 		if (o.capture)
-			cli_result(exec_capture_json(&o));
+			*result = exec_capture_json(&o);
 	}
 	free(o.out.data);
 	free(o.err.data);
+	return rc;
+}
+
+/* vmux exec: build the request from the flags and run it. */
+static int
+cmd_exec_exec(struct args *a)
+{
+	cJSON *req, *result;
+	char *cause = NULL;
+	int timeout_s, rc, timed_out;
+
+	if (cmd_exec_request(a, &timeout_s, &req, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	rc = exec_in_session(a->argv[0], req, timeout_s,
+	    args_has(a, "interactive") || !isatty(STDIN_FILENO), &result,
+	    &timed_out);
+	cJSON_Delete(req);
+	if (timed_out)
+		cli_error("command timed out after %d s", timeout_s);
+	if (result != NULL)
+		cli_result(result);
 	return rc;
 }

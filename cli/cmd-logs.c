@@ -18,7 +18,7 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define LOGS_POLL_US (100 * 1000)
+#define LOGS_POLL_US  (100 * 1000)
 #define LOGS_LINE_MAX 65536
 
 static int cmd_logs_exec(struct args *);
@@ -93,7 +93,8 @@ logs_tail_start(int fd, long long n)
 	long long seen = 0;
 
 	while (pos > 0) {
-		size_t chunk = pos > (off_t)sizeof buf ? sizeof buf : (size_t)pos;
+		size_t chunk =
+		    pos > (off_t)sizeof buf ? sizeof buf : (size_t)pos;
 		ssize_t got;
 		pos -= (off_t)chunk;
 		got = pread(fd, buf, chunk, pos);
@@ -122,7 +123,8 @@ cmd_logs_exec(struct args *a)
 	ssize_t n;
 
 	if ((ns != NULL &&
-	        args_number("--lines", ns, 0, 1LL << 40, &lines, &cause) != 0) ||
+	        args_number("--lines", ns, 0, 1LL << 40, &lines, &cause) !=
+	            0) ||
 	    session_name_valid(a->argv[0], &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);

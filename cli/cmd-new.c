@@ -22,22 +22,7 @@
 static int cmd_new_exec(struct args *);
 
 static const struct cmd_opt cmd_new_opts[] = {
-    {"cpus", 0, "N", 0, "virtual CPUs, 1-64 (default 1)"},
-    {"memory", 0, "MB", 0, "guest memory in MiB, 64-1048576 (default 512)"},
-    {"accel", 0, "kvm|tcg", 0, "accelerator (default: kvm where it works)"},
-    {"allow-port", 0, "P", 1,
-        "host port the guest may connect to (<vsock_uds>_P)"},
-    {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
-    {"disk", 0, "SIZE", 0,
-        "size of the new workspace disk, e.g. 512M or 20G (default 4G; "
-        "sparse: it takes host space only as the guest writes)"},
-    {"workspace", 0, "FILE", 0,
-        "use this ext4 disk image as the workspace (one kept by vmux rm "
-        "--keep-workspace); vmux never deletes it"},
-    {"kernel", 0, "FILE", 0, "guest kernel (default: vmux's guest image)"},
-    {"initrd", 0, "FILE", 0, "guest initrd (default: vmux's guest image)"},
-    {"vsock", 0, "bridge|kernel", 0,
-        "vsock transport: vmux-bridge (default) or /dev/vhost-vsock"},
+    NEW_OPTS,
     {"json", 0, NULL, 0,
         "print the session as JSON (as ls --json shows it) instead of "
         "its name"},
@@ -95,72 +80,89 @@ new_number(struct args *a, const char *flag, long long min, long long max,
 	return 0;
 }
 
+/*
+ * Fill o from new's flags (shared with vmux run, whose table has them too;
+ * o->name is set by the caller). *allow is the --allow-port list (caller
+ * frees, also on failure). 0, or -1 with a usage cause.
+ */
+int
+new_parse(struct args *a, struct launch_opts *o, unsigned **allow, char **cause)
+{
+	const char *s;
+	char **ports;
+	int i, nports;
+
+	o->cpus = NEW_CPUS_DEFAULT;
+	o->memory_mb = NEW_MEMORY_DEFAULT;
+	o->boot_timeout_s = NEW_BOOT_DEFAULT;
+	*allow = NULL;
+	if (new_number(a, "cpus", 1, 64, &o->cpus, cause) != 0 ||
+	    new_number(a, "memory", 64, 1048576, &o->memory_mb, cause) != 0 ||
+	    new_number(a, "boot-timeout", 1, 3600, &o->boot_timeout_s, cause) !=
+	        0)
+		return -1;
+	s = args_get(a, "accel");
+	if (s != NULL && strcmp(s, "kvm") != 0 && strcmp(s, "tcg") != 0) {
+		xasprintf(cause, "invalid --accel '%s': want kvm or tcg", s);
+		return -1;
+	}
+	o->accel = s;
+	s = args_get(a, "vsock");
+	if (s != NULL && strcmp(s, "kernel") != 0 && strcmp(s, "bridge") != 0) {
+		xasprintf(
+		    cause, "invalid --vsock '%s': want bridge or kernel", s);
+		return -1;
+	}
+	o->vsock_kernel = s != NULL && strcmp(s, "kernel") == 0;
+	ports = args_values(a, "allow-port", &nports);
+	if (nports > 0 && o->vsock_kernel) {
+		xasprintf(cause, "--allow-port needs --vsock bridge");
+		return -1;
+	}
+	*allow = xcalloc((size_t)nports + 1, sizeof **allow);
+	for (i = 0; i < nports; i++) {
+		long long v;
+		if (args_number("--allow-port", ports[i], 1, 0xffffffffLL, &v,
+		        cause) != 0)
+			return -1;
+		(*allow)[i] = (unsigned)v;
+	}
+	o->allow_ports = *allow;
+	o->nallow_ports = (size_t)nports;
+	if ((s = args_get(a, "disk")) != NULL) {
+		long long mb;
+		if (args_get(a, "workspace") != NULL) {
+			xasprintf(cause,
+			    "--disk and --workspace exclude each "
+			    "other (an existing image has its size)");
+			return -1;
+		}
+		if (args_size_mb("--disk", s, WORKSPACE_MIN_MB,
+		        WORKSPACE_MAX_MB, &mb, cause) != 0)
+			return -1;
+		o->disk_mb = mb;
+	}
+	o->workspace = args_get(a, "workspace");
+	o->kernel = args_get(a, "kernel");
+	o->initrd = args_get(a, "initrd");
+	return 0;
+}
+
 /* Boot the session. */
 static int
 cmd_new_exec(struct args *a)
 {
 	struct launch_opts o;
 	struct session_record r;
-	const char *s;
-	char *cause = NULL, *home, **ports;
+	char *cause = NULL, *home;
 	unsigned *allow = NULL;
-	int i, nports, rc;
+	int rc;
 
 	memset(&o, 0, sizeof o);
 	o.name = a->argv[0];
-	o.cpus = NEW_CPUS_DEFAULT;
-	o.memory_mb = NEW_MEMORY_DEFAULT;
-	o.boot_timeout_s = NEW_BOOT_DEFAULT;
 	if (session_name_valid(o.name, &cause) != 0 ||
-	    new_number(a, "cpus", 1, 64, &o.cpus, &cause) != 0 ||
-	    new_number(a, "memory", 64, 1048576, &o.memory_mb, &cause) != 0 ||
-	    new_number(a, "boot-timeout", 1, 3600, &o.boot_timeout_s, &cause) !=
-	        0)
+	    new_parse(a, &o, &allow, &cause) != 0)
 		goto usage;
-	s = args_get(a, "accel");
-	if (s != NULL && strcmp(s, "kvm") != 0 && strcmp(s, "tcg") != 0) {
-		xasprintf(&cause, "invalid --accel '%s': want kvm or tcg", s);
-		goto usage;
-	}
-	o.accel = s;
-	s = args_get(a, "vsock");
-	if (s != NULL && strcmp(s, "kernel") != 0 && strcmp(s, "bridge") != 0) {
-		xasprintf(
-		    &cause, "invalid --vsock '%s': want bridge or kernel", s);
-		goto usage;
-	}
-	o.vsock_kernel = s != NULL && strcmp(s, "kernel") == 0;
-	ports = args_values(a, "allow-port", &nports);
-	if (nports > 0 && o.vsock_kernel) {
-		xasprintf(&cause, "--allow-port needs --vsock bridge");
-		goto usage;
-	}
-	allow = xcalloc((size_t)nports + 1, sizeof *allow);
-	for (i = 0; i < nports; i++) {
-		long long v;
-		if (args_number("--allow-port", ports[i], 1, 0xffffffffLL, &v,
-		        &cause) != 0)
-			goto usage;
-		allow[i] = (unsigned)v;
-	}
-	o.allow_ports = allow;
-	o.nallow_ports = (size_t)nports;
-	if ((s = args_get(a, "disk")) != NULL) {
-		long long mb;
-		if (args_get(a, "workspace") != NULL) {
-			xasprintf(&cause,
-			    "--disk and --workspace exclude each "
-			    "other (an existing image has its size)");
-			goto usage;
-		}
-		if (args_size_mb("--disk", s, WORKSPACE_MIN_MB,
-		        WORKSPACE_MAX_MB, &mb, &cause) != 0)
-			goto usage;
-		o.disk_mb = mb;
-	}
-	o.workspace = args_get(a, "workspace");
-	o.kernel = args_get(a, "kernel");
-	o.initrd = args_get(a, "initrd");
 
 	home = cli_home();
 	if (home == NULL) {

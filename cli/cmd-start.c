@@ -71,8 +71,9 @@ cmd_start_exec(struct args *a)
 	long long secs = START_BOOT_DEFAULT;
 	int rc;
 
-	if ((s != NULL && args_number("--boot-timeout", s, 1, 3600, &secs,
-	                      &cause) != 0) ||
+	if ((s != NULL &&
+	        args_number("--boot-timeout", s, 1, 3600, &secs, &cause) !=
+	            0) ||
 	    session_name_valid(a->argv[0], &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);

@@ -15,9 +15,9 @@
 static int cmd_stop_exec(struct args *);
 
 static const struct cmd_opt cmd_stop_opts[] = {
-    {"timeout", 't', "S",
-        0, "seconds the guest gets to power off before QEMU is ended "
-           "(default 8)"},
+    {"timeout", 't', "S", 0,
+        "seconds the guest gets to power off before QEMU is ended "
+        "(default 8)"},
     {"json", 0, NULL, 0,
         "print {\"stopped\": NAME, \"forced\": BOOL} (a list for several)"},
     {NULL, 0, NULL, 0, NULL},

@@ -56,8 +56,8 @@ session_lock_one(const char *dir, const char *what, int wait_ms,
 		if (errno == EINTR)
 			continue;
 		if (errno != EWOULDBLOCK) {
-			xasprintf(cause, "cannot lock %s: %s", path,
-			    strerror(errno));
+			xasprintf(
+			    cause, "cannot lock %s: %s", path, strerror(errno));
 			goto fail;
 		}
 		lock_holder(fd, holder, sizeof holder);

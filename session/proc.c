@@ -73,6 +73,8 @@ spawn_exec(char *const argv[], int pass_fd, int null_fd, int log_fd, int err_fd)
 	close_fds(want_pass ? 4 : 3, (unsigned)err_fd - 1);
 	close_fds((unsigned)err_fd + 1, ~0U);
 
+	/* What QEMU and the bridge create (console log, sockets) is private. */
+	umask(077);
 	/* Ignored signals survive exec: give the child a clean slate. */
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);

@@ -48,8 +48,9 @@ mkfs_find(char **cause)
 		}
 	}
 	if (p == NULL)
-		xasprintf(cause, "mkfs.ext4 not found (install the e2fsprogs "
-		                 "package)");
+		xasprintf(cause,
+		    "mkfs.ext4 not found (install the e2fsprogs "
+		    "package)");
 	return p;
 }
 
@@ -60,8 +61,8 @@ mkfs_find(char **cause)
 static int
 run_quiet(char *const argv[], char **cause)
 {
-	static char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-	    "LC_ALL=C", NULL};
+	static char *const envp[] = {
+	    "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 	posix_spawn_file_actions_t fa;
 	char out[MKFS_OUTPUT_MAX], *safe;
 	size_t got = 0;
@@ -107,8 +108,8 @@ run_quiet(char *const argv[], char **cause)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	safe = str_printable(out, 0);
-	xasprintf(cause, "%s failed%s%s", argv[0], *safe != '\0' ? ": " : "",
-	    safe);
+	xasprintf(
+	    cause, "%s failed%s%s", argv[0], *safe != '\0' ? ": " : "", safe);
 	free(safe);
 	return -1;
 }
@@ -217,8 +218,8 @@ workspace_in_use(
 		if (stat(v[i].rec.workspace, &st) == 0 &&
 		    st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
 			xasprintf(cause,
-			    "workspace %s is in use by session '%s'",
-			    path, v[i].name);
+			    "workspace %s is in use by session '%s'", path,
+			    v[i].name);
 			found = 1;
 		}
 	}
@@ -247,8 +248,8 @@ workspace_keep(
 	xasprintf(&dst, "%s/%s.img", dir, name);
 	if (lstat(dst, &st) == 0) {
 		free(dst);
-		xasprintf(&dst, "%s/%s-%lld.img", dir, name,
-		    (long long)time(NULL));
+		xasprintf(
+		    &dst, "%s/%s-%lld.img", dir, name, (long long)time(NULL));
 	}
 	free(dir);
 	if (rename(path, dst) != 0) {

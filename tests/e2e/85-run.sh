@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# 85-run: vmux run (status passed on, stop or --rm, TIMED_OUT removes the
+# session), and isolation: the host's environment never reaches a guest
+# (exec, shells, every guest process), state files are private.
+source "$(dirname "$0")/lib.sh"
+
+t_run_status_and_stop() {
+	local out
+	out=$(vmux run --name r1 -- sh -c 'echo hi > f; pwd; exit 3' 2>"$TMP/err")
+	expect_eq status $? 3 || return 1
+	expect_eq output "$out" /workspace || return 1
+	expect_match notice "$(cat "$TMP/err")" "session 'r1' stopped" || return 1
+	expect_eq state "$(session_field r1 state)" stopped || return 1
+	expect_eq stopped_by "$(session_field r1 stopped_by)" run || return 1
+	# the workspace is kept: start it and the file is there
+	vmux start r1 && expect_eq file "$(vmux exec r1 -- cat f)" hi || return 1
+	vmux rm r1
+}
+
+t_run_rm_json() {
+	local j
+	j=$(vmux run --rm --name r2 --json -- sh -c 'echo out; echo err >&2') || return 1
+	expect_eq status "$(jq -r .status <<<"$j")" COMPLETED || return 1
+	expect_eq exit_code "$(jq -r .exit_code <<<"$j")" 0 || return 1
+	expect_eq stdout "$(jq -r .stdout <<<"$j")" out || return 1
+	expect_eq removed "$(jq -r .removed <<<"$j")" true || return 1
+	[[ ! -e $VMUX_HOME/sessions/r2 ]] || fail "r2 not removed"
+}
+
+t_run_timeout_is_timed_out() {
+	local j rc
+	j=$(vmux run --name r3 --timeout 2 --json -- sleep 60)
+	rc=$?
+	expect_eq "exit status" "$rc" 124 || return 1
+	expect_eq status "$(jq -r .status <<<"$j")" TIMED_OUT || return 1
+	expect_eq "exit_code null" "$(jq -c .exit_code <<<"$j")" null || return 1
+	expect_eq session "$(jq -r .session <<<"$j")" r3 || return 1
+	[[ -z $(vmux ls --json | jq -r '.[] | select(.name=="r3") | .name') ]] ||
+		fail "timed-out session still listed" || return 1
+	[[ -z $(e2e_leftovers) ]] || fail "left: $(e2e_leftovers)"
+}
+
+t_run_bad_flags() {
+	expect_status 2 vmux run 2>/dev/null || return 1
+	expect_status 2 vmux run --cpus 0 -- true 2>/dev/null || return 1
+	expect_status 2 vmux run --name 'a/b' -- true 2>/dev/null || return 1
+	[[ -z $(ls "$VMUX_HOME/sessions" 2>/dev/null) ]] || fail "left: $(ls "$VMUX_HOME/sessions")"
+}
+
+t_host_env_never_enters_the_guest() {
+	local out secret=shouldnotleak-$RANDOM$RANDOM
+	export VMUX_TEST_SECRET_ABC123=$secret
+	need_session iso
+	out=$(vmux exec iso -- sh -c 'env; cat /proc/cmdline; cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n"') ||
+		return 1
+	[[ $out != *"$secret"* && $out != *VMUX_TEST_SECRET* ]] || fail "secret in exec: $out" || return 1
+	out=$(printf 'env\nexit\n' | vmux shell iso 2>&1)
+	[[ $out == *HOME=/workspace* ]] || fail "shell did not run env: $out" || return 1
+	[[ $out != *"$secret"* ]] || fail "secret in shell" || return 1
+	# only what --env gives
+	expect_eq "--env" "$(vmux exec iso --env "K=$secret" -- sh -c 'echo $K')" "$secret"
+}
+
+t_state_files_are_private() {
+	local dir bad
+	dir=$(session_field iso dir)
+	expect_eq "session dir" "$(stat -c %a "$dir")" 700 || return 1
+	bad=$(find "$dir" -type f -perm /077 -printf '%m %p\n')
+	[[ -z $bad ]] || fail "readable by others: $bad" || return 1
+	bad=$(find "$dir" -type s -perm /077 -printf '%m %p\n')
+	[[ -z $bad ]] || fail "sockets open to others: $bad"
+}
+
+check "run: status passed on, session stopped and startable" t_run_status_and_stop
+check "run --rm --json: COMPLETED, output, removed" t_run_rm_json
+check "run --timeout: TIMED_OUT, exit_code null, session removed" t_run_timeout_is_timed_out
+check "run: bad flags exit 2 and leave nothing" t_run_bad_flags
+check "the host's environment never enters the guest" t_host_env_never_enters_the_guest
+check "state files and sockets are private (0700/0600)" t_state_files_are_private
