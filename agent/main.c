@@ -4,12 +4,16 @@
  *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
  *	    [--memory-budget BYTES] [--poweroff-pid PID] [--home DIR]
+ *	    [--cgroup DIR]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
  * instead (host-side testing); there "shutdown" ends the agent rather than
  * signalling PID 1 (unless --poweroff-pid says otherwise). --home sets the
- * user's HOME and default directory (/root), for host-side tests.
+ * user's HOME and default directory (/root; vmux-init gives /workspace).
+ * --cgroup puts every command and shell in that cgroup v2 directory, where
+ * vmux-init set the session's process and memory limits; the agent itself
+ * stays outside, so a fork bomb or a memory hog cannot take it down.
  *
  * --memory-budget caps what shells and execs make the agent hold (default:
  * a quarter of MemTotal; budget.c). On vsock (in the guest) the agent makes
@@ -44,6 +48,7 @@ usage(int status)
 	    "[--scrollback BYTES]\n"
 	    "                  [--memory-budget BYTES] [--poweroff-pid PID] "
 	    "[--home DIR]\n"
+	    "                  [--cgroup DIR]\n"
 	    "                  [--version]\n");
 	exit(status);
 }
@@ -155,6 +160,7 @@ main(int argc, char **argv)
 	    {"poweroff-pid", required_argument, NULL, 'P'},
 	    {"memory-budget", required_argument, NULL, 'm'},
 	    {"home", required_argument, NULL, 'H'},
+	    {"cgroup", required_argument, NULL, 'G'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -211,6 +217,16 @@ main(int argc, char **argv)
 				exit(2);
 			}
 			user_home_set(optarg);
+			break;
+		case 'G':
+			if (optarg[0] != '/') {
+				fprintf(stderr,
+				    "vmux-agent: --cgroup: not an "
+				    "absolute path: %s\n",
+				    optarg);
+				exit(2);
+			}
+			user_cgroup_set(optarg);
 			break;
 		case 'P':
 			poweroff = number("--poweroff-pid", optarg, 0, 1 << 22);

@@ -57,6 +57,41 @@ env_name_len(const char *s)
  */
 static const char *home_dir = "/root";
 
+/*
+ * The cgroup v2 directory the user's commands and shells run in (agent
+ * --cgroup), or NULL. Set once at start-up, before any thread.
+ */
+static const char *user_cgroup;
+
+/* Set the user's cgroup. The string must outlive the agent. */
+void
+user_cgroup_set(const char *dir)
+{
+	user_cgroup = dir;
+}
+
+/*
+ * In the child: move into the user's cgroup. -1 if that failed: the
+ * limits were promised, so the command must not run without them.
+ */
+static int
+cgroup_join(void)
+{
+	char path[4096];
+	int fd, ok;
+
+	if (user_cgroup == NULL)
+		return 0;
+	if (snprintf(path, sizeof path, "%s/cgroup.procs", user_cgroup) >=
+	    (int)sizeof path)
+		return -1;
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	ok = write(fd, "0", 1) == 1;
+	close(fd);
+	return ok ? 0 : -1;
+}
+
 /* Set the user's home (agent --home). The string must outlive the agent. */
 void
 user_home_set(const char *dir)
@@ -231,6 +266,8 @@ child_run(const struct spawn *sp, int errfd)
 	 * test without privileges the value may already be what we want.
 	 */
 	oom_score_adj("0");
+	if (cgroup_join() < 0)
+		child_fail(errfd, STEP_SETUP);
 
 	if (setsid() < 0)
 		child_fail(errfd, STEP_SETUP);

@@ -146,9 +146,15 @@ extern const struct cmd_entry cmd_run_entry;
 struct cJSON;
 /* cmd-new.c: new's flags, which vmux run takes too. */
 #define NEW_OPTS                                                               \
-	{"cpus", 0, "N", 0, "virtual CPUs, 1-64 (default 1)"},                 \
+	{"profile", 0, "NAME", 0,                                              \
+	    "policy: default, offline_readonly, network_basic, "               \
+	    "network_extended, or a file in $XDG_CONFIG_HOME/vmux/profiles"},  \
+	    {"pids", 0, "N", 0,                                                \
+	        "most processes the user's commands may have (cgroup)"},       \
+	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \
+	    {"cpus", 0, "N", 0, "virtual CPUs, 1 to the host's (default 1)"},  \
 	    {"memory", 0, "MB", 0,                                             \
-	        "guest memory in MiB, 64-1048576 (default 512)"},              \
+	        "guest memory in MiB, 96 to the host's (default 512)"},        \
 	    {"accel", 0, "kvm|tcg", 0,                                         \
 	        "accelerator (default: kvm where it works)"},                  \
 	    {"allow-port", 0, "P", 1,                                          \
@@ -174,11 +180,12 @@ struct cJSON;
 	}
 
 struct launch_opts;
-int new_parse(
-    struct args *, struct launch_opts *, unsigned **allow, char **cause);
+struct profile;
+int new_parse(struct args *, struct launch_opts *, struct profile *,
+    unsigned **allow, char **cause);
 
-int exec_in_session(const char *name, struct cJSON *req, int timeout_s,
-    int forward, struct cJSON **result, int *timed_out);
+int exec_in_session(const char *name, struct cJSON *req, int *timeout_s,
+    int given, int forward, struct cJSON **result, int *timed_out);
 int cmd_exec_request(
     const struct args *, int *timeout_s, struct cJSON **req, char **cause);
 

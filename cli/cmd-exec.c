@@ -179,16 +179,19 @@ exec_stream_start(
 }
 
 /*
- * Run req (an exec_stream request from cmd_exec_request) in session name:
+ * Run req (an exec_stream request from cmd_exec_request) in session name,
+ * its timeout capped by the session's profile (*timeout_s is updated; a
+ * cap on a timeout the user gave is said):
  * output as it comes, our stdin forwarded when forward. Under --json the
  * captured result is returned in *result (caller owns it) rather than
  * printed. The exit status to use (Docker's convention); *timed_out says
  * whether the command's timeout expired.
  */
 int
-exec_in_session(const char *name, cJSON *req, int timeout_s, int forward,
-    cJSON **result, int *timed_out)
+exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
+    int forward, cJSON **result, int *timed_out)
 {
+	int clamped = 0;
 	struct session_record r;
 	struct vsock_target t;
 	struct exec_outcome o;
@@ -201,6 +204,20 @@ exec_in_session(const char *name, cJSON *req, int timeout_s, int forward,
 	*timed_out = 0;
 	if ((rc = cli_running_session(name, &r, &t)) != 0)
 		return rc;
+	/* The session's profile caps the timeout; a cap the user hit is said.
+	 */
+	if (r.max_timeout_s > 0 && *timeout_s > r.max_timeout_s) {
+		if (given) {
+			cli_noticef("--timeout %d clamped to %d s, the most "
+			            "profile '%s' allows",
+			    *timeout_s, r.max_timeout_s,
+			    r.profile != NULL ? r.profile : "?");
+			clamped = r.max_timeout_s;
+		}
+		*timeout_s = r.max_timeout_s;
+		cJSON_ReplaceItemInObject(
+		    req, "timeout_seconds", cJSON_CreateNumber(*timeout_s));
+	}
 	cJSON_AddStringToObject(req, "action", "exec_stream");
 	sock = transport_connect(
 	    &t, VMUX_AGENT_PORT, mono_ms() + EXEC_CONNECT_MS, &cause);
@@ -229,6 +246,9 @@ exec_in_session(const char *name, cJSON *req, int timeout_s, int forward,
 		*timed_out = o.timed_out;
 		if (o.capture)
 			*result = exec_capture_json(&o);
+		if (*result != NULL && clamped > 0)
+			cJSON_AddNumberToObject(
+			    *result, "timeout_clamped_to", clamped);
 	}
 	free(o.out.data);
 	free(o.err.data);
@@ -248,7 +268,8 @@ cmd_exec_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
-	rc = exec_in_session(a->argv[0], req, timeout_s,
+	rc = exec_in_session(a->argv[0], req, &timeout_s,
+	    args_get(a, "timeout") != NULL,
 	    args_has(a, "interactive") || !isatty(STDIN_FILENO), &result,
 	    &timed_out);
 	cJSON_Delete(req);

@@ -170,6 +170,12 @@ ls_session_json(const struct session_entry *e)
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	cJSON_AddStringToObject(o, "dir", r->dir);
+	cJSON_AddStringToObject(
+	    o, "profile", r->profile != NULL ? r->profile : "none");
+	cJSON_AddStringToObject(o, "network", r->net ? "on" : "off");
+	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
+	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
+	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
 	ls_workspace_json(o, r);
 	ls_stop_json(o, r, state);
 	free(created);

@@ -10,14 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session/session.h"
 #include "cli.h"
 
-#define NEW_CPUS_DEFAULT   1
-#define NEW_MEMORY_DEFAULT 512
-#define NEW_BOOT_DEFAULT   60
+#define NEW_BOOT_DEFAULT 60
 
 static int cmd_new_exec(struct args *);
 
@@ -80,26 +79,120 @@ new_number(struct args *a, const char *flag, long long min, long long max,
 	return 0;
 }
 
+/* The host's online CPUs and RAM in MiB, the ceilings of --cpus, --memory. */
+static void
+host_limits(long *cpus, long long *mem_mb)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	*cpus = n > 0 ? n : 1;
+	*mem_mb =
+	    pages > 0 && size > 0 ? (long long)pages * size >> 20 : 1048576;
+}
+
 /*
- * Fill o from new's flags (shared with vmux run, whose table has them too;
- * o->name is set by the caller). *allow is the --allow-port list (caller
- * frees, also on failure). 0, or -1 with a usage cause.
+ * Apply one flag to field of p: refused when p locks the field. 0, or -1
+ * with cause naming the flag, the field and the profile.
+ */
+static int
+new_override(
+    struct profile *p, int field, const char *flag, const char *v, char **cause)
+{
+	struct profile q = *p;
+	char *why = NULL;
+
+	if (profile_set(&q, field, v, &why) != 0) {
+		xasprintf(cause, "invalid %s: %s", flag, why);
+		free(why);
+		return -1;
+	}
+	/* A locked field may be given its own value, never another. */
+	if (profile_locked(p, field) && memcmp(&q, p, sizeof q) != 0) {
+		xasprintf(cause, "%s: '%s' is locked by profile '%s'", flag,
+		    profile_field_name(field), p->name);
+		return -1;
+	}
+	*p = q;
+	return 0;
+}
+
+/*
+ * Fill o and p from new's flags over the chosen profile (shared with vmux
+ * run, whose table has them too; o->name is set by the caller). *allow is
+ * the --allow-port list (caller frees, also on failure). 0, or -1 with a
+ * usage cause.
  */
 int
-new_parse(struct args *a, struct launch_opts *o, unsigned **allow, char **cause)
+new_parse(struct args *a, struct launch_opts *o, struct profile *p,
+    unsigned **allow, char **cause)
 {
+	static const struct {
+		const char *flag;
+		int field;
+	} flags[] = {{"cpus", PROFILE_CPUS}, {"memory", PROFILE_MEMORY},
+	    {"pids", PROFILE_PIDS}};
 	const char *s;
-	char **ports;
+	char **ports, *what;
+	long host_cpus;
+	long long host_mb, v;
+	size_t k;
 	int i, nports;
 
-	o->cpus = NEW_CPUS_DEFAULT;
-	o->memory_mb = NEW_MEMORY_DEFAULT;
-	o->boot_timeout_s = NEW_BOOT_DEFAULT;
 	*allow = NULL;
-	if (new_number(a, "cpus", 1, 64, &o->cpus, cause) != 0 ||
-	    new_number(a, "memory", 64, 1048576, &o->memory_mb, cause) != 0 ||
-	    new_number(a, "boot-timeout", 1, 3600, &o->boot_timeout_s, cause) !=
-	        0)
+	s = args_get(a, "profile");
+	if (profile_get(s != NULL ? s : "default", p, cause) != 0)
+		return -1;
+	for (k = 0; k < sizeof flags / sizeof *flags; k++) {
+		if ((s = args_get(a, flags[k].flag)) == NULL)
+			continue;
+		xasprintf(&what, "--%s", flags[k].flag);
+		i = new_override(p, flags[k].field, what, s, cause);
+		free(what);
+		if (i != 0)
+			return -1;
+	}
+	if (args_has(a, "read-only-root") &&
+	    new_override(
+	        p, PROFILE_READ_ONLY, "--read-only-root", "on", cause) != 0)
+		return -1;
+	if ((s = args_get(a, "disk")) != NULL) {
+		if (args_get(a, "workspace") != NULL) {
+			xasprintf(cause,
+			    "--disk and --workspace exclude each "
+			    "other (an existing image has its size)");
+			return -1;
+		}
+		if (profile_locked(p, PROFILE_DISK)) {
+			xasprintf(cause,
+			    "--disk: 'disk' is locked by profile "
+			    "'%s'",
+			    p->name);
+			return -1;
+		}
+		if (args_size_mb("--disk", s, WORKSPACE_MIN_MB,
+		        WORKSPACE_MAX_MB, &v, cause) != 0)
+			return -1;
+		p->disk_mb = v;
+	}
+	host_limits(&host_cpus, &host_mb);
+	if (p->cpus > host_cpus) {
+		xasprintf(cause, "--cpus %d: this host has %ld CPUs", p->cpus,
+		    host_cpus);
+		return -1;
+	}
+	if (p->memory_mb > host_mb) {
+		xasprintf(cause, "--memory %d: this host has %lld MiB",
+		    p->memory_mb, host_mb);
+		return -1;
+	}
+	o->profile = p;
+	o->cpus = p->cpus;
+	o->memory_mb = p->memory_mb;
+	o->disk_mb = p->disk_mb;
+	o->boot_timeout_s = NEW_BOOT_DEFAULT;
+	if (new_number(a, "boot-timeout", 1, 3600, &o->boot_timeout_s, cause) !=
+	    0)
 		return -1;
 	s = args_get(a, "accel");
 	if (s != NULL && strcmp(s, "kvm") != 0 && strcmp(s, "tcg") != 0) {
@@ -121,7 +214,6 @@ new_parse(struct args *a, struct launch_opts *o, unsigned **allow, char **cause)
 	}
 	*allow = xcalloc((size_t)nports + 1, sizeof **allow);
 	for (i = 0; i < nports; i++) {
-		long long v;
 		if (args_number("--allow-port", ports[i], 1, 0xffffffffLL, &v,
 		        cause) != 0)
 			return -1;
@@ -129,19 +221,6 @@ new_parse(struct args *a, struct launch_opts *o, unsigned **allow, char **cause)
 	}
 	o->allow_ports = *allow;
 	o->nallow_ports = (size_t)nports;
-	if ((s = args_get(a, "disk")) != NULL) {
-		long long mb;
-		if (args_get(a, "workspace") != NULL) {
-			xasprintf(cause,
-			    "--disk and --workspace exclude each "
-			    "other (an existing image has its size)");
-			return -1;
-		}
-		if (args_size_mb("--disk", s, WORKSPACE_MIN_MB,
-		        WORKSPACE_MAX_MB, &mb, cause) != 0)
-			return -1;
-		o->disk_mb = mb;
-	}
 	o->workspace = args_get(a, "workspace");
 	o->kernel = args_get(a, "kernel");
 	o->initrd = args_get(a, "initrd");
@@ -154,6 +233,7 @@ cmd_new_exec(struct args *a)
 {
 	struct launch_opts o;
 	struct session_record r;
+	struct profile p;
 	char *cause = NULL, *home;
 	unsigned *allow = NULL;
 	int rc;
@@ -161,7 +241,7 @@ cmd_new_exec(struct args *a)
 	memset(&o, 0, sizeof o);
 	o.name = a->argv[0];
 	if (session_name_valid(o.name, &cause) != 0 ||
-	    new_parse(a, &o, &allow, &cause) != 0)
+	    new_parse(a, &o, &p, &allow, &cause) != 0)
 		goto usage;
 
 	home = cli_home();

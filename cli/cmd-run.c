@@ -28,8 +28,7 @@ static const struct cmd_opt cmd_run_opts[] = {
         "the session removed (default 300)"},
     {"env", 'e', "K=V", 1, "set an environment variable"},
     {"cwd", 'C', "DIR", 0, "working directory in the guest"},
-    {"interactive", 'i', NULL, 0,
-        "send standard input even from a terminal"},
+    {"interactive", 'i', NULL, 0, "send standard input even from a terminal"},
     {"json", 0, NULL, 0,
         "print one JSON object: session, status (COMPLETED or TIMED_OUT), "
         "exit_code (null on timeout), signal, stdout, stderr, removed"},
@@ -84,6 +83,7 @@ cmd_run_exec(struct args *a)
 {
 	struct launch_opts o;
 	struct session_record r;
+	struct profile p;
 	struct args ea;
 	char *cause = NULL, *home = NULL, *name, **argv;
 	unsigned *allow = NULL;
@@ -103,7 +103,7 @@ cmd_run_exec(struct args *a)
 	ea.argv = argv;
 	o.name = name;
 	if (session_name_valid(name, &cause) != 0 ||
-	    new_parse(a, &o, &allow, &cause) != 0 ||
+	    new_parse(a, &o, &p, &allow, &cause) != 0 ||
 	    cmd_exec_request(&ea, &timeout_s, &req, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		goto out;
@@ -122,9 +122,10 @@ cmd_run_exec(struct args *a)
 		goto out;
 	}
 	record_free(&r);
-	rc = exec_in_session(name, req,
-	    timeout_s, args_has(a, "interactive") || !isatty(STDIN_FILENO),
-	    &result, &timed_out);
+	rc = exec_in_session(name, req, &timeout_s,
+	    args_get(a, "timeout") != NULL,
+	    args_has(a, "interactive") || !isatty(STDIN_FILENO), &result,
+	    &timed_out);
 	remove = args_has(a, "rm") || timed_out;
 	if (timed_out && !cli_json())
 		cli_noticef("TIMED_OUT: the command was killed after %d s; "
@@ -132,9 +133,9 @@ cmd_run_exec(struct args *a)
 		    timeout_s, name);
 	free(cause);
 	cause = NULL;
-	if (remove ? session_remove(home, name, 0, 0, NULL, &cause) != 0
-	           : session_halt(home, name, "run", 0, cli_notice, &cause) <
-	               0) {
+	if (remove
+	        ? session_remove(home, name, 0, 0, NULL, &cause) != 0
+	        : session_halt(home, name, "run", 0, cli_notice, &cause) < 0) {
 		cli_error("%s", cause);
 		if (rc == 0)
 			rc = EXIT_VMUX;

@@ -13,7 +13,12 @@
  * -no-reboot. Either way every process gets SIGTERM, then SIGKILL after a
  * grace period, then file systems are synced.
  *
- * Kernel command line: vmux.hostname=NAME sets the host name (default vmux).
+ * Kernel command line: vmux.hostname=NAME sets the host name (default vmux);
+ * vmux.pids_max=N and vmux.mem_max=MIB limit the user's processes, which
+ * the agent starts in the cgroup USER_CGROUP (the agent and init stay in
+ * the root cgroup, out of reach of a fork bomb or a memory hog);
+ * vmux.ro=1 makes the root file system read-only once set up (/tmp, /run,
+ * /dev/shm and /workspace stay writable).
  *
  * The workspace: when the VM has a disk (/dev/vda, the host's workspace
  * image) it is mounted at /workspace and becomes the agent's --home, so
@@ -57,6 +62,9 @@ static int workspace_mounted;
 #define WORKSPACE_DEV  "/dev/vda"
 #define WORKSPACE_DIR  "/workspace"
 #define WORKSPACE_WAIT 2000 /* ms for the disk node to appear */
+#define USER_CGROUP    "/sys/fs/cgroup/vmux-user"
+
+static int user_cgroup_ok;
 
 /* Milliseconds since boot (CLOCK_BOOTTIME needs no /proc). */
 static long long
@@ -183,6 +191,91 @@ write_file(const char *path, const char *text)
 	if (write(fd, text, strlen(text)) < 0 || write(fd, "\n", 1) < 0)
 		say("%s: %s", path, strerror(errno));
 	close(fd);
+}
+
+/*
+ * The value of KEY=value on the kernel command line into buf; 0, or -1 if
+ * absent.
+ */
+static int
+cmdline_value(const char *key, char *buf, size_t size)
+{
+	char cmdline[4096], *p, *save;
+	size_t klen = strlen(key);
+
+	if (read_small("/proc/cmdline", cmdline, sizeof cmdline) <= 0)
+		return -1;
+	for (p = strtok_r(cmdline, " \n", &save); p != NULL;
+	     p = strtok_r(NULL, " \n", &save)) {
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=' &&
+		    strlen(p + klen + 1) < size) {
+			strcpy(buf, p + klen + 1);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Write text to a cgroup control file; 0 or -1 (said on the console). */
+static int
+cgroup_write(const char *file, const char *text)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC), ok;
+
+	if (fd < 0) {
+		say("%s: %s", file, strerror(errno));
+		return -1;
+	}
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	if (!ok)
+		say("%s: %s: %s", file, text, strerror(errno));
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * The user's cgroup: pids and memory controllers enabled below the root,
+ * USER_CGROUP made with the limits from the command line ("max" where none
+ * is given). Without it the agent runs commands unconfined and says so.
+ */
+static void
+limits_setup(void)
+{
+	char pids[32] = "max", mem[32] = "max", v[32];
+	long long mb;
+
+	if (cgroup_write(
+	        "/sys/fs/cgroup/cgroup.subtree_control", "+pids +memory") < 0)
+		return;
+	if (mkdir(USER_CGROUP, 0755) < 0 && errno != EEXIST) {
+		say("mkdir %s: %s", USER_CGROUP, strerror(errno));
+		return;
+	}
+	if (cmdline_value("vmux.pids_max", v, sizeof v) == 0 && atoi(v) > 0)
+		snprintf(pids, sizeof pids, "%d", atoi(v));
+	if (cmdline_value("vmux.mem_max", v, sizeof v) == 0 &&
+	    (mb = atoll(v)) > 0)
+		snprintf(mem, sizeof mem, "%lld", mb * 1024 * 1024);
+	if (cgroup_write(USER_CGROUP "/pids.max", pids) < 0 ||
+	    cgroup_write(USER_CGROUP "/memory.max", mem) < 0)
+		return;
+	cgroup_write(USER_CGROUP "/memory.swap.max", "0");
+	user_cgroup_ok = 1;
+	say("limits: pids %s, memory %s", pids, mem);
+}
+
+/* With vmux.ro=1: remount / read-only (after everything was written). */
+static void
+root_readonly(void)
+{
+	char v[8];
+
+	if (cmdline_value("vmux.ro", v, sizeof v) != 0 || strcmp(v, "1") != 0)
+		return;
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		say("read-only root: %s", strerror(errno));
+	else
+		say("root file system read-only");
 }
 
 /* Host name from vmux.hostname= on the kernel command line, else "vmux". */
@@ -343,14 +436,24 @@ workspace_unmount(void)
 static pid_t
 agent_start(void)
 {
-	char *const argv[] = {(char *)VMUX_GUEST_LOADER,
-	    (char *)VMUX_AGENT_PATH, workspace_mounted ? "--home" : NULL,
-	    (char *)WORKSPACE_DIR, NULL};
+	char *argv[8];
+	int argc = 0;
 	const char *prog = VMUX_GUEST_LOADER;
 	int p[2], err = 0, fd, direct = 0;
 	pid_t pid;
 	ssize_t n;
 
+	argv[argc++] = (char *)VMUX_GUEST_LOADER;
+	argv[argc++] = (char *)VMUX_AGENT_PATH;
+	if (workspace_mounted) {
+		argv[argc++] = "--home";
+		argv[argc++] = (char *)WORKSPACE_DIR;
+	}
+	if (user_cgroup_ok) {
+		argv[argc++] = "--cgroup";
+		argv[argc++] = (char *)USER_CGROUP;
+	}
+	argv[argc] = NULL;
 	if (access(VMUX_GUEST_LOADER, X_OK) < 0)
 		direct = 1; /* a static agent needs no loader */
 	if (direct)
@@ -525,6 +628,8 @@ main(void)
 	load_modules();
 	loopback_up();
 	workspace_mount();
+	limits_setup();
+	root_readonly();
 
 	have_agent = access(VMUX_AGENT_PATH, F_OK) == 0;
 	if (!have_agent)

@@ -241,12 +241,30 @@ launch_extra_args(char **argv)
 	return argv;
 }
 
+/*
+ * The guest's policy as kernel command line words for vmux-init: the
+ * user's processes get a cgroup with vmux.pids_max and vmux.mem_max (MiB:
+ * the VM's memory less what the kernel and the agent need), vmux.ro=1 makes
+ * the root file system read-only. Free it.
+ */
+static char *
+launch_append(const struct session_record *r)
+{
+	int reserve = r->memory_mb / 8 > 48 ? r->memory_mb / 8 : 48;
+	char *s;
+
+	xasprintf(&s, "vmux.mem_max=%d%s%.0d%s", r->memory_mb - reserve,
+	    r->pids_max > 0 ? " vmux.pids_max=" : "", r->pids_max,
+	    r->read_only_root ? " vmux.ro=1" : "");
+	return s;
+}
+
 /* Start QEMU for r with the given accelerator. */
 static int
 launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 {
 	struct qemu_config cfg;
-	char **argv, *exit_path;
+	char **argv, *exit_path, *append;
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.qemu = r->qemu_bin;
@@ -260,7 +278,8 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 	cfg.console_log = r->console_log;
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
-	cfg.append = NULL;
+	append = launch_append(r);
+	cfg.append = append;
 	unlink(r->qmp);
 	xasprintf(&exit_path, "%s/%s", r->dir, SESSION_EXIT);
 	unlink(exit_path);
@@ -270,12 +289,14 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 		if (argv != NULL)
 			argv_free(argv);
 		free(exit_path);
+		free(append);
 		return -1;
 	}
 	argv = launch_extra_args(argv);
 	*pid = proc_spawn(argv, -1, r->qemu_log, exit_path, cause);
 	argv_free(argv);
 	free(exit_path);
+	free(append);
 	if (*pid < 0) {
 		*pid = 0;
 		return -1;
@@ -550,6 +571,14 @@ session_launch(
 	r.memory_mb = o->memory_mb;
 	r.ttl_s = o->ttl_s;
 	r.idle_s = o->idle_s;
+	if (o->profile != NULL) {
+		r.profile = xstrdup(o->profile->name);
+		r.net = o->profile->net;
+		r.read_only_root = o->profile->read_only_root;
+		r.mounts = o->profile->mounts;
+		r.pids_max = o->profile->pids_max;
+		r.max_timeout_s = o->profile->max_timeout_s;
+	}
 	if (o->nallow_ports > 0) {
 		r.allow_ports =
 		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);

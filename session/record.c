@@ -45,6 +45,7 @@ record_free(struct session_record *r)
 	free(r->allow_ports);
 	free(r->workspace);
 	free(r->stop_reason);
+	free(r->profile);
 	memset(r, 0, sizeof *r);
 }
 
@@ -111,6 +112,12 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(o, "started_unix", (double)r->started);
 	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
 	add_str(o, "stop_reason", r->stop_reason);
+	add_str(o, "profile", r->profile);
+	cJSON_AddBoolToObject(o, "net", r->net);
+	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
+	cJSON_AddNumberToObject(o, "mounts", r->mounts);
+	cJSON_AddNumberToObject(o, "pids_max", r->pids_max);
+	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
 	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);
 	cJSON_AddNumberToObject(o, "idle_s", (double)r->idle_s);
 	free(created);
@@ -211,7 +218,20 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_str(o, "stop_reason", &r->stop_reason, 0, cause) != 0 ||
 	    get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
 	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
-	    get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
+	    get_str(o, "profile", &r->profile, 0, cause) != 0 ||
+	    get_opt_int(o, "mounts", MOUNTS_NONE, MOUNTS_RW, &n, cause) != 0)
+		goto fail;
+	r->mounts = (int)n;
+	if (get_opt_int(o, "pids_max", 0, 1e8, &n, cause) != 0)
+		goto fail;
+	r->pids_max = (int)n;
+	if (get_opt_int(o, "max_timeout_s", 0, 1e8, &n, cause) != 0)
+		goto fail;
+	r->max_timeout_s = (int)n;
+	r->net = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "net"));
+	r->read_only_root =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "read_only_root"));
+	if (get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
 	    get_opt_int(o, "idle_s", 0, 1e9, &r->idle_s, cause) != 0)
 		goto fail;
 	r->workspace_owned = cJSON_IsTrue(

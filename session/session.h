@@ -51,6 +51,45 @@
 #define SESSION_KERNEL_NAME  "vmlinux"
 #define SESSION_INITRD_NAME  "initrd.img"
 
+/* Smallest guest memory that boots the default image with a workspace. */
+#define SESSION_MEMORY_MIN 96
+
+/* profile.c: fields a profile sets (and may lock). */
+enum profile_field {
+	PROFILE_NET,
+	PROFILE_READ_ONLY,
+	PROFILE_MOUNTS,
+	PROFILE_CPUS,
+	PROFILE_MEMORY,
+	PROFILE_PIDS,
+	PROFILE_DISK,
+	PROFILE_QUOTA,
+	PROFILE_MAX_TIMEOUT,
+	PROFILE_NFIELDS
+};
+enum { MOUNTS_NONE, MOUNTS_RO, MOUNTS_RW };
+
+struct profile {
+	char name[SESSION_NAME_MAX + 1];
+	int net;            /* outbound network */
+	int read_only_root; /* the guest's / is read-only */
+	int mounts;         /* host mounts allowed: MOUNTS_* */
+	int cpus, memory_mb;
+	int pids_max;      /* processes the user's commands may have */
+	int64_t disk_mb;   /* size of a new workspace */
+	int64_t quota_mb;  /* workspace quota (0: the disk's size) */
+	int max_timeout_s; /* longest exec timeout; longer is clamped */
+	unsigned locked;   /* 1 << enum profile_field */
+};
+
+int profile_get(const char *name, struct profile *out, char **cause);
+int profile_set(struct profile *, int field, const char *v, char **cause);
+int profile_locked(const struct profile *, int field);
+const char *profile_field_name(int field);
+const char *profile_mounts_name(int mode);
+const char *const *profile_builtin_names(void);
+cJSON *profile_json(const struct profile *);
+
 /* paths.c */
 int session_name_valid(const char *name, char **cause);
 char *session_home(char **cause);
@@ -98,8 +137,14 @@ struct session_record {
 	int64_t started;     /* last boot began (seconds since the epoch) */
 	int64_t stopped;     /* last stop ended, 0 if never */
 	char *stop_reason;   /* who stopped it: "user", "ttl", ...; or NULL */
-	int64_t ttl_s;       /* stop this long after boot; 0: never */
-	int64_t idle_s;      /* stop after this long idle; 0: never */
+	char *profile;       /* the profile it was made under */
+	int net;             /* outbound network (NIC) */
+	int read_only_root;
+	int mounts;        /* host mounts allowed: MOUNTS_* */
+	int pids_max;      /* limit on the user's processes; 0: none */
+	int max_timeout_s; /* exec timeouts are clamped to this; 0: none */
+	int64_t ttl_s;     /* stop this long after boot; 0: never */
+	int64_t idle_s;    /* stop after this long idle; 0: never */
 };
 
 /* How QEMU last ended, as its reaper wrote it. */
@@ -165,10 +210,11 @@ struct launch_opts {
 	int vsock_kernel;            /* use /dev/vhost-vsock, no bridge */
 	const unsigned *allow_ports;
 	size_t nallow_ports;
-	int64_t disk_mb;       /* size of a new workspace; 0: default */
-	const char *workspace; /* attach this disk image instead */
-	int64_t ttl_s, idle_s; /* see struct session_record */
-	int lock_wait_ms;      /* start: wait this long for a busy lock */
+	int64_t disk_mb;               /* size of a new workspace; 0: default */
+	const struct profile *profile; /* resolved policy; NULL: none */
+	const char *workspace;         /* attach this disk image instead */
+	int64_t ttl_s, idle_s;         /* see struct session_record */
+	int lock_wait_ms; /* start: wait this long for a busy lock */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };

@@ -3,7 +3,7 @@
 # session/qemu.c and accel.c: QEMU command lines, accelerator detection.
 SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/launch.c session/stop.c session/transport.c \
-                session/lock.c session/workspace.c \
+                session/lock.c session/workspace.c session/profile.c \
                 session/agent_client.c session/attach.c
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)

@@ -12,6 +12,8 @@ VMUX=$BUILD/bin/vmux
 export VMUX_HOME
 VMUX_HOME=$(mktemp -d /tmp/vmux-e2e.XXXXXX)
 TMP=$VMUX_HOME/tmp
+# vmux reads profiles from here: never the invoking user's
+export XDG_CONFIG_HOME=$VMUX_HOME/config
 mkdir -p "$TMP"
 E2E_NAME=$(basename "$0" .sh)
 e2e_pass=0 e2e_fail=0
