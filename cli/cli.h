@@ -152,6 +152,14 @@ struct cJSON;
 	    {"pids", 0, "N", 0,                                                \
 	        "most processes the user's commands may have (cgroup)"},       \
 	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \
+	    {"net", 0, NULL, 0,                                                \
+	        "a NIC with outbound NAT (QEMU user networking); default: "    \
+	        "no NIC"},                                                     \
+	    {"allow-host", 0, "HOST:PORT", 1,                                  \
+	        "a NIC that reaches only these destinations, each connected "  \
+	        "by the host"},                                                \
+	    {"publish", 'p', "HPORT:GPORT", 1,                                 \
+	        "forward host port HPORT (127.0.0.1) to guest port GPORT"},    \
 	    {"cpus", 0, "N", 0, "virtual CPUs, 1 to the host's (default 1)"},  \
 	    {"memory", 0, "MB", 0,                                             \
 	        "guest memory in MiB, 96 to the host's (default 512)"},        \

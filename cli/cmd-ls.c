@@ -134,6 +134,17 @@ ls_stop_json(cJSON *o, const struct session_record *r, const char *state)
 	}
 }
 
+/* Add an array of strings. */
+static void
+ls_strv(cJSON *o, const char *key, char *const *v, size_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+}
+
 /* One session as `ls --json` (and `new --json`) shows it. */
 cJSON *
 ls_session_json(const struct session_entry *e)
@@ -172,7 +183,12 @@ ls_session_json(const struct session_entry *e)
 	cJSON_AddStringToObject(o, "dir", r->dir);
 	cJSON_AddStringToObject(
 	    o, "profile", r->profile != NULL ? r->profile : "none");
-	cJSON_AddStringToObject(o, "network", r->net ? "on" : "off");
+	cJSON_AddStringToObject(o, "network",
+	    !net_has_nic(r)                      ? "off"
+	        : r->net && r->nallow_hosts == 0 ? "nat"
+	                                         : "restricted");
+	ls_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
+	ls_strv(o, "publish", r->publish, r->npublish);
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);

@@ -152,6 +152,33 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		if (i != 0)
 			return -1;
 	}
+	{
+		char **hosts = args_values(a, "allow-host", &nports), **pub;
+		int npub;
+		pub = args_values(a, "publish", &npub);
+		for (i = 0; i < nports; i++) {
+			if (net_allow_check(hosts[i], cause) != 0)
+				return -1;
+		}
+		for (i = 0; i < npub; i++) {
+			if (net_publish_check(pub[i], cause) != 0)
+				return -1;
+		}
+		if (args_has(a, "net") &&
+		    new_override(p, PROFILE_NET, "--net", "on", cause) != 0)
+			return -1;
+		/* A NIC of any kind is a change to a network locked off. */
+		if ((nports > 0 || npub > 0) && !p->net &&
+		    profile_locked(p, PROFILE_NET)) {
+			xasprintf(cause, "%s: 'net' is locked by profile '%s'",
+			    nports > 0 ? "--allow-host" : "--publish", p->name);
+			return -1;
+		}
+		o->allow_hosts = hosts;
+		o->nallow_hosts = (size_t)nports;
+		o->publish = pub;
+		o->npublish = (size_t)npub;
+	}
 	if (args_has(a, "read-only-root") &&
 	    new_override(
 	        p, PROFILE_READ_ONLY, "--read-only-root", "on", cause) != 0)

@@ -18,7 +18,10 @@
  * the agent starts in the cgroup USER_CGROUP (the agent and init stay in
  * the root cgroup, out of reach of a fork bomb or a memory hog);
  * vmux.ro=1 makes the root file system read-only once set up (/tmp, /run,
- * /dev/shm and /workspace stay writable).
+ * /dev/shm and /workspace stay writable); vmux.net=nat|restricted
+ * configures eth0 for QEMU's user network (10.0.2.15/24; with nat a default
+ * route via 10.0.2.2 and DNS 10.0.2.3), and vmux.hosts=ADDR=NAME,... adds
+ * the host-forwarded allowed names to /etc/hosts.
  *
  * The workspace: when the VM has a disk (/dev/vda, the host's workspace
  * image) it is mounted at /workspace and becomes the agent's --home, so
@@ -34,7 +37,10 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -262,6 +268,95 @@ limits_setup(void)
 	cgroup_write(USER_CGROUP "/memory.swap.max", "0");
 	user_cgroup_ok = 1;
 	say("limits: pids %s, memory %s", pids, mem);
+}
+
+/* Set one IPv4 address ioctl (SIOCSIFADDR, SIOCSIFNETMASK) on ifr. */
+static int
+set_addr(int s, struct ifreq *ifr, unsigned long req, const char *addr)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr->ifr_addr;
+
+	memset(sin, 0, sizeof *sin);
+	sin->sin_family = AF_INET;
+	if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1)
+		return -1;
+	return ioctl(s, req, ifr);
+}
+
+/* Append the allowed hosts (vmux.hosts=ADDR=NAME,...) to /etc/hosts. */
+static void
+hosts_add(void)
+{
+	char v[2048], *p, *save, *eq, line[320];
+	int fd;
+
+	if (cmdline_value("vmux.hosts", v, sizeof v) != 0)
+		return;
+	if ((fd = open("/etc/hosts", O_WRONLY | O_APPEND | O_CLOEXEC)) < 0) {
+		say("/etc/hosts: %s", strerror(errno));
+		return;
+	}
+	for (p = strtok_r(v, ",", &save); p != NULL;
+	     p = strtok_r(NULL, ",", &save)) {
+		if ((eq = strchr(p, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		snprintf(line, sizeof line, "%s\t%s\n", p, eq + 1);
+		if (write(fd, line, strlen(line)) < 0)
+			say("/etc/hosts: %s", strerror(errno));
+	}
+	close(fd);
+}
+
+/*
+ * With vmux.net=: bring eth0 up on QEMU's user network. Only "nat" gets a
+ * default route and a resolver: on a restricted network the allowed hosts
+ * are on the local /24 and everything else is unreachable at once.
+ */
+static void
+net_up(void)
+{
+	struct rtentry rt;
+	struct ifreq ifr;
+	char mode[16];
+	int s;
+
+	if (cmdline_value("vmux.net", mode, sizeof mode) != 0)
+		return;
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+		say("eth0: socket: %s", strerror(errno));
+		return;
+	}
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "eth0");
+	if (set_addr(s, &ifr, SIOCSIFADDR, "10.0.2.15") < 0 ||
+	    set_addr(s, &ifr, SIOCSIFNETMASK, "255.255.255.0") < 0 ||
+	    ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+		say("eth0: %s", strerror(errno));
+		close(s);
+		return;
+	}
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
+		say("eth0 up: %s", strerror(errno));
+		close(s);
+		return;
+	}
+	if (strcmp(mode, "nat") == 0) {
+		struct sockaddr_in *gw = (struct sockaddr_in *)&rt.rt_gateway;
+		memset(&rt, 0, sizeof rt);
+		rt.rt_dst.sa_family = AF_INET;
+		rt.rt_genmask.sa_family = AF_INET;
+		gw->sin_family = AF_INET;
+		inet_pton(AF_INET, "10.0.2.2", &gw->sin_addr);
+		rt.rt_flags = RTF_UP | RTF_GATEWAY;
+		if (ioctl(s, SIOCADDRT, &rt) < 0)
+			say("default route: %s", strerror(errno));
+		write_file("/etc/resolv.conf", "nameserver 10.0.2.3");
+	}
+	close(s);
+	hosts_add();
+	say("eth0 up (%s)", mode);
 }
 
 /* With vmux.ro=1: remount / read-only (after everything was written). */
@@ -629,6 +724,7 @@ main(void)
 	loopback_up();
 	workspace_mount();
 	limits_setup();
+	net_up();
 	root_readonly();
 
 	have_agent = access(VMUX_AGENT_PATH, F_OK) == 0;

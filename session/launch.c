@@ -251,11 +251,13 @@ static char *
 launch_append(const struct session_record *r)
 {
 	int reserve = r->memory_mb / 8 > 48 ? r->memory_mb / 8 : 48;
-	char *s;
+	char *s, pids[32] = "", *net = net_cmdline(r);
 
-	xasprintf(&s, "vmux.mem_max=%d%s%.0d%s", r->memory_mb - reserve,
-	    r->pids_max > 0 ? " vmux.pids_max=" : "", r->pids_max,
-	    r->read_only_root ? " vmux.ro=1" : "");
+	if (r->pids_max > 0)
+		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
+	xasprintf(&s, "vmux.mem_max=%d%s%s%s", r->memory_mb - reserve, pids,
+	    r->read_only_root ? " vmux.ro=1" : "", net);
+	free(net);
 	return s;
 }
 
@@ -264,7 +266,7 @@ static int
 launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 {
 	struct qemu_config cfg;
-	char **argv, *exit_path, *append;
+	char **argv, *exit_path, *append, *netdev;
 
 	memset(&cfg, 0, sizeof cfg);
 	cfg.qemu = r->qemu_bin;
@@ -278,6 +280,8 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 	cfg.console_log = r->console_log;
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
+	netdev = net_netdev(r);
+	cfg.netdev = netdev;
 	append = launch_append(r);
 	cfg.append = append;
 	unlink(r->qmp);
@@ -297,6 +301,7 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 	argv_free(argv);
 	free(exit_path);
 	free(append);
+	free(netdev);
 	if (*pid < 0) {
 		*pid = 0;
 		return -1;
@@ -545,6 +550,18 @@ launch_workspace(
 	return rc;
 }
 
+/* A copy of n strings (NULL when n is 0). */
+static char **
+strv_dup(char *const *v, size_t n)
+{
+	char **out = n > 0 ? xcalloc(n, sizeof *out) : NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = xstrdup(v[i]);
+	return out;
+}
+
 /* Boot a new session; on success *out is its record (caller frees). */
 int
 session_launch(
@@ -579,6 +596,10 @@ session_launch(
 		r.pids_max = o->profile->pids_max;
 		r.max_timeout_s = o->profile->max_timeout_s;
 	}
+	r.allow_hosts = strv_dup(o->allow_hosts, o->nallow_hosts);
+	r.nallow_hosts = o->nallow_hosts;
+	r.publish = strv_dup(o->publish, o->npublish);
+	r.npublish = o->npublish;
 	if (o->nallow_ports > 0) {
 		r.allow_ports =
 		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);

@@ -38,8 +38,7 @@ static const char *const field_names[] = {
 
 /* The built-in profiles. */
 static const struct profile builtin[] = {
-    {"default", 0, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0, 120,
-        0},
+    {"default", 0, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0, 120, 0},
     {"offline_readonly", 0, 1, MOUNTS_RO, 1, 512, 256, 1024, 0, 60,
         LOCK(PROFILE_NET) | LOCK(PROFILE_READ_ONLY) | LOCK(PROFILE_MOUNTS)},
     {"network_basic", 1, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0,
@@ -95,8 +94,8 @@ parse_bool(const char *s, int *out)
 	if (!strcmp(s, "on") || !strcmp(s, "yes") || !strcmp(s, "true") ||
 	    !strcmp(s, "1"))
 		*out = 1;
-	else if (!strcmp(s, "off") || !strcmp(s, "no") ||
-	    !strcmp(s, "false") || !strcmp(s, "0"))
+	else if (!strcmp(s, "off") || !strcmp(s, "no") || !strcmp(s, "false") ||
+	    !strcmp(s, "0"))
 		*out = 0;
 	else
 		return -1;
@@ -209,8 +208,8 @@ profile_name_ok(const char *name)
 
 /*
  * Read a user profile file into *p. Lines: "inherit NAME" (first; a
- * built-in, default when absent), "FIELD VALUE", "lock FIELD...", comments with #. 0 or -1 with
- * cause "FILE:LINE: message".
+ * built-in, default when absent), "FIELD VALUE", "lock FIELD...", comments with
+ * #. 0 or -1 with cause "FILE:LINE: message".
  */
 static int
 profile_file(
@@ -238,8 +237,9 @@ profile_file(
 				goto fail;
 			}
 			if (val == NULL || builtin_get(val, p) != 0) {
-				xasprintf(&why, "inherit: no built-in profile "
-				                "'%s'",
+				xasprintf(&why,
+				    "inherit: no built-in profile "
+				    "'%s'",
 				    val != NULL ? val : "");
 				goto fail;
 			}
@@ -248,9 +248,11 @@ profile_file(
 		}
 		have_base = 1;
 		if (strcmp(key, "lock") == 0) {
-			for (; val != NULL; val = strtok_r(NULL, " \t", &save)) {
+			for (; val != NULL;
+			     val = strtok_r(NULL, " \t", &save)) {
 				if ((field = field_index(val)) < 0) {
-					xasprintf(&why, "unknown field '%s'", val);
+					xasprintf(
+					    &why, "unknown field '%s'", val);
 					goto fail;
 				}
 				p->locked |= LOCK(field);
@@ -297,8 +299,8 @@ profile_get(const char *name, struct profile *out, char **cause)
 	if (xdg != NULL && *xdg == '/')
 		xasprintf(&path, "%s/vmux/profiles/%s.profile", xdg, name);
 	else if (home != NULL && *home == '/')
-		xasprintf(&path, "%s/.config/vmux/profiles/%s.profile", home,
-		    name);
+		xasprintf(
+		    &path, "%s/.config/vmux/profiles/%s.profile", home, name);
 	if (path != NULL && access(path, F_OK) == 0) {
 		rc = profile_file(path, name, out, cause);
 		free(path);
@@ -307,8 +309,9 @@ profile_get(const char *name, struct profile *out, char **cause)
 	free(path);
 	if (builtin_get(name, out) == 0)
 		return 0;
-	xasprintf(cause, "unknown profile '%s' (built in: default, "
-	                 "offline_readonly, network_basic, network_extended)",
+	xasprintf(cause,
+	    "unknown profile '%s' (built in: default, "
+	    "offline_readonly, network_basic, network_extended)",
 	    name);
 	return -1;
 }

@@ -167,6 +167,13 @@ qemu_argv(const struct qemu_config *cfg)
 		free(e);
 	}
 
+	if (cfg->netdev != NULL) { /* already spelled as QEMU wants it */
+		args_add(&a, "-netdev");
+		args_add(&a, "%s", cfg->netdev);
+		args_add(&a, "-device");
+		args_add(&a, "virtio-net-device,netdev=net0");
+	}
+
 	if (cfg->vhost_user != NULL) {
 		e = qemu_escape(cfg->vhost_user);
 		args_add(&a, "-chardev");

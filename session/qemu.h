@@ -23,6 +23,7 @@ struct qemu_config {
 	const char *qmp;         /* QMP unix socket path (server, nowait) */
 	const char *append;      /* extra kernel command line, may be NULL */
 	const char *workspace;   /* raw disk image for /workspace, or NULL */
+	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
 };
 
 /* qemu.c */

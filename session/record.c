@@ -24,6 +24,17 @@
 /* Records are small; anything bigger is not ours. */
 #define RECORD_MAX (1024 * 1024)
 
+/* Free n strings and their array. */
+static void
+strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 /* Free what a record owns and zero it. */
 void
 record_free(struct session_record *r)
@@ -46,6 +57,8 @@ record_free(struct session_record *r)
 	free(r->workspace);
 	free(r->stop_reason);
 	free(r->profile);
+	strv_free(r->allow_hosts, r->nallow_hosts);
+	strv_free(r->publish, r->npublish);
 	memset(r, 0, sizeof *r);
 }
 
@@ -57,6 +70,42 @@ add_str(cJSON *o, const char *key, const char *s)
 		cJSON_AddStringToObject(o, key, s);
 	else
 		cJSON_AddNullToObject(o, key);
+}
+
+/* Add an array of strings. */
+static void
+add_strv(cJSON *o, const char *key, char *const *v, size_t n)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, key);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+}
+
+/* Read an optional array of strings; -1 if present but not one. */
+static int
+get_strv(const cJSON *o, const char *key, char ***out, size_t *n, char **cause)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key), *e;
+
+	*out = NULL;
+	*n = 0;
+	if (a == NULL)
+		return 0;
+	if (!cJSON_IsArray(a))
+		goto bad;
+	cJSON_ArrayForEach(e, a)
+	{
+		if (!cJSON_IsString(e) || e->valuestring == NULL)
+			goto bad;
+		*out = xreallocarray(*out, *n + 1, sizeof **out);
+		(*out)[(*n)++] = xstrdup(e->valuestring);
+	}
+	return 0;
+bad:
+	xasprintf(cause, "bad \"%s\"", key);
+	return -1;
 }
 
 /* The record's "status" values, by enum session_status. */
@@ -113,6 +162,8 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
 	add_str(o, "stop_reason", r->stop_reason);
 	add_str(o, "profile", r->profile);
+	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
+	add_strv(o, "publish", r->publish, r->npublish);
 	cJSON_AddBoolToObject(o, "net", r->net);
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	cJSON_AddNumberToObject(o, "mounts", r->mounts);
@@ -219,6 +270,9 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
 	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
 	    get_str(o, "profile", &r->profile, 0, cause) != 0 ||
+	    get_strv(o, "allow_hosts", &r->allow_hosts, &r->nallow_hosts,
+	        cause) != 0 ||
+	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||
 	    get_opt_int(o, "mounts", MOUNTS_NONE, MOUNTS_RW, &n, cause) != 0)
 		goto fail;
 	r->mounts = (int)n;

@@ -138,7 +138,11 @@ struct session_record {
 	int64_t stopped;     /* last stop ended, 0 if never */
 	char *stop_reason;   /* who stopped it: "user", "ttl", ...; or NULL */
 	char *profile;       /* the profile it was made under */
-	int net;             /* outbound network (NIC) */
+	char **allow_hosts;  /* --allow-host HOST:PORT values */
+	size_t nallow_hosts;
+	char **publish; /* --publish HOSTPORT:GUESTPORT values */
+	size_t npublish;
+	int net; /* outbound network (NIC) */
 	int read_only_root;
 	int mounts;        /* host mounts allowed: MOUNTS_* */
 	int pids_max;      /* limit on the user's processes; 0: none */
@@ -182,6 +186,13 @@ int session_lock_one(const char *dir, const char *what, int wait_ms,
     void (*notice)(const char *), char **cause);
 void session_unlock(int fd);
 
+/* net.c */
+int net_allow_check(const char *v, char **cause);
+int net_publish_check(const char *v, char **cause);
+int net_has_nic(const struct session_record *);
+char *net_netdev(const struct session_record *);
+char *net_cmdline(const struct session_record *);
+
 /* workspace.c */
 int workspace_create(const char *path, int64_t size_mb, char **cause);
 int workspace_check(const char *path, char **cause);
@@ -212,9 +223,13 @@ struct launch_opts {
 	size_t nallow_ports;
 	int64_t disk_mb;               /* size of a new workspace; 0: default */
 	const struct profile *profile; /* resolved policy; NULL: none */
-	const char *workspace;         /* attach this disk image instead */
-	int64_t ttl_s, idle_s;         /* see struct session_record */
-	int lock_wait_ms; /* start: wait this long for a busy lock */
+	char *const *allow_hosts;      /* --allow-host values (checked) */
+	size_t nallow_hosts;
+	char *const *publish; /* --publish values (checked) */
+	size_t npublish;
+	const char *workspace; /* attach this disk image instead */
+	int64_t ttl_s, idle_s; /* see struct session_record */
+	int lock_wait_ms;      /* start: wait this long for a busy lock */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };

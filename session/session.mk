@@ -4,6 +4,7 @@
 SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/launch.c session/stop.c session/transport.c \
                 session/lock.c session/workspace.c session/profile.c \
+                session/net.c \
                 session/agent_client.c session/attach.c
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
@@ -17,5 +18,6 @@ UNIT_session_SRCS := tests/unit/test_session_record.c \
                      tests/unit/test_session_transport.c \
                      tests/unit/test_session_agent.c \
                      tests/unit/test_session_proc.c \
+                     tests/unit/test_session_net.c \
                      $(SESSION_UNIT_SRCS)
 UNIT_session_LIBS := $(SESSION_LIBS)

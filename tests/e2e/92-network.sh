@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# 92-network: no NIC by default; --net reaches a server on the host;
+# --allow-host reaches exactly the allowed destination (forwarded by the
+# host) and nothing else; --publish forwards a host port in; a profile that
+# locks the network off refuses all of them.
+source "$(dirname "$0")/lib.sh"
+
+# serve PORT TEXT: a TCP server on 127.0.0.1 that answers TEXT.
+serve() {
+	socat TCP-LISTEN:"$1",bind=127.0.0.1,fork,reuseaddr SYSTEM:"echo $2" &
+	bg_track $!
+	wait_for 10 bash -c "echo | socat -T2 - TCP:127.0.0.1:$1 2>/dev/null | grep -q $2"
+}
+
+# free_port: a TCP port nothing listens on.
+free_port() {
+	local p
+	while :; do
+		p=$(shuf -i 20000-60000 -n 1)
+		! ss -ltn "sport = :$p" | grep -q LISTEN && echo "$p" && return
+	done
+}
+
+P1=$(free_port)
+P2=$(free_port)
+serve "$P1" allowed-server || { echo "FAIL server on $P1"; exit 1; }
+serve "$P2" other-server || { echo "FAIL server on $P2"; exit 1; }
+
+t_no_nic_by_default() {
+	local out
+	need_session off
+	expect_eq network "$(session_field off network)" off || return 1
+	expect_eq nics "$(vmux exec off -- ls /sys/class/net)" lo || return 1
+	out=$(vmux exec off -- nc -w 3 10.0.2.2 "$P1" </dev/null 2>&1)
+	[[ $? -ne 0 && $out != *allowed-server* ]] || fail "reached the host: $out"
+}
+
+t_net_reaches_the_host() {
+	need_session nat --net
+	expect_eq network "$(session_field nat network)" nat || return 1
+	expect_eq "server 1" "$(vmux exec nat -- nc -w 5 10.0.2.2 "$P1" </dev/null)" allowed-server || return 1
+	expect_eq "server 2" "$(vmux exec nat -- nc -w 5 10.0.2.2 "$P2" </dev/null)" other-server
+}
+
+t_allowlist_both_ways() {
+	local out
+	need_session al --allow-host "localhost:$P1"
+	expect_eq network "$(session_field al network)" restricted || return 1
+	expect_match hosts "$(vmux exec al -- cat /etc/hosts)" $'10.0.2.100\tlocalhost' || return 1
+	# allowed: the host opens the connection to localhost:P1
+	expect_eq allowed "$(vmux exec al -- nc -w 5 10.0.2.100 "$P1" </dev/null)" allowed-server || return 1
+	# not allowed: another port of the same host, the host itself, anywhere
+	out=$(vmux exec al -- nc -w 3 10.0.2.100 "$P2" </dev/null 2>&1)
+	[[ $? -ne 0 && $out != *server* ]] || fail "other port reached: $out" || return 1
+	out=$(vmux exec al -- nc -w 3 10.0.2.2 "$P2" </dev/null 2>&1)
+	[[ $? -ne 0 && $out != *server* ]] || fail "host reached: $out" || return 1
+	out=$(vmux exec al -- nc -w 3 192.0.2.1 80 </dev/null 2>&1)
+	[[ $? -ne 0 ]] && expect_match unreachable "$out" "unreachable" || return 1
+	vmux rm al
+}
+
+t_publish_forwards_in() {
+	local hp
+	hp=$(free_port)
+	need_session pub --publish "$hp:8080"
+	vmux exec pub -- sh -c 'nc -l -p 8080 -e echo published-ok >/dev/null 2>&1 &' || return 1
+	wait_for 20 bash -c "echo | socat -T2 - TCP:127.0.0.1:$hp 2>/dev/null | grep -q published-ok" ||
+		fail "no answer on host port $hp" || return 1
+	# only on loopback
+	ss -ltn "sport = :$hp" | grep -q "127.0.0.1:$hp" || fail "not on loopback" || return 1
+	! ss -ltn "sport = :$hp" | grep -Eq "(0.0.0.0|\*):$hp " || fail "published on every address"
+}
+
+t_bad_values_and_locked_profile() {
+	local out
+	out=$(vmux new b1 --allow-host example.org 2>&1)
+	[[ $? -eq 2 ]] && expect_match port "$out" "give a port" || return 1
+	out=$(vmux new b1 --allow-host 'a;b:80' 2>&1)
+	[[ $? -eq 2 ]] && expect_match name "$out" "invalid --allow-host" || return 1
+	out=$(vmux new b1 --publish 80 2>&1)
+	[[ $? -eq 2 ]] && expect_match publish "$out" "invalid --publish" || return 1
+	out=$(vmux new b1 --profile offline_readonly --net 2>&1)
+	[[ $? -eq 2 ]] && expect_match locked "$out" "--net: 'net' is locked by profile 'offline_readonly'" || return 1
+	out=$(vmux new b1 --profile offline_readonly --allow-host "localhost:$P1" 2>&1)
+	[[ $? -eq 2 ]] && expect_match locked "$out" "--allow-host: 'net' is locked" || return 1
+	[[ ! -e $VMUX_HOME/sessions/b1 ]]
+}
+
+check "no NIC by default: the host is unreachable" t_no_nic_by_default
+check "--net: outbound NAT reaches servers on the host" t_net_reaches_the_host
+check "--allow-host: the allowed destination only, enforced by the host" t_allowlist_both_ways
+check "--publish: a host port (loopback) forwards to the guest" t_publish_forwards_in
+check "bad values and a profile locking the network off: refused" t_bad_values_and_locked_profile
