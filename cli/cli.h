@@ -107,6 +107,8 @@ void cli_json_print(FILE *, const struct cJSON *, int pretty);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);
+extern char *cli_last_error;
+void cli_record_error(const struct cmd_entry *, const struct args *);
 void cli_trap_interrupts(void (*fn)(int));
 struct session_record;
 struct vsock_target;
@@ -141,6 +143,7 @@ extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_run_entry;
+extern const struct cmd_entry cmd_status_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;

@@ -24,6 +24,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_start_entry,
     &cmd_restart_entry,
     &cmd_logs_entry,
+    &cmd_status_entry,
     &cmd_ping_entry,
     &cmd_connect_entry,
     &cmd_rm_entry,

@@ -7,6 +7,7 @@
  */
 #include <stdarg.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,8 @@ cli_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
+	free(cli_last_error);
+	cli_last_error = xstrdup(msg);
 	if (cli_output_error(msg)) {
 		free(msg);
 		return;
@@ -148,6 +151,37 @@ cli_error(const char *fmt, ...)
 	fprintf(stderr, "vmux: %s\n", safe);
 	free(safe);
 	free(msg);
+}
+
+/* The last error reported (for the error ring), or NULL. */
+char *cli_last_error;
+
+/*
+ * After a command failed: put its last error in the ring `vmux status`
+ * shows, with the session it named when it took one.
+ */
+void
+cli_record_error(const struct cmd_entry *e, const struct args *a)
+{
+	const char *session = NULL;
+	char *home, *cause = NULL;
+	struct stat st;
+
+	if (cli_last_error == NULL)
+		return;
+	if ((home = session_home(&cause)) == NULL) {
+		free(cause);
+		return;
+	}
+	if (e != NULL && a != NULL && e->pre != NULL &&
+	    strncmp(e->pre, "NAME", 4) == 0 && a->argc > 0)
+		session = a->argv[0];
+	else if (e != NULL && a != NULL && strcmp(e->name, "run") == 0)
+		session = args_get(a, "name");
+	if (stat(home, &st) == 0) /* never create the home for this */
+		errors_append(
+		    home, session, e != NULL ? e->name : NULL, cli_last_error);
+	free(home);
 }
 
 /* Report a usage error of command e in one line; returns EXIT_USAGE. */

@@ -52,6 +52,7 @@ main(int argc, char **argv)
 		cli_output_start(e, NULL, argc - 1, argv + 1);
 		rc = cli_usage_error(e, "%s", cause);
 		free(cause);
+		cli_record_error(e, NULL);
 		return cli_output_finish(stdout, rc);
 	}
 	if (a.help) {
@@ -60,6 +61,8 @@ main(int argc, char **argv)
 	} else {
 		cli_output_start(e, &a, argc - 1, argv + 1);
 		rc = e->exec(&a);
+		if (rc != 0)
+			cli_record_error(e, &a);
 	}
 	args_free(&a);
 	return cli_output_finish(stdout, rc);

@@ -90,7 +90,8 @@ net_publish_check(const char *v, char **cause)
 			return 0;
 	}
 	xasprintf(cause,
-	    "invalid --publish '%s': want HOSTPORT:GUESTPORT, ports 1-65535", v);
+	    "invalid --publish '%s': want HOSTPORT:GUESTPORT, ports 1-65535",
+	    v);
 	return -1;
 }
 

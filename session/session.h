@@ -186,6 +186,13 @@ int session_lock_one(const char *dir, const char *what, int wait_ms,
     void (*notice)(const char *), char **cause);
 void session_unlock(int fd);
 
+/* errors.c */
+#define ERRORS_KEEP 50
+
+void errors_append(const char *home, const char *session, const char *command,
+    const char *message);
+cJSON *errors_read(const char *home);
+
 /* net.c */
 int net_allow_check(const char *v, char **cause);
 int net_publish_check(const char *v, char **cause);
