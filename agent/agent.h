@@ -232,6 +232,7 @@ int agent_peer_allowed(const struct sockaddr *, socklen_t);
 
 /* ping.c */
 cJSON *ping_info(int, int);
+void activity_touch(void);
 
 /* The event loop's state (loop.c, shell.c, attach.c, actions.c). */
 struct shell;

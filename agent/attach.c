@@ -241,6 +241,7 @@ attach_frame(struct agent *a, struct conn *c, uint8_t type, const uint8_t *p,
 		return 1; /* closing down: ignore */
 	switch (type) {
 	case VMUX_ATTACH_INPUT:
+		activity_touch();
 		rc = shell_input(a, s, p, len);
 		if (rc == -ENOBUFS) {
 			c->input_blocked = 1;

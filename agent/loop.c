@@ -168,6 +168,8 @@ conn_request(struct agent *a, struct conn *c, struct agent_request *req)
 	cJSON *obj;
 
 	log_debug("request: %s", request_action_name(req->action));
+	if (req->action != ACTION_PING)
+		activity_touch();
 	switch (req->action) {
 	case ACTION_EXEC:
 	case ACTION_EXEC_STREAM:

@@ -31,6 +31,32 @@ uptime_seconds(void)
 	return -1;
 }
 
+/*
+ * When the user last did something: a request other than ping, a key sent
+ * to a shell, output from a shell. Commands and transfers in progress count
+ * as activity all along. Main loop only (exec and file threads are counted
+ * by exec_serve_active and files_serve_active instead).
+ */
+static uint64_t last_activity;
+
+/* Note activity now. */
+void
+activity_touch(void)
+{
+	last_activity = mono_ms();
+}
+
+/* Seconds since the last activity (0 while a command or transfer runs). */
+static double
+idle_seconds(void)
+{
+	if (last_activity == 0)
+		last_activity = mono_ms(); /* idle counts from the start */
+	if (exec_serve_active() > 0 || files_serve_active() > 0)
+		return 0;
+	return (double)(mono_ms() - last_activity) / 1000;
+}
+
 /* The ping reply; the caller deletes it. */
 cJSON *
 ping_info(int shells, int execs)
@@ -65,6 +91,7 @@ ping_info(int shells, int execs)
 		cJSON_AddNumberToObject(
 		    obj, "mem_free_bytes", (double)si.freeram * si.mem_unit);
 	}
+	cJSON_AddNumberToObject(obj, "idle_seconds", idle_seconds());
 	cJSON_AddNumberToObject(obj, "shells", shells);
 	cJSON_AddNumberToObject(obj, "execs", execs);
 	cJSON_AddItemToObject(obj, "actions",

@@ -312,6 +312,7 @@ shell_read_pty(struct agent *a, struct shell *s)
 		return;
 	n = read(s->master, chunk, sizeof chunk);
 	if (n > 0) {
+		activity_touch();
 		ring_write(&s->ring, chunk, (size_t)n);
 		for (struct conn *c = s->clients; c != NULL; c = c->snext) {
 			if (c->state == CONN_ATTACHED)

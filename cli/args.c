@@ -273,6 +273,48 @@ args_size_mb(const char *what, const char *s, long long min_mb,
 	return 0;
 }
 
+/*
+ * A duration in seconds: a whole number with an optional unit s (the
+ * default), m, h or d, from 1 s to 365 days. 0 or -1 with cause.
+ */
+int
+args_duration(const char *what, const char *s, long long *out, char **cause)
+{
+	size_t len = strlen(s), digits = strspn(s, "0123456789");
+	long long v, mult = 1;
+
+	if (len > 0 && digits == len - 1) {
+		switch (s[len - 1]) {
+		case 's':
+			break;
+		case 'm':
+			mult = 60;
+			break;
+		case 'h':
+			mult = 3600;
+			break;
+		case 'd':
+			mult = 86400;
+			break;
+		default:
+			digits = 0;
+		}
+	} else if (digits != len)
+		digits = 0;
+	errno = 0;
+	v = digits > 0 && digits <= 9 ? strtoll(s, NULL, 10) : 0;
+	if (digits == 0 || digits > 9 || v * mult < 1 ||
+	    v * mult > 365LL * 86400) {
+		xasprintf(cause,
+		    "invalid %s '%s': want a duration such as 90, 30m, 8h or "
+		    "2d (1 s to 365 days)",
+		    what, s);
+		return -1;
+	}
+	*out = v * mult;
+	return 0;
+}
+
 /* Check a KEY=VALUE environment assignment. */
 int
 args_env_valid(const char *kv, char **cause)

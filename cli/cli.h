@@ -78,6 +78,8 @@ char **args_values(const struct args *, const char *name, int *n);
 int args_number(const char *what, const char *s, long long min, long long max,
     long long *out, char **cause);
 int args_env_valid(const char *kv, char **cause);
+int args_duration(
+    const char *what, const char *s, long long *out, char **cause);
 int args_size_mb(const char *what, const char *s, long long min_mb,
     long long max_mb, long long *out, char **cause);
 
@@ -155,6 +157,12 @@ struct cJSON;
 	    {"pids", 0, "N", 0,                                                \
 	        "most processes the user's commands may have (cgroup)"},       \
 	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \
+	    {"ttl", 0, "DURATION", 0,                                          \
+	        "stop the session this long after each boot (90, 30m, 8h, "    \
+	        "2d)"},                                                        \
+	    {"idle-timeout", 0, "DURATION", 0,                                 \
+	        "stop the session once nobody used it this long (no command, " \
+	        "transfer, key or shell output)"},                             \
 	    {"net", 0, NULL, 0,                                                \
 	        "a NIC with outbound NAT (QEMU user networking); default: "    \
 	        "no NIC"},                                                     \

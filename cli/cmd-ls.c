@@ -192,6 +192,8 @@ ls_session_json(const struct session_entry *e)
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
+	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);
+	cJSON_AddNumberToObject(o, "idle_timeout_s", (double)r->idle_s);
 	ls_workspace_json(o, r);
 	ls_stop_json(o, r, state);
 	free(created);

@@ -179,6 +179,16 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		o->publish = pub;
 		o->npublish = (size_t)npub;
 	}
+	if ((s = args_get(a, "ttl")) != NULL) {
+		if (args_duration("--ttl", s, &v, cause) != 0)
+			return -1;
+		o->ttl_s = v;
+	}
+	if ((s = args_get(a, "idle-timeout")) != NULL) {
+		if (args_duration("--idle-timeout", s, &v, cause) != 0)
+			return -1;
+		o->idle_s = v;
+	}
 	if (args_has(a, "read-only-root") &&
 	    new_override(
 	        p, PROFILE_READ_ONLY, "--read-only-root", "on", cause) != 0)

@@ -68,8 +68,8 @@ status_backend(void)
 	cJSON *b = cJSON_CreateObject();
 	char *bin, *ver, *why = NULL;
 
-	bin = find_in_path(env != NULL && *env != '\0' ? env
-	                                               : SESSION_QEMU_DEFAULT);
+	bin = find_in_path(
+	    env != NULL && *env != '\0' ? env : SESSION_QEMU_DEFAULT);
 	cJSON_AddStringToObject(b, "name", "qemu");
 	cJSON_AddBoolToObject(b, "available", bin != NULL);
 	if (bin != NULL) {
@@ -90,11 +90,11 @@ status_backend(void)
 
 /* Sessions by state and what the running ones use. */
 static void
-status_sessions(cJSON *o, const struct session_entry *v, size_t n,
-    const char *home)
+status_sessions(
+    cJSON *o, const struct session_entry *v, size_t n, const char *home)
 {
-	static const char *const states[] = {"starting", "running", "stopping",
-	    "stopped", "crashed", "broken"};
+	static const char *const states[] = {
+	    "starting", "running", "stopping", "stopped", "crashed", "broken"};
 	cJSON *by = cJSON_AddObjectToObject(o, "sessions"), *res;
 	long long counts[6] = {0}, cpus = 0, mem = 0, ws = 0;
 	long host_cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -122,14 +122,14 @@ status_sessions(cJSON *o, const struct session_entry *v, size_t n,
 	cJSON_AddNumberToObject(by, "total", (double)n);
 	for (k = 0; k < 6; k++)
 		cJSON_AddNumberToObject(by, states[k], (double)counts[k]);
-	cJSON_AddNumberToObject(o, "active_sessions",
-	    (double)(counts[0] + counts[1] + counts[2]));
+	cJSON_AddNumberToObject(
+	    o, "active_sessions", (double)(counts[0] + counts[1] + counts[2]));
 	res = cJSON_AddObjectToObject(o, "resources");
 	cJSON_AddNumberToObject(res, "cpus_in_use", (double)cpus);
 	cJSON_AddNumberToObject(res, "host_cpus", (double)host_cpus);
 	cJSON_AddNumberToObject(res, "memory_mb_in_use", (double)mem);
-	cJSON_AddNumberToObject(res, "host_memory_mb",
-	    (double)((long long)pages * psize >> 20));
+	cJSON_AddNumberToObject(
+	    res, "host_memory_mb", (double)((long long)pages * psize >> 20));
 	cJSON_AddNumberToObject(res, "workspace_host_bytes", (double)ws);
 	if (statvfs(home, &fs) == 0)
 		cJSON_AddNumberToObject(res, "home_free_bytes",

@@ -21,7 +21,7 @@
 #include "common/common.h"
 #include "session.h"
 
-#define ERRORS_FILE "errors.jsonl"
+#define ERRORS_FILE      "errors.jsonl"
 #define ERRORS_MAX_BYTES (1 << 20) /* a bigger file is not ours: reset */
 
 /* Read fd whole (at most ERRORS_MAX_BYTES); NULL if it is larger. */

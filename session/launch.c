@@ -261,9 +261,73 @@ launch_append(const struct session_record *r)
 	return s;
 }
 
+/* How often the reaper checks a session's ttl and idle timeout. */
+#define WATCH_TICK_MS 2000
+
+/* What the reaper's watcher needs (a copy lives in the forked reaper). */
+static struct launch_watch {
+	char home[4096], name[SESSION_NAME_MAX + 1];
+	struct vsock_target target;
+	char uds[4096];
+	uint64_t boot_ms; /* mono_ms() when QEMU started */
+	int64_t ttl_s, idle_s;
+	int done; /* stopped it (or gave up): stop watching */
+} watch;
+
+/* Ask the agent how long the user has been idle; -1 if unknown. */
+static double
+watch_idle_seconds(void)
+{
+	cJSON *req = cJSON_CreateObject(), *reply, *v;
+	uint64_t now = mono_ms();
+	char *why = NULL;
+	double idle = -1;
+
+	cJSON_AddStringToObject(req, "action", "ping");
+	reply = agent_call(&watch.target, req, now + PING_CONNECT_MS,
+	    now + PING_REPLY_MS, NULL, NULL, &why);
+	cJSON_Delete(req);
+	free(why);
+	v = cJSON_GetObjectItemCaseSensitive(reply, "idle_seconds");
+	if (cJSON_IsNumber(v))
+		idle = v->valuedouble;
+	cJSON_Delete(reply);
+	return idle;
+}
+
+/*
+ * The reaper's watcher: stop the session once its ttl has passed since
+ * this boot, or once the agent says the user has been idle for idle_s. The
+ * stop is vmux stop's, with the reason recorded for vmux ls.
+ */
+static void
+watch_tick(void *arg)
+{
+	const char *reason = NULL;
+	char *why = NULL;
+	double idle;
+
+	(void)arg;
+	if (watch.done)
+		return;
+	if (watch.ttl_s > 0 &&
+	    mono_ms() - watch.boot_ms >= (uint64_t)watch.ttl_s * 1000)
+		reason = "ttl";
+	else if (watch.idle_s > 0 &&
+	    mono_ms() - watch.boot_ms >= (uint64_t)watch.idle_s * 1000 &&
+	    (idle = watch_idle_seconds()) >= (double)watch.idle_s)
+		reason = "idle-timeout";
+	if (reason == NULL)
+		return;
+	watch.done = 1;
+	if (session_halt(watch.home, watch.name, reason, 0, NULL, &why) < 0)
+		free(why); /* whoever holds the session decides its fate */
+}
+
 /* Start QEMU for r with the given accelerator. */
 static int
-launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
+launch_qemu(
+    const char *home, const struct session_record *r, pid_t *pid, char **cause)
 {
 	struct qemu_config cfg;
 	char **argv, *exit_path, *append, *netdev;
@@ -297,7 +361,24 @@ launch_qemu(const struct session_record *r, pid_t *pid, char **cause)
 		return -1;
 	}
 	argv = launch_extra_args(argv);
-	*pid = proc_spawn(argv, -1, r->qemu_log, exit_path, cause);
+	if (r->ttl_s > 0 || r->idle_s > 0) {
+		struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
+		memset(&watch, 0, sizeof watch);
+		snprintf(watch.home, sizeof watch.home, "%s", home);
+		snprintf(watch.name, sizeof watch.name, "%s", r->name);
+		session_target(r, &watch.target);
+		if (watch.target.uds != NULL) { /* r is freed before the fork */
+			snprintf(watch.uds, sizeof watch.uds, "%s",
+			    watch.target.uds);
+			watch.target.uds = watch.uds;
+		}
+		watch.boot_ms = mono_ms();
+		watch.ttl_s = r->ttl_s;
+		watch.idle_s = r->idle_s;
+		*pid = proc_spawn_watched(
+		    argv, -1, r->qemu_log, exit_path, &w, cause);
+	} else
+		*pid = proc_spawn(argv, -1, r->qemu_log, exit_path, cause);
 	argv_free(argv);
 	free(exit_path);
 	free(append);
@@ -381,7 +462,7 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 		if (rc != 0 || record_save(r, cause) != 0)
 			return BOOT_FAILED;
 	}
-	if (launch_qemu(r, &pid, cause) != 0)
+	if (launch_qemu(o->home, r, &pid, cause) != 0)
 		return BOOT_FAILED;
 	r->qemu_pid = pid;
 	if (record_save(r, cause) != 0)

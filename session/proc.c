@@ -97,10 +97,11 @@ fail:
  * sees half a record.
  */
 static void __attribute__((noreturn))
-spawn_reap(pid_t pid, const char *exit_path)
+spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 {
 	char tmp[4200], line[128];
 	int status, fd, n;
+	pid_t got;
 
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -108,10 +109,23 @@ spawn_reap(pid_t pid, const char *exit_path)
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	close_fds(0, ~0U);
+	/* 0-2 on /dev/null, so nothing a watcher opens can be taken for them */
+	if ((fd = open("/dev/null", O_RDWR)) == 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+	}
 	prctl(PR_SET_NAME, "vmux-reap", 0, 0, 0);
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
+	for (;;) {
+		got = waitpid(pid, &status, w != NULL ? WNOHANG : 0);
+		if (got == pid)
+			break;
+		if (got < 0 && errno != EINTR)
 			_exit(0);
+		if (got == 0) { /* still running: the watcher's turn */
+			w->tick(w->arg);
+			usleep((useconds_t)w->tick_ms * 1000);
+		}
+	}
 	if (exit_path == NULL ||
 	    snprintf(tmp, sizeof tmp, "%s.tmp", exit_path) >= (int)sizeof tmp)
 		_exit(0);
@@ -178,6 +192,20 @@ pid_t
 proc_spawn(char *const argv[], int pass_fd, const char *log_path,
     const char *exit_path, char **cause)
 {
+	return proc_spawn_watched(
+	    argv, pass_fd, log_path, exit_path, NULL, cause);
+}
+
+/*
+ * proc_spawn, and while the program runs the reaper calls w->tick(w->arg)
+ * every w->tick_ms (a watcher that may stop it: a session's ttl and idle
+ * timeout). The watcher runs in the reaper, a fork of the caller with no
+ * fds but 0-2 on /dev/null.
+ */
+pid_t
+proc_spawn_watched(char *const argv[], int pass_fd, const char *log_path,
+    const char *exit_path, const struct proc_watch *w, char **cause)
+{
 	int pid_pipe[2], err_pipe[2], null_fd, log_fd, status, error = 0;
 	pid_t child, pid = -1;
 	ssize_t n;
@@ -221,7 +249,7 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path,
 		if (write(pid_pipe[1], &grandchild, sizeof grandchild) < 0 ||
 		    grandchild < 0)
 			_exit(1);
-		spawn_reap(grandchild, exit_path);
+		spawn_reap(grandchild, exit_path, w);
 	}
 	close(pid_pipe[1]);
 	close(err_pipe[1]);

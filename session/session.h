@@ -212,6 +212,15 @@ char *workspace_keep(
 pid_t proc_spawn(char *const argv[], int pass_fd, const char *log_path,
     const char *exit_path, char **cause);
 int proc_exit_read(const char *path, struct session_exit *);
+
+/* A watcher the reaper runs while the program lives (proc.c). */
+struct proc_watch {
+	void (*tick)(void *arg);
+	void *arg;
+	int tick_ms;
+};
+pid_t proc_spawn_watched(char *const argv[], int pass_fd, const char *log_path,
+    const char *exit_path, const struct proc_watch *, char **cause);
 int proc_matches(pid_t pid, const char *needle);
 int proc_wait_gone(pid_t pid, const char *needle, uint64_t deadline);
 int proc_terminate(pid_t pid, const char *needle, int term_ms);

@@ -71,9 +71,31 @@ t_state_files_are_private() {
 	[[ -z $bad ]] || fail "sockets open to others: $bad"
 }
 
+t_ttl_stops_the_session() {
+	need_session ttl --ttl 6
+	expect_eq ttl "$(session_field ttl ttl_s)" 6 || return 1
+	wait_for 60 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"ttl\") | .stopped_by') == ttl ]]" ||
+		fail "not stopped: $(session_field ttl state)" || return 1
+	expect_eq state "$(session_field ttl state)" stopped || return 1
+	expect_match table "$(vmux ls)" 'ttl +stopped .*by ttl' || return 1
+	expect_status 2 vmux new bad --ttl 5x 2>/dev/null
+}
+
+t_idle_timeout_waits_for_activity() {
+	need_session idle --idle-timeout 5
+	# a command running for longer than the timeout keeps it alive
+	vmux exec idle -- sleep 9 || return 1
+	expect_eq "alive after a long command" "$(session_field idle state)" running || return 1
+	wait_for 60 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"idle\") | .stopped_by') == idle-timeout ]]" ||
+		fail "not stopped: $(session_field idle state)" || return 1
+	expect_eq state "$(session_field idle state)" stopped
+}
+
 check "run: status passed on, session stopped and startable" t_run_status_and_stop
 check "run --rm --json: COMPLETED, output, removed" t_run_rm_json
 check "run --timeout: TIMED_OUT, exit_code null, session removed" t_run_timeout_is_timed_out
 check "run: bad flags exit 2 and leave nothing" t_run_bad_flags
 check "the host's environment never enters the guest" t_host_env_never_enters_the_guest
 check "state files and sockets are private (0700/0600)" t_state_files_are_private
+check "--ttl stops the session by itself; ls says so" t_ttl_stops_the_session
+check "--idle-timeout: not while a command runs, then stopped" t_idle_timeout_waits_for_activity
