@@ -472,6 +472,53 @@ loopback_up(void)
 }
 
 /*
+ * Make /workspace root's home in /etc/passwd too: shells and tools that
+ * look the home up there (busybox's prompt shows ~ from it) agree with
+ * HOME. Only the root line's sixth field changes.
+ */
+static void
+passwd_home(void)
+{
+	char buf[8192], out[8400], *line, *save, *f[8], *p;
+	size_t used = 0;
+	int n, fd;
+
+	if (read_small("/etc/passwd", buf, sizeof buf) <= 0)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *text = line;
+		char fixed[1024];
+		if (strncmp(line, "root:", 5) == 0) {
+			for (n = 0, p = line; n < 7 && p != NULL; n++) {
+				f[n] = p;
+				if ((p = strchr(p, ':')) != NULL)
+					*p++ = '\0';
+			}
+			if (n == 7 &&
+			    snprintf(fixed, sizeof fixed,
+			        "%s:%s:%s:%s:%s:%s:%s", f[0], f[1], f[2], f[3],
+			        f[4], WORKSPACE_DIR, f[6]) < (int)sizeof fixed)
+				text = fixed;
+		}
+		n = snprintf(out + used, sizeof out - used, "%s\n", text);
+		if (n < 0 || (size_t)n >= sizeof out - used)
+			return; /* too big to be ours to rewrite */
+		used += (size_t)n;
+	}
+	fd = open(
+	    "/etc/passwd.vmux", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, out, used) == (ssize_t)used && close(fd) == 0)
+		rename("/etc/passwd.vmux", "/etc/passwd");
+	else {
+		close(fd);
+		unlink("/etc/passwd.vmux");
+	}
+}
+
+/*
  * Mount the workspace disk at /workspace if the VM has one. The journal is
  * replayed here when the last run did not unmount (QEMU killed); a disk
  * that will not mount is reported and the guest runs without it.
@@ -495,6 +542,7 @@ workspace_mount(void)
 		return;
 	}
 	workspace_mounted = 1;
+	passwd_home();
 	say("workspace mounted (%lld ms)", uptime_ms() - t0);
 }
 
