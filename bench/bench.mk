@@ -18,7 +18,13 @@ $(BUILD)/bench/pty-rtt: $(BUILD)/obj/bench/pty-rtt.o $(BUILD)/obj/bench/stats.o
 bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/run
 	@BUILD=$(BUILD) bench/tui
+	@BUILD=$(BUILD) bench/workspace
 
 # The TUI's figures alone.
 bench-tui: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/tui
+
+# The workspace disk alone: fsync'ed writes vs a raw disk, stop + start.
+bench-workspace: all
+	@BUILD=$(BUILD) bench/workspace
+.PHONY: bench-workspace
