@@ -157,6 +157,11 @@ struct cJSON;
 	    {"pids", 0, "N", 0,                                                \
 	        "most processes the user's commands may have (cgroup)"},       \
 	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \
+	    {"mount", 'v', "HOST:GUEST[:ro]", 1,                               \
+	        "share a host folder (under an allowed-mount-root) at GUEST"}, \
+	    {"quota", 0, "SIZE", 0,                                            \
+	        "most bytes the writable mounts may hold: exec refuses to "    \
+	        "start over it and reports going over"},                       \
 	    {"ttl", 0, "DURATION", 0,                                          \
 	        "stop the session this long after each boot (90, 30m, 8h, "    \
 	        "2d)"},                                                        \
@@ -200,8 +205,10 @@ struct cJSON;
 
 struct launch_opts;
 struct profile;
+struct session_mount;
 int new_parse(struct args *, struct launch_opts *, struct profile *,
-    unsigned **allow, char **cause);
+    unsigned **allow, struct session_mount **mounts, char **cause);
+void new_mounts_free(struct session_mount *, size_t);
 
 int exec_in_session(const char *name, struct cJSON *req, int *timeout_s,
     int given, int forward, struct cJSON **result, int *timed_out);

@@ -179,6 +179,42 @@ exec_stream_start(
 }
 
 /*
+ * Bytes held by r's writable host mounts, or -1 when r has no quota (seed
+ * 002's workspace quota: the disk image has its own size as its limit).
+ */
+static long long
+exec_quota_usage(const struct session_record *r)
+{
+	long long used = 0;
+	size_t i;
+	int any = 0;
+
+	if (r->quota_mb <= 0)
+		return -1;
+	for (i = 0; i < r->nmounts; i++) {
+		if (!r->mounts[i].ro) {
+			used += mount_usage_bytes(r->mounts[i].host);
+			any = 1;
+		}
+	}
+	return any ? used : -1;
+}
+
+/* Is r over its quota? Says so ("before" or "after" execution) if it is. */
+static int
+exec_quota_over(const struct session_record *r, const char *when)
+{
+	long long used = exec_quota_usage(r);
+
+	if (used < 0 || used <= r->quota_mb * 1024 * 1024)
+		return 0;
+	cli_error("workspace quota exceeded %s execution: %.1f MiB used of "
+	          "%lld MiB in the writable mounts",
+	    when, (double)used / 1048576, (long long)r->quota_mb);
+	return 1;
+}
+
+/*
  * Run req (an exec_stream request from cmd_exec_request) in session name,
  * its timeout capped by the session's profile (*timeout_s is updated; a
  * cap on a timeout the user gave is said):
@@ -218,17 +254,21 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 		cJSON_ReplaceItemInObject(
 		    req, "timeout_seconds", cJSON_CreateNumber(*timeout_s));
 	}
+	if (exec_quota_over(&r, "before")) {
+		record_free(&r);
+		return EXIT_VMUX;
+	}
 	cJSON_AddStringToObject(req, "action", "exec_stream");
 	sock = transport_connect(
 	    &t, VMUX_AGENT_PORT, mono_ms() + EXEC_CONNECT_MS, &cause);
 	rc = sock < 0 ? EXIT_VMUX
 	              : exec_stream_start(sock, req, &rest, &rest_len, &cause);
-	record_free(&r);
 	if (rc != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		if (sock >= 0)
 			close(sock);
+		record_free(&r);
 		return rc;
 	}
 
@@ -249,7 +289,10 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 		if (*result != NULL && clamped > 0)
 			cJSON_AddNumberToObject(
 			    *result, "timeout_clamped_to", clamped);
+		if (exec_quota_over(&r, "after"))
+			rc = EXIT_VMUX;
 	}
+	record_free(&r);
 	free(o.out.data);
 	free(o.err.data);
 	return rc;

@@ -145,6 +145,23 @@ ls_strv(cJSON *o, const char *key, char *const *v, size_t n)
 		cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
 }
 
+/* Add the shared host folders and the quota on them. */
+static void
+ls_mounts(cJSON *o, const struct session_record *r)
+{
+	cJSON *a = cJSON_AddArrayToObject(o, "mounts"), *m;
+	size_t i;
+
+	for (i = 0; i < r->nmounts; i++) {
+		m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "host", r->mounts[i].host);
+		cJSON_AddStringToObject(m, "guest", r->mounts[i].guest);
+		cJSON_AddBoolToObject(m, "ro", r->mounts[i].ro);
+		cJSON_AddItemToArray(a, m);
+	}
+	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
+}
+
 /* One session as `ls --json` (and `new --json`) shows it. */
 cJSON *
 ls_session_json(const struct session_entry *e)
@@ -189,6 +206,7 @@ ls_session_json(const struct session_entry *e)
 	                                         : "restricted");
 	ls_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	ls_strv(o, "publish", r->publish, r->npublish);
+	ls_mounts(o, r);
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);

@@ -117,6 +117,60 @@ new_override(
 	return 0;
 }
 
+/* The settings and the profile: --profile, else the settings', else default. */
+static int
+new_defaults(
+    struct args *a, struct profile *p, struct settings *st, char **cause)
+{
+	const char *s = args_get(a, "profile");
+
+	if (settings_load(st, cause) != 0)
+		return -1;
+	if (s == NULL)
+		s = st->profile != NULL ? st->profile : "default";
+	if (profile_get(s, p, cause) != 0) {
+		settings_free(st);
+		return -1;
+	}
+	return 0;
+}
+
+/* Free the mounts new_parse made. */
+void
+new_mounts_free(struct session_mount *m, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mount_free(&m[i]);
+	free(m);
+}
+
+/* Check every --mount against the allowed roots and the profile. */
+static int
+new_mounts(struct args *a, const struct profile *p, const struct settings *st,
+    struct launch_opts *o, struct session_mount **out, char **cause)
+{
+	char **specs;
+	int n, i;
+
+	specs = args_values(a, "mount", &n);
+	if (n == 0)
+		return 0;
+	*out = xcalloc((size_t)n, sizeof **out);
+	for (i = 0; i < n; i++) {
+		if (mount_check(specs[i], st->roots, st->nroots, p->mounts,
+		        p->name, &(*out)[i], cause) != 0) {
+			new_mounts_free(*out, (size_t)i);
+			*out = NULL;
+			return -1;
+		}
+	}
+	o->mounts = *out;
+	o->nmounts = (size_t)n;
+	return 0;
+}
+
 /*
  * Fill o and p from new's flags over the chosen profile (shared with vmux
  * run, whose table has them too; o->name is set by the caller). *allow is
@@ -125,13 +179,14 @@ new_override(
  */
 int
 new_parse(struct args *a, struct launch_opts *o, struct profile *p,
-    unsigned **allow, char **cause)
+    unsigned **allow, struct session_mount **mounts, char **cause)
 {
 	static const struct {
 		const char *flag;
 		int field;
 	} flags[] = {{"cpus", PROFILE_CPUS}, {"memory", PROFILE_MEMORY},
 	    {"pids", PROFILE_PIDS}};
+	struct settings settings;
 	const char *s;
 	char **ports, *what;
 	long host_cpus;
@@ -140,9 +195,27 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	int i, nports;
 
 	*allow = NULL;
-	s = args_get(a, "profile");
-	if (profile_get(s != NULL ? s : "default", p, cause) != 0)
+	*mounts = NULL;
+	if (new_defaults(a, p, &settings, cause) != 0)
 		return -1;
+	if (new_mounts(a, p, &settings, o, mounts, cause) != 0) {
+		settings_free(&settings);
+		return -1;
+	}
+	settings_free(&settings);
+	if ((s = args_get(a, "quota")) != NULL) {
+		if (args_size_mb(
+		        "--quota", s, 1, WORKSPACE_MAX_MB, &v, cause) != 0)
+			return -1;
+		if (profile_locked(p, PROFILE_QUOTA) && v != p->quota_mb) {
+			xasprintf(cause,
+			    "--quota: 'quota' is locked by profile "
+			    "'%s'",
+			    p->name);
+			return -1;
+		}
+		p->quota_mb = v;
+	}
 	for (k = 0; k < sizeof flags / sizeof *flags; k++) {
 		if ((s = args_get(a, flags[k].flag)) == NULL)
 			continue;
@@ -271,6 +344,7 @@ cmd_new_exec(struct args *a)
 	struct launch_opts o;
 	struct session_record r;
 	struct profile p;
+	struct session_mount *mounts = NULL;
 	char *cause = NULL, *home;
 	unsigned *allow = NULL;
 	int rc;
@@ -278,12 +352,13 @@ cmd_new_exec(struct args *a)
 	memset(&o, 0, sizeof o);
 	o.name = a->argv[0];
 	if (session_name_valid(o.name, &cause) != 0 ||
-	    new_parse(a, &o, &p, &allow, &cause) != 0)
+	    new_parse(a, &o, &p, &allow, &mounts, &cause) != 0)
 		goto usage;
 
 	home = cli_home();
 	if (home == NULL) {
 		free(allow);
+		new_mounts_free(mounts, o.nmounts);
 		return EXIT_VMUX;
 	}
 	o.home = home;
@@ -306,10 +381,12 @@ cmd_new_exec(struct args *a)
 	}
 	free(home);
 	free(allow);
+	new_mounts_free(mounts, o.nmounts);
 	return rc;
 usage:
 	rc = cli_usage_error(a->entry, "%s", cause);
 	free(cause);
 	free(allow);
+	new_mounts_free(mounts, o.nmounts);
 	return rc;
 }

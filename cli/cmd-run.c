@@ -84,6 +84,7 @@ cmd_run_exec(struct args *a)
 	struct launch_opts o;
 	struct session_record r;
 	struct profile p;
+	struct session_mount *mounts = NULL;
 	struct args ea;
 	char *cause = NULL, *home = NULL, *name, **argv;
 	unsigned *allow = NULL;
@@ -103,7 +104,7 @@ cmd_run_exec(struct args *a)
 	ea.argv = argv;
 	o.name = name;
 	if (session_name_valid(name, &cause) != 0 ||
-	    new_parse(a, &o, &p, &allow, &cause) != 0 ||
+	    new_parse(a, &o, &p, &allow, &mounts, &cause) != 0 ||
 	    cmd_exec_request(&ea, &timeout_s, &req, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		goto out;
@@ -161,6 +162,7 @@ out:
 	cJSON_Delete(req);
 	free(cause);
 	free(allow);
+	new_mounts_free(mounts, o.nmounts);
 	free(home);
 	free(argv);
 	free(name);

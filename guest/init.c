@@ -21,7 +21,9 @@
  * /dev/shm and /workspace stay writable); vmux.net=nat|restricted
  * configures eth0 for QEMU's user network (10.0.2.15/24; with nat a default
  * route via 10.0.2.2 and DNS 10.0.2.3), and vmux.hosts=ADDR=NAME,... adds
- * the host-forwarded allowed names to /etc/hosts.
+ * the host-forwarded allowed names to /etc/hosts;
+ * vmux.mounts=TAG:PATH:ro|rw,... mounts the host's shared folders (virtiofs)
+ * once the workspace is up.
  *
  * The workspace: when the VM has a disk (/dev/vda, the host's workspace
  * image) it is mounted at /workspace and becomes the agent's --home, so
@@ -357,6 +359,54 @@ net_up(void)
 	close(s);
 	hosts_add();
 	say("eth0 up (%s)", mode);
+}
+
+/* mkdir -p for a mount point; 0 or -1. */
+static int
+mkdirs(const char *path)
+{
+	char buf[256], *p;
+
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+		return -1;
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Mount the host's shared folders listed in vmux.mounts=. */
+static void
+mounts_up(void)
+{
+	char v[2048], *p, *save, *path, *mode;
+
+	if (cmdline_value("vmux.mounts", v, sizeof v) != 0)
+		return;
+	for (p = strtok_r(v, ",", &save); p != NULL;
+	     p = strtok_r(NULL, ",", &save)) {
+		if ((path = strchr(p, ':')) == NULL ||
+		    (mode = strchr(path + 1, ':')) == NULL)
+			continue;
+		*path++ = '\0';
+		*mode++ = '\0';
+		if (mkdirs(path) < 0) {
+			say("mount %s: mkdir %s: %s", p, path, strerror(errno));
+			continue;
+		}
+		if (mount(p, path, "virtiofs",
+		        MS_NOSUID | MS_NODEV |
+		            (strcmp(mode, "ro") == 0 ? MS_RDONLY : 0),
+		        NULL) < 0)
+			say("mount %s on %s: %s", p, path, strerror(errno));
+		else
+			say("%s mounted on %s (%s)", p, path, mode);
+	}
 }
 
 /* With vmux.ro=1: remount / read-only (after everything was written). */
@@ -773,6 +823,7 @@ main(void)
 	workspace_mount();
 	limits_setup();
 	net_up();
+	mounts_up();
 	root_readonly();
 
 	have_agent = access(VMUX_AGENT_PATH, F_OK) == 0;

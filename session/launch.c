@@ -60,6 +60,7 @@ launch_cleanup(struct session_record *r)
 	free(needle);
 	if (!r->vsock_kernel)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
+	fs_stop(r, 1000);
 	if (r->sock_dir != NULL)
 		rmtree(r->sock_dir);
 	rmtree(r->dir);
@@ -251,13 +252,14 @@ static char *
 launch_append(const struct session_record *r)
 {
 	int reserve = r->memory_mb / 8 > 48 ? r->memory_mb / 8 : 48;
-	char *s, pids[32] = "", *net = net_cmdline(r);
+	char *s, pids[32] = "", *net = net_cmdline(r), *fs = fs_cmdline(r);
 
 	if (r->pids_max > 0)
 		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
-	xasprintf(&s, "vmux.mem_max=%d%s%s%s", r->memory_mb - reserve, pids,
-	    r->read_only_root ? " vmux.ro=1" : "", net);
+	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s", r->memory_mb - reserve, pids,
+	    r->read_only_root ? " vmux.ro=1" : "", net, fs);
 	free(net);
+	free(fs);
 	return s;
 }
 
@@ -346,6 +348,11 @@ launch_qemu(
 	cfg.workspace = r->workspace;
 	netdev = net_netdev(r);
 	cfg.netdev = netdev;
+	cfg.nfs = r->nmounts;
+	cfg.fs_socks =
+	    r->nmounts > 0 ? xcalloc(r->nmounts, sizeof *cfg.fs_socks) : NULL;
+	for (size_t i = 0; i < r->nmounts; i++)
+		cfg.fs_socks[i] = fs_sock_path(r, i);
 	append = launch_append(r);
 	cfg.append = append;
 	unlink(r->qmp);
@@ -383,6 +390,9 @@ launch_qemu(
 	free(exit_path);
 	free(append);
 	free(netdev);
+	for (size_t i = 0; i < cfg.nfs; i++)
+		free(cfg.fs_socks[i]);
+	free(cfg.fs_socks);
 	if (*pid < 0) {
 		*pid = 0;
 		return -1;
@@ -462,7 +472,8 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 		if (rc != 0 || record_save(r, cause) != 0)
 			return BOOT_FAILED;
 	}
-	if (launch_qemu(o->home, r, &pid, cause) != 0)
+	if (fs_start(r, cause) != 0 || record_save(r, cause) != 0 ||
+	    launch_qemu(o->home, r, &pid, cause) != 0)
 		return BOOT_FAILED;
 	r->qemu_pid = pid;
 	if (record_save(r, cause) != 0)
@@ -480,6 +491,9 @@ launch_reset(struct session_record *r)
 	free(needle);
 	if (!r->vsock_kernel)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
+	fs_stop(r, 1000);
+	for (size_t i = 0; i < r->nmounts; i++)
+		r->mounts[i].pid = 0;
 	r->qemu_pid = r->bridge_pid = 0;
 }
 
@@ -673,7 +687,7 @@ session_launch(
 		r.profile = xstrdup(o->profile->name);
 		r.net = o->profile->net;
 		r.read_only_root = o->profile->read_only_root;
-		r.mounts = o->profile->mounts;
+		r.mounts_mode = o->profile->mounts;
 		r.pids_max = o->profile->pids_max;
 		r.max_timeout_s = o->profile->max_timeout_s;
 	}
@@ -681,6 +695,16 @@ session_launch(
 	r.nallow_hosts = o->nallow_hosts;
 	r.publish = strv_dup(o->publish, o->npublish);
 	r.npublish = o->npublish;
+	if (o->nmounts > 0)
+		r.mounts = xcalloc(o->nmounts, sizeof *r.mounts);
+	for (size_t i = 0; i < o->nmounts; i++) {
+		r.mounts[i].host = xstrdup(o->mounts[i].host);
+		r.mounts[i].guest = xstrdup(o->mounts[i].guest);
+		r.mounts[i].ro = o->mounts[i].ro;
+	}
+	r.nmounts = o->nmounts;
+	if (o->profile != NULL)
+		r.quota_mb = o->profile->quota_mb;
 	if (o->nallow_ports > 0) {
 		r.allow_ports =
 		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);

@@ -167,6 +167,16 @@ qemu_argv(const struct qemu_config *cfg)
 		free(e);
 	}
 
+	for (size_t i = 0; i < cfg->nfs; i++) {
+		e = qemu_escape(cfg->fs_socks[i]);
+		args_add(&a, "-chardev");
+		args_add(&a, "socket,id=fs%zu,path=%s", i, e);
+		args_add(&a, "-device");
+		args_add(&a, "vhost-user-fs-device,chardev=fs%zu,tag=vmuxfs%zu",
+		    i, i);
+		free(e);
+	}
+
 	if (cfg->netdev != NULL) { /* already spelled as QEMU wants it */
 		args_add(&a, "-netdev");
 		args_add(&a, "%s", cfg->netdev);

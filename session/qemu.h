@@ -24,6 +24,8 @@ struct qemu_config {
 	const char *append;      /* extra kernel command line, may be NULL */
 	const char *workspace;   /* raw disk image for /workspace, or NULL */
 	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
+	char **fs_socks;         /* vhost-user-fs sockets (tags vmuxfsN) */
+	size_t nfs;
 };
 
 /* qemu.c */

@@ -59,6 +59,9 @@ record_free(struct session_record *r)
 	free(r->profile);
 	strv_free(r->allow_hosts, r->nallow_hosts);
 	strv_free(r->publish, r->npublish);
+	for (size_t i = 0; i < r->nmounts; i++)
+		mount_free(&r->mounts[i]);
+	free(r->mounts);
 	memset(r, 0, sizeof *r);
 }
 
@@ -108,6 +111,44 @@ bad:
 	return -1;
 }
 
+static int get_str(const cJSON *, const char *, char **, int, char **);
+static int get_int(
+    const cJSON *, const char *, double, double, int64_t *, char **);
+
+/* Read the optional "mounts" array into r. */
+static int
+get_mounts(const cJSON *o, struct session_record *r, char **cause)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "mounts"), *e;
+	struct session_mount *m;
+	int64_t pid;
+
+	if (a == NULL)
+		return 0;
+	if (!cJSON_IsArray(a))
+		goto bad;
+	cJSON_ArrayForEach(e, a)
+	{
+		r->mounts =
+		    xreallocarray(r->mounts, r->nmounts + 1, sizeof *r->mounts);
+		m = &r->mounts[r->nmounts];
+		memset(m, 0, sizeof *m);
+		r->nmounts++;
+		if (!cJSON_IsObject(e) ||
+		    get_str(e, "host", &m->host, 1, cause) != 0 ||
+		    get_str(e, "guest", &m->guest, 1, cause) != 0 ||
+		    get_int(e, "pid", 0, 0x7fffffff, &pid, cause) != 0)
+			goto bad;
+		m->ro = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "ro"));
+		m->pid = (pid_t)pid;
+	}
+	return 0;
+bad:
+	free(*cause);
+	xasprintf(cause, "bad \"mounts\"");
+	return -1;
+}
+
 /* The record's "status" values, by enum session_status. */
 static const char *const status_names[] = {
     [SESSION_STARTING] = "starting",
@@ -116,14 +157,11 @@ static const char *const status_names[] = {
     [SESSION_STOPPED] = "stopped",
 };
 
-static int get_int(
-    const cJSON *, const char *, double, double, int64_t *, char **);
-
 /* A record as JSON (the file format; `vmux ls --json` uses its own). */
 cJSON *
 record_to_json(const struct session_record *r)
 {
-	cJSON *o = cJSON_CreateObject(), *pids, *ports;
+	cJSON *o = cJSON_CreateObject(), *pids, *ports, *mounts;
 	char *created = time_rfc3339((double)r->created);
 	size_t i;
 
@@ -164,9 +202,19 @@ record_to_json(const struct session_record *r)
 	add_str(o, "profile", r->profile);
 	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	add_strv(o, "publish", r->publish, r->npublish);
+	mounts = cJSON_AddArrayToObject(o, "mounts");
+	for (i = 0; i < r->nmounts; i++) {
+		cJSON *m = cJSON_CreateObject();
+		add_str(m, "host", r->mounts[i].host);
+		add_str(m, "guest", r->mounts[i].guest);
+		cJSON_AddBoolToObject(m, "ro", r->mounts[i].ro);
+		cJSON_AddNumberToObject(m, "pid", r->mounts[i].pid);
+		cJSON_AddItemToArray(mounts, m);
+	}
+	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
 	cJSON_AddBoolToObject(o, "net", r->net);
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
-	cJSON_AddNumberToObject(o, "mounts", r->mounts);
+	cJSON_AddNumberToObject(o, "mounts_mode", r->mounts_mode);
 	cJSON_AddNumberToObject(o, "pids_max", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
 	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);
@@ -273,9 +321,12 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_strv(o, "allow_hosts", &r->allow_hosts, &r->nallow_hosts,
 	        cause) != 0 ||
 	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||
-	    get_opt_int(o, "mounts", MOUNTS_NONE, MOUNTS_RW, &n, cause) != 0)
+	    get_mounts(o, r, cause) != 0 ||
+	    get_opt_int(o, "quota_mb", 0, 1e12, &r->quota_mb, cause) != 0 ||
+	    get_opt_int(o, "mounts_mode", MOUNTS_NONE, MOUNTS_RW, &n, cause) !=
+	        0)
 		goto fail;
-	r->mounts = (int)n;
+	r->mounts_mode = (int)n;
 	if (get_opt_int(o, "pids_max", 0, 1e8, &n, cause) != 0)
 		goto fail;
 	r->pids_max = (int)n;

@@ -112,6 +112,14 @@ enum session_status {
 	SESSION_STOPPED,  /* powered off on purpose; the workspace stays */
 };
 
+/* A host folder shared into the guest (mounts.c). */
+struct session_mount {
+	char *host;  /* resolved host directory */
+	char *guest; /* where the guest mounts it */
+	int ro;      /* read-only (enforced on the host) */
+	pid_t pid;   /* its virtiofsd, 0 when not running */
+};
+
 struct session_record {
 	char *name;
 	char *dir;         /* the session's state directory */
@@ -142,13 +150,23 @@ struct session_record {
 	size_t nallow_hosts;
 	char **publish; /* --publish HOSTPORT:GUESTPORT values */
 	size_t npublish;
-	int net; /* outbound network (NIC) */
+	struct session_mount *mounts; /* --mount folders */
+	size_t nmounts;
+	int64_t quota_mb; /* on the writable mounts' bytes; 0: none */
+	int net;          /* outbound network (NIC) */
 	int read_only_root;
-	int mounts;        /* host mounts allowed: MOUNTS_* */
+	int mounts_mode;   /* host mounts allowed: MOUNTS_* */
 	int pids_max;      /* limit on the user's processes; 0: none */
 	int max_timeout_s; /* exec timeouts are clamped to this; 0: none */
 	int64_t ttl_s;     /* stop this long after boot; 0: never */
 	int64_t idle_s;    /* stop after this long idle; 0: never */
+};
+
+/* vmux's settings ($XDG_CONFIG_HOME/vmux/config, settings.c). */
+struct settings {
+	char **roots; /* allowed-mount-root, resolved */
+	size_t nroots;
+	char *profile; /* default profile, or NULL */
 };
 
 /* How QEMU last ended, as its reaper wrote it. */
@@ -192,6 +210,23 @@ void session_unlock(int fd);
 void errors_append(const char *home, const char *session, const char *command,
     const char *message);
 cJSON *errors_read(const char *home);
+
+/* settings.c */
+char *settings_path(void);
+int settings_load(struct settings *, char **cause);
+void settings_free(struct settings *);
+
+/* mounts.c */
+int mount_check(const char *spec, char *const *roots, size_t nroots, int mode,
+    const char *profile, struct session_mount *, char **cause);
+void mount_free(struct session_mount *);
+long long mount_usage_bytes(const char *dir);
+
+/* fs.c */
+char *fs_sock_path(const struct session_record *, size_t i);
+int fs_start(struct session_record *, char **cause);
+void fs_stop(const struct session_record *, int term_ms);
+char *fs_cmdline(const struct session_record *);
 
 /* net.c */
 int net_allow_check(const char *v, char **cause);
@@ -243,6 +278,8 @@ struct launch_opts {
 	size_t nallow_hosts;
 	char *const *publish; /* --publish values (checked) */
 	size_t npublish;
+	const struct session_mount *mounts; /* checked --mount folders */
+	size_t nmounts;
 	const char *workspace; /* attach this disk image instead */
 	int64_t ttl_s, idle_s; /* see struct session_record */
 	int lock_wait_ms;      /* start: wait this long for a busy lock */

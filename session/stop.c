@@ -184,7 +184,8 @@ session_kind(pid_t pid, const struct session_record *r)
 	argv0[n] = '\0'; /* cmdline is NUL-separated: this is argv[0] */
 	base = strrchr(argv0, '/') != NULL ? strrchr(argv0, '/') + 1 : argv0;
 	if (strncmp(base, "qemu-system-", 12) == 0 ||
-	    strcmp(base, SESSION_BRIDGE_NAME) == 0)
+	    strcmp(base, SESSION_BRIDGE_NAME) == 0 ||
+	    strcmp(base, "virtiofsd") == 0)
 		return 1;
 	return (r->qemu_bin != NULL && strcmp(argv0, r->qemu_bin) == 0) ||
 	    (r->bridge_bin != NULL && strcmp(argv0, r->bridge_bin) == 0);
@@ -271,6 +272,7 @@ session_stop(const struct session_record *r, int force, int power_ms)
 		rc = 1;
 	if (proc_terminate(r->qemu_pid, needle, force ? 0 : STOP_TERM_MS) != 0)
 		rc = -1;
+	fs_stop(r, STOP_TERM_MS);
 	/* The bridge exits by itself once QEMU is gone; help it along. */
 	if (!r->vsock_kernel) {
 		proc_wait_gone(r->bridge_pid, r->vsock_uds,

@@ -1,0 +1,110 @@
+/*
+ * settings.c: vmux's own settings, $XDG_CONFIG_HOME/vmux/config.
+ *
+ * Lines of "key value" (# starts a comment):
+ *   allowed-mount-root DIR   a host directory under which --mount may
+ *                            share folders (repeatable; none: no mounts)
+ *   profile NAME             the profile of sessions made without
+ *                            --profile (default: default)
+ * The TUI's settings live apart, in vmux.conf. A bad line is an error
+ * naming the file and the line, and the command stops: a typo in a
+ * security setting must not pass silently.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/common.h"
+#include "session.h"
+
+/* The settings file's path (caller frees), or NULL without any home. */
+char *
+settings_path(void)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *path = NULL;
+
+	if (xdg != NULL && *xdg == '/')
+		xasprintf(&path, "%s/vmux/config", xdg);
+	else if (home != NULL && *home == '/')
+		xasprintf(&path, "%s/.config/vmux/config", home);
+	return path;
+}
+
+/* Free what settings_load filled in. */
+void
+settings_free(struct settings *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->nroots; i++)
+		free(s->roots[i]);
+	free(s->roots);
+	free(s->profile);
+	memset(s, 0, sizeof *s);
+}
+
+/* Read the settings (a missing file is empty). 0 or -1 with cause. */
+int
+settings_load(struct settings *s, char **cause)
+{
+	char *path = settings_path(), line[PATH_MAX + 64], *key, *val, *save;
+	char *why = NULL, *real;
+	int lineno = 0;
+	FILE *f;
+
+	memset(s, 0, sizeof *s);
+	if (path == NULL || (f = fopen(path, "re")) == NULL) {
+		if (path != NULL && errno != ENOENT) {
+			xasprintf(cause, "%s: %s", path, strerror(errno));
+			free(path);
+			return -1;
+		}
+		free(path);
+		return 0;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		lineno++;
+		line[strcspn(line, "#\n")] = '\0';
+		if ((key = strtok_r(line, " \t", &save)) == NULL)
+			continue;
+		val = strtok_r(NULL, "\n", &save);
+		while (val != NULL && (*val == ' ' || *val == '\t'))
+			val++;
+		if (val == NULL || *val == '\0') {
+			xasprintf(&why, "%s needs a value", key);
+			goto fail;
+		}
+		if (strcmp(key, "allowed-mount-root") == 0) {
+			if (*val != '/') {
+				xasprintf(&why, "not an absolute path: %s", val);
+				goto fail;
+			}
+			if ((real = realpath(val, NULL)) == NULL) {
+				xasprintf(&why, "%s: %s", val, strerror(errno));
+				goto fail;
+			}
+			s->roots = xreallocarray(
+			    s->roots, s->nroots + 1, sizeof *s->roots);
+			s->roots[s->nroots++] = real;
+		} else if (strcmp(key, "profile") == 0) {
+			free(s->profile);
+			s->profile = xstrdup(val);
+		} else {
+			xasprintf(&why, "unknown setting '%s'", key);
+			goto fail;
+		}
+	}
+	fclose(f);
+	free(path);
+	return 0;
+fail:
+	fclose(f);
+	xasprintf(cause, "%s:%d: %s", path, lineno, why);
+	free(why);
+	free(path);
+	settings_free(s);
+	return -1;
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# 94-mounts: host folders shared with --mount (virtiofs), seed 002's rules:
+# only under allowed-mount-root; outside, "..", symlinks that leave, missing
+# paths and a profile's mount mode refused with one clear error; ro is
+# read-only even to the guest's root; the quota refuses an exec when the
+# writable mounts are over it and reports an exec that went over.
+source "$(dirname "$0")/lib.sh"
+
+ROOTDIR=$TMP/roots/allowed
+mkdir -p "$ROOTDIR/share" "$ROOTDIR/ro" "$ROOTDIR/quota" "$TMP/roots/outside"
+echo from-host >"$ROOTDIR/share/h"
+echo read-only >"$ROOTDIR/ro/r"
+ln -s "$TMP/roots/outside" "$ROOTDIR/escape"
+mkdir -p "$XDG_CONFIG_HOME/vmux"
+printf '# test\nallowed-mount-root %s\n' "$ROOTDIR" >"$XDG_CONFIG_HOME/vmux/config"
+
+t_refusals() {
+	local out
+	out=$(vmux new x --mount "$TMP/roots/outside:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match outside "$out" "is outside the allowed mount roots" || return 1
+	out=$(vmux new x --mount "$ROOTDIR/../outside:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match dotdot "$out" "without '..'" || return 1
+	out=$(vmux new x --mount "$ROOTDIR/escape:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match symlink "$out" "resolves to $TMP/roots/outside, outside" || return 1
+	out=$(vmux new x --mount "$ROOTDIR/missing:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match missing "$out" "No such file or directory" || return 1
+	out=$(vmux new x --mount "$ROOTDIR/share:/proc" 2>&1)
+	[[ $? -eq 2 ]] && expect_match reserved "$out" "will not mount over /proc" || return 1
+	out=$(vmux new x --profile offline_readonly --mount "$ROOTDIR/share:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match "profile ro" "$out" "'mounts' is locked by profile 'offline_readonly' to read-only" || return 1
+	out=$(XDG_CONFIG_HOME=$TMP/nocfg vmux new x --mount "$ROOTDIR/share:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match "no roots" "$out" "no host folder may be shared" || return 1
+	mkdir -p "$TMP/badcfg/vmux"
+	printf 'allowed-mount-rot /x\n' >"$TMP/badcfg/vmux/config"
+	out=$(XDG_CONFIG_HOME=$TMP/badcfg vmux new x 2>&1)
+	[[ $? -eq 2 ]] && expect_match "bad setting" "$out" "config:1: unknown setting 'allowed-mount-rot'" || return 1
+	[[ ! -e $VMUX_HOME/sessions/x ]]
+}
+
+if [[ $(id -u) -ne 0 ]]; then
+	# Debian 12's virtiofsd needs root: a user gets a clear error, and
+	# nothing is left behind.
+	t_needs_root() {
+		local out
+		out=$(vmux new nr --mount "$ROOTDIR/share:/mnt/s" 2>&1)
+		[[ $? -eq 125 ]] && expect_match error "$out" "virtiofsd" || return 1
+		[[ ! -e $VMUX_HOME/sessions/nr ]]
+	}
+	check "--mount refusals: outside, .., symlink out, missing, reserved, profile" t_refusals
+	check "--mount without root: virtiofsd's error said, nothing left" t_needs_root
+	echo "NOTE 94-mounts: not root: mounts in a guest not exercised"
+	exit
+fi
+
+need_session mnt --mount "$ROOTDIR/share:/workspace/share" --mount "$ROOTDIR/ro:/mnt/ro:ro"
+
+t_shared_both_ways() {
+	expect_eq read "$(vmux exec mnt -- cat /workspace/share/h)" from-host || return 1
+	vmux exec mnt -- sh -c 'echo from-guest > /workspace/share/g' || return 1
+	expect_eq "on the host" "$(cat "$ROOTDIR/share/g")" from-guest || return 1
+	expect_eq mounts "$(session_field mnt 'mounts | length')" 2
+}
+
+t_read_only_even_for_guest_root() {
+	local out
+	expect_eq read "$(vmux exec mnt -- cat /mnt/ro/r)" read-only || return 1
+	out=$(vmux exec mnt -- sh -c 'echo x > /mnt/ro/x' 2>&1)
+	[[ $? -ne 0 ]] && expect_match ro "$out" "Read-only file system" || return 1
+	# root in the guest remounts it read-write: the host still refuses
+	vmux exec mnt -- mount -o remount,rw /mnt/ro 2>/dev/null
+	vmux exec mnt -- sh -c 'echo y > /mnt/ro/y' 2>/dev/null
+	[[ ! -e $ROOTDIR/ro/x && ! -e $ROOTDIR/ro/y ]] || fail "the guest wrote to a read-only mount"
+}
+
+t_stop_start_keeps_mounts() {
+	vmux stop mnt && vmux start mnt >/dev/null || return 1
+	expect_eq "after restart" "$(vmux exec mnt -- cat /workspace/share/g)" from-guest
+}
+
+t_quota_before_and_after() {
+	local out
+	need_session q --mount "$ROOTDIR/quota:/workspace/q" --quota 1M
+	out=$(vmux exec q -- dd if=/dev/zero of=/workspace/q/big bs=1k count=2048 2>&1)
+	[[ $? -eq 125 ]] && expect_match after "$out" "workspace quota exceeded after execution" || return 1
+	out=$(vmux exec q -- echo should-not-run 2>&1)
+	[[ $? -eq 125 ]] && expect_match before "$out" "workspace quota exceeded before execution" || return 1
+	[[ $out != *should-not-run* ]] || fail "ran over quota" || return 1
+	rm -f "$ROOTDIR/quota/big"
+	expect_eq "under again" "$(vmux exec q -- echo ok)" ok
+}
+
+t_rm_ends_virtiofsd() {
+	vmux rm mnt q || return 1
+	[[ -z $(e2e_leftovers) ]] || fail "left: $(ps -o pid,args -p "$(e2e_leftovers | paste -sd,)")"
+}
+
+check "--mount refusals: outside, .., symlink out, missing, reserved, profile" t_refusals
+check "a shared folder: the guest reads and writes it" t_shared_both_ways
+check ":ro is read-only on the host, even after the guest remounts it" t_read_only_even_for_guest_root
+check "stop and start keep the mounts" t_stop_start_keeps_mounts
+check "quota: exec refused before when over, reported after going over" t_quota_before_and_after
+check "rm ends the virtiofsd processes" t_rm_ends_virtiofsd
