@@ -4,13 +4,17 @@
  *
  * Boots a session (new's flags), runs CMD in it as `vmux exec` would
  * (output streamed, stdin forwarded, the same exit statuses), then stops
- * it, or removes it with --rm. When --timeout expires the command is
- * killed, the status is TIMED_OUT with no exit code, and the session is
+ * it, or removes it with --rm. --name of a session that exists reuses it
+ * (started if need be, left running if it was), unless a flag asks for a
+ * profile, resource, network or mount it does not have: that is a conflict
+ * naming the field, never a silent restart. When --timeout expires the command
+ * is killed, the status is TIMED_OUT with no exit code, and the session is
  * removed whatever --rm says (a sandbox that ran out of time is not kept).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -77,7 +81,107 @@ run_name(void)
 	return name;
 }
 
-/* Boot, run, stop or remove. */
+/*
+ * A flag given to `vmux run --name N` that N, which exists, does not have:
+ * the field's name and N's value, or NULL when nothing differs. A session's
+ * profile, resources, network and mounts are fixed when it is made (seed
+ * 002: a conflict, never a silent restart).
+ */
+static const char *
+run_conflict(struct args *a, const struct session_record *r,
+    const struct launch_opts *o, const struct profile *p, char *have,
+    size_t size)
+{
+	size_t i;
+
+	if (args_get(a, "profile") != NULL &&
+	    (r->profile == NULL || strcmp(r->profile, p->name) != 0)) {
+		snprintf(
+		    have, size, "%s", r->profile != NULL ? r->profile : "none");
+		return "profile";
+	}
+	if (args_get(a, "cpus") != NULL && p->cpus != r->cpus) {
+		snprintf(have, size, "%d", r->cpus);
+		return "cpus";
+	}
+	if (args_get(a, "memory") != NULL && p->memory_mb != r->memory_mb) {
+		snprintf(have, size, "%d MiB", r->memory_mb);
+		return "memory";
+	}
+	if (args_get(a, "pids") != NULL && p->pids_max != r->pids_max) {
+		snprintf(have, size, "%d", r->pids_max);
+		return "pids";
+	}
+	if (args_has(a, "read-only-root") && !r->read_only_root) {
+		snprintf(have, size, "a writable root");
+		return "read-only-root";
+	}
+	if (args_has(a, "net") && !r->net) {
+		snprintf(have, size, "no network");
+		return "net";
+	}
+	if (o->nallow_hosts > 0) {
+		int same = o->nallow_hosts == r->nallow_hosts;
+		for (i = 0; same && i < r->nallow_hosts; i++)
+			same =
+			    strcmp(o->allow_hosts[i], r->allow_hosts[i]) == 0;
+		if (!same) {
+			snprintf(
+			    have, size, "%zu allowed hosts", r->nallow_hosts);
+			return "allow-host";
+		}
+	}
+	if (o->nmounts > 0) {
+		int same = o->nmounts == r->nmounts;
+		for (i = 0; same && i < r->nmounts; i++)
+			same =
+			    strcmp(o->mounts[i].host, r->mounts[i].host) == 0 &&
+			    strcmp(o->mounts[i].guest, r->mounts[i].guest) ==
+			        0 &&
+			    o->mounts[i].ro == r->mounts[i].ro;
+		if (!same) {
+			snprintf(have, size, "%zu mounts", r->nmounts);
+			return "mount";
+		}
+	}
+	return NULL;
+}
+
+/*
+ * `vmux run --name N` where N exists: reuse it (start it when it is not
+ * running) unless a flag asks for something it does not have. 0 (reused;
+ * *was_running says whether to leave it running after), -1 with cause.
+ */
+static int
+run_reuse(struct args *a, const char *home, const struct launch_opts *o,
+    const struct profile *p, int *was_running, char **cause)
+{
+	struct session_record r, started;
+	const char *field, *state;
+	char have[128];
+
+	if (record_load(home, o->name, &r, cause) != 0)
+		return -1;
+	if ((field = run_conflict(a, &r, o, p, have, sizeof have)) != NULL) {
+		xasprintf(cause,
+		    "conflict: session '%s' exists with %s %s; a session's %s "
+		    "cannot change (vmux rm it, or run under another --name)",
+		    o->name, field, have, field);
+		record_free(&r);
+		return -1;
+	}
+	state = session_state(&r);
+	*was_running = strcmp(state, "running") == 0;
+	record_free(&r);
+	if (*was_running)
+		return 0;
+	if (session_start(o, &started, cause) != 0)
+		return -1;
+	record_free(&started);
+	return 0;
+}
+
+/* Boot (or reuse), run, stop or remove. */
 static int
 cmd_run_exec(struct args *a)
 {
@@ -89,7 +193,9 @@ cmd_run_exec(struct args *a)
 	char *cause = NULL, *home = NULL, *name, **argv;
 	unsigned *allow = NULL;
 	cJSON *req = NULL, *result = NULL;
-	int rc, timeout_s, timed_out = 0, remove, i;
+	int rc, timeout_s, timed_out = 0, remove, i, was_running = 0;
+	struct stat st;
+	char *dir;
 
 	memset(&o, 0, sizeof o);
 	name = args_get(a, "name") != NULL ? xstrdup(args_get(a, "name"))
@@ -117,12 +223,24 @@ cmd_run_exec(struct args *a)
 	o.notice = cli_notice;
 	o.interrupted = &run_interrupted;
 	cli_trap_interrupts(run_signal);
-	if (session_launch(&o, &r, &cause) != 0) {
-		cli_error("%s", cause);
-		rc = EXIT_VMUX;
-		goto out;
+	dir = session_dir(home, name);
+	if (args_get(a, "name") != NULL && stat(dir, &st) == 0) {
+		free(dir);
+		o.lock_wait_ms = 120000;
+		if (run_reuse(a, home, &o, &p, &was_running, &cause) != 0) {
+			cli_error("%s", cause);
+			rc = EXIT_VMUX;
+			goto out;
+		}
+	} else {
+		free(dir);
+		if (session_launch(&o, &r, &cause) != 0) {
+			cli_error("%s", cause);
+			rc = EXIT_VMUX;
+			goto out;
+		}
+		record_free(&r);
 	}
-	record_free(&r);
 	rc = exec_in_session(name, req, &timeout_s,
 	    args_get(a, "timeout") != NULL,
 	    args_has(a, "interactive") || !isatty(STDIN_FILENO), &result,
@@ -134,7 +252,9 @@ cmd_run_exec(struct args *a)
 		    timeout_s, name);
 	free(cause);
 	cause = NULL;
-	if (remove
+	if (!remove && was_running)
+		; /* it was running before: leave it so */
+	else if (remove
 	        ? session_remove(home, name, 0, 0, NULL, &cause) != 0
 	        : session_halt(home, name, "run", 0, cli_notice, &cause) < 0) {
 		cli_error("%s", cause);

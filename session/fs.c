@@ -31,8 +31,8 @@ fs_sock_path(const struct session_record *r, size_t i)
 {
 	char *p;
 
-	xasprintf(&p, "%s/fs%zu.sock", r->sock_dir != NULL ? r->sock_dir : r->dir,
-	    i);
+	xasprintf(
+	    &p, "%s/fs%zu.sock", r->sock_dir != NULL ? r->sock_dir : r->dir, i);
 	return p;
 }
 
@@ -54,15 +54,15 @@ fs_find(char **cause)
 			return p;
 		free(p);
 	}
-	xasprintf(cause, "virtiofsd not found (install qemu-system-common, "
-	                 "or set VMUX_VIRTIOFSD): --mount needs it");
+	xasprintf(cause,
+	    "virtiofsd not found (install qemu-system-common, "
+	    "or set VMUX_VIRTIOFSD): --mount needs it");
 	return NULL;
 }
 
 /* Start the virtiofsd of mount i and wait for its socket. */
 static int
-fs_start_one(struct session_record *r, size_t i, const char *bin,
-    char **cause)
+fs_start_one(struct session_record *r, size_t i, const char *bin, char **cause)
 {
 	struct session_mount *m = &r->mounts[i];
 	char *sock = fs_sock_path(r, i), *log, *src, *path, *tail;
@@ -105,7 +105,8 @@ fs_start_one(struct session_record *r, size_t i, const char *bin,
 	while (stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) {
 		if (!proc_matches(m->pid, sock) || mono_ms() >= deadline) {
 			tail = file_tail(log, 5);
-			xasprintf(cause, "virtiofsd for --mount %s did not start%s%s",
+			xasprintf(cause,
+			    "virtiofsd for --mount %s did not start%s%s",
 			    m->host, tail != NULL ? ":\n" : "",
 			    tail != NULL ? tail : "");
 			free(tail);

@@ -33,7 +33,8 @@ has_dotdot(const char *path)
 	const char *p = path;
 
 	while ((p = strstr(p, "..")) != NULL) {
-		if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+		if ((p == path || p[-1] == '/') &&
+		    (p[2] == '\0' || p[2] == '/'))
 			return 1;
 		p += 2;
 	}
@@ -69,8 +70,8 @@ mount_check(const char *spec, char *const *roots, size_t nroots, int mode,
 	host = copy;
 	guest = strchr(host, ':');
 	if (guest == NULL || guest == host) {
-		xasprintf(cause, "invalid --mount '%s': want HOST:GUEST[:ro]",
-		    spec);
+		xasprintf(
+		    cause, "invalid --mount '%s': want HOST:GUEST[:ro]", spec);
 		goto fail;
 	}
 	*guest++ = '\0';
@@ -87,8 +88,9 @@ mount_check(const char *spec, char *const *roots, size_t nroots, int mode,
 		}
 	}
 	if (mode == MOUNTS_NONE) {
-		xasprintf(cause, "--mount: 'mounts' is locked by profile '%s' "
-		                 "(no host mounts)",
+		xasprintf(cause,
+		    "--mount: 'mounts' is locked by profile '%s' "
+		    "(no host mounts)",
 		    profile);
 		goto fail;
 	}
@@ -126,12 +128,13 @@ mount_check(const char *spec, char *const *roots, size_t nroots, int mode,
 		}
 	}
 	if ((real = realpath(host, NULL)) == NULL) {
-		xasprintf(cause, "--mount %s: %s: %s", spec, host,
-		    strerror(errno));
+		xasprintf(
+		    cause, "--mount %s: %s: %s", spec, host, strerror(errno));
 		goto fail;
 	}
 	if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		xasprintf(cause, "--mount %s: %s is not a directory", spec, host);
+		xasprintf(
+		    cause, "--mount %s: %s is not a directory", spec, host);
 		goto fail;
 	}
 	for (i = 0; i < nroots && !under_root(real, roots[i]); i++)

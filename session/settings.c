@@ -79,7 +79,8 @@ settings_load(struct settings *s, char **cause)
 		}
 		if (strcmp(key, "allowed-mount-root") == 0) {
 			if (*val != '/') {
-				xasprintf(&why, "not an absolute path: %s", val);
+				xasprintf(
+				    &why, "not an absolute path: %s", val);
 				goto fail;
 			}
 			if ((real = realpath(val, NULL)) == NULL) {

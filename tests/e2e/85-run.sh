@@ -91,7 +91,29 @@ t_idle_timeout_waits_for_activity() {
 	expect_eq state "$(session_field idle state)" stopped
 }
 
+t_run_reuses_by_name_and_refuses_changes() {
+	local out
+	vmux run --name re -- sh -c 'echo kept > f' 2>/dev/null || return 1
+	# a stopped session of that name is started and used again
+	expect_eq reuse "$(vmux run --name re -- cat f 2>/dev/null)" kept || return 1
+	expect_eq "stopped again" "$(session_field re state)" stopped || return 1
+	# a running one is used and left running
+	vmux start re >/dev/null || return 1
+	vmux run --name re -- true || return 1
+	expect_eq "left running" "$(session_field re state)" running || return 1
+	# asking for other limits is a conflict naming the field, no restart
+	local q
+	q=$(session_field re pids.qemu)
+	out=$(vmux run --name re --cpus 2 -- true 2>&1)
+	[[ $? -eq 125 ]] && expect_match cpus "$out" "conflict: session 're' exists with cpus 1" || return 1
+	out=$(vmux run --name re --profile network_basic -- true 2>&1)
+	[[ $? -eq 125 ]] && expect_match profile "$out" "exists with profile default" || return 1
+	expect_eq "same VM" "$(session_field re pids.qemu)" "$q" || return 1
+	vmux rm re
+}
+
 check "run: status passed on, session stopped and startable" t_run_status_and_stop
+check "run --name: reuses the session, refuses changed limits by name" t_run_reuses_by_name_and_refuses_changes
 check "run --rm --json: COMPLETED, output, removed" t_run_rm_json
 check "run --timeout: TIMED_OUT, exit_code null, session removed" t_run_timeout_is_timed_out
 check "run: bad flags exit 2 and leave nothing" t_run_bad_flags
