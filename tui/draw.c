@@ -322,6 +322,13 @@ draw_sidebar(struct tui *t)
 			put_text(y + 1, r->x + 3, r->w - 3, buf);
 			y++;
 		}
+		if (s->detail != NULL && *s->detail != '\0' &&
+		    y + 1 < r->y + r->h) {
+			draw_style(t, sel ? TH_SIDEBAR_SEL : TH_SIDEBAR);
+			put_text(y + 1, r->x, r->w, "");
+			put_text(y + 1, r->x + 3, r->w - 3, s->detail);
+			y++;
+		}
 		y++;
 		row++;
 		for (size_t j = 0; j < s->nshells && y < r->y + r->h; j++) {

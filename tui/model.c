@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/common.h"
 #include "tui.h"
@@ -30,6 +31,7 @@ model_free(struct model *m)
 		free(s->name);
 		free(s->state);
 		free(s->accel);
+		free(s->detail);
 		free(s->error);
 	}
 	free(m->sessions);
@@ -127,6 +129,43 @@ fetch_shells(struct msession *ms, const struct session_record *r)
 }
 
 /*
+ * One line about a session for the sidebar: its policy while it is up
+ * ("default net:off 4G"), who stopped it ("by ttl") or how QEMU ended
+ * ("SIGKILL"). Free it.
+ */
+static char *
+session_detail(const struct session_record *r, const char *state)
+{
+	struct session_exit x;
+	struct stat st;
+	char *s, disk[32] = "";
+
+	if (strcmp(state, "stopped") == 0)
+		return xstrdup(r->stop_reason != NULL ? r->stop_reason : "");
+	if (strcmp(state, "crashed") == 0) {
+		if (session_exit_get(r, &x) != 0)
+			return xstrdup("QEMU gone");
+		if (x.signal != 0)
+			xasprintf(&s, "QEMU SIG%s",
+			    sigabbrev_np(x.signal) != NULL
+			        ? sigabbrev_np(x.signal)
+			        : "?");
+		else
+			xasprintf(&s, "QEMU exit %d", x.code);
+		return s;
+	}
+	if (r->workspace != NULL && stat(r->workspace, &st) == 0)
+		snprintf(
+		    disk, sizeof disk, " %lldG", (long long)(st.st_size >> 30));
+	xasprintf(&s, "%s net:%s%s%s", r->profile != NULL ? r->profile : "-",
+	    !net_has_nic(r)                      ? "off"
+	        : r->net && r->nallow_hosts == 0 ? "nat"
+	                                         : "allow",
+	    r->nmounts > 0 ? " mnt" : "", disk);
+	return s;
+}
+
+/*
  * Read every session under home into m (which must be empty), with the
  * shells of the running ones. Blocks up to a few seconds per hung agent.
  */
@@ -149,6 +188,7 @@ model_fetch(const char *home, struct model *m, char **cause)
 			continue;
 		}
 		ms->state = xstrdup(session_state(&e[i].rec));
+		ms->detail = session_detail(&e[i].rec, ms->state);
 		ms->accel = xstrdup(e[i].rec.accel ? e[i].rec.accel : "?");
 		ms->cpus = e[i].rec.cpus;
 		ms->memory_mb = e[i].rec.memory_mb;
@@ -199,7 +239,8 @@ model_sig(const struct model *m)
 
 	for (size_t i = 0; i < m->n; i++) {
 		const struct msession *s = &m->sessions[i];
-		h = mix(mix(mix(h, s->name), s->state), s->error);
+		h = mix(
+		    mix(mix(mix(h, s->name), s->state), s->error), s->detail);
 		snprintf(buf, sizeof buf, "%d/%d/%zu", s->cpus, s->memory_mb,
 		    s->nshells);
 		h = mix(h, buf);

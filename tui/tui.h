@@ -240,7 +240,8 @@ struct mshell {
 
 struct msession {
 	char *name;
-	char *state; /* "running", "starting", "stopped", "broken" */
+	char *state;  /* starting running stopping stopped crashed broken */
+	char *detail; /* policy when up; who stopped it, or how QEMU died */
 	char *accel;
 	char *error; /* record unreadable, or the shells could not be listed */
 	int cpus, memory_mb;

@@ -207,9 +207,11 @@ t_vm_killed_under_the_tui() {
 	wait_screen 'No shell selected' 10 || return 1
 	prefix c || return 1
 	wait_screen 'tv2:shell-1 live' 30 || return 1
+	wait_screen ' default net:off 4G' 10 || return 1
 	kill -9 "$pid"
 	wait_screen 'tv2:shell-1 (disconnected|failed)' 30 || return 1
 	wait_screen ' crashed tcg' 30 || return 1
+	wait_screen ' QEMU SIGKILL' 10 || return 1
 	# the TUI still answers
 	prefix '?' || return 1
 	wait_screen 'help: q or Esc closes' || return 1
