@@ -49,7 +49,7 @@ GUEST      :=
 COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
                common/printable.c
 
-.PHONY: all run test unit unit-asan e2e bench bench-tui fuzz install clean deps \
+.PHONY: all run test unit unit-asan e2e bench bench-tui fuzz install clean deps image-debian \
         format check-format
 all:
 
@@ -104,6 +104,10 @@ deps:
 run: deps
 	@$(MAKE) --no-print-directory all
 	@BUILD=$(BUILD) scripts/run-default
+
+# The Debian 12 guest image (vmux new --image debian-12), with mmdebstrap.
+image-debian: deps
+	@BUILD=$(BUILD) scripts/image-debian
 
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(UNIT_ASAN_BINS) $(TEST_EXTRA)

@@ -146,6 +146,7 @@ extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
+extern const struct cmd_entry cmd_images_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;
@@ -157,6 +158,9 @@ struct cJSON;
 	    {"pids", 0, "N", 0,                                                \
 	        "most processes the user's commands may have (cgroup)"},       \
 	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \
+	    {"image", 0, "IMG", 0,                                             \
+	        "boot this root: a name from vmux images, an ext4 image, a "   \
+	        "root directory or a tar of one"},                             \
 	    {"mount", 'v', "HOST:GUEST[:ro]", 1,                               \
 	        "share a host folder (under an allowed-mount-root) at GUEST"}, \
 	    {"quota", 0, "SIZE", 0,                                            \

@@ -207,6 +207,10 @@ ls_session_json(const struct session_entry *e)
 	ls_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	ls_strv(o, "publish", r->publish, r->npublish);
 	ls_mounts(o, r);
+	if (r->root_image != NULL)
+		cJSON_AddStringToObject(o, "root_image", r->root_image);
+	else
+		cJSON_AddNullToObject(o, "root_image");
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);

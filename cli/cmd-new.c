@@ -332,6 +332,7 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	o->allow_ports = *allow;
 	o->nallow_ports = (size_t)nports;
 	o->workspace = args_get(a, "workspace");
+	o->image = args_get(a, "image");
 	o->kernel = args_get(a, "kernel");
 	o->initrd = args_get(a, "initrd");
 	return 0;

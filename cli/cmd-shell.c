@@ -83,12 +83,25 @@ shell_id_valid(const char *id, char **cause)
 	return 0;
 }
 
+/* Is t a plausible terminal name to pass on (letters, digits, ._+-)? */
+static int
+term_name_ok(const char *t)
+{
+	size_t n = t != NULL ? strlen(t) : 0;
+
+	return n > 0 && n <= 64 &&
+	    strspn(t,
+	        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	        "0123456789._+-") == n;
+}
+
 /* Check the arguments and build the open_shell request. */
 static int
 shell_request(const struct args *a, struct shell_req *r, char **cause)
 {
 	const char *key = args_get(a, "detach-key"), *cwd = args_get(a, "cwd");
 	char **env;
+	const char *term;
 	cJSON *o, *e, *argv;
 	int n, cols, rows;
 
@@ -124,16 +137,22 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	}
 	if (cwd != NULL)
 		cJSON_AddStringToObject(o, "cwd", cwd);
-	if (n > 0) {
-		e = cJSON_AddObjectToObject(o, "env");
-		for (int i = 0; i < n; i++) {
-			const char *eq = strchr(env[i], '=');
-			char *k = xstrndup(env[i], (size_t)(eq - env[i]));
-			cJSON_DeleteItemFromObjectCaseSensitive(e, k);
-			cJSON_AddStringToObject(e, k, eq + 1);
-			free(k);
-		}
+	e = cJSON_AddObjectToObject(o, "env");
+	/* On a terminal the shell gets its TERM (the one host variable a
+	 * guest sees: what the terminal is, never a secret), unless --env
+	 * says otherwise; the agent's default is xterm-256color. */
+	term = getenv("TERM");
+	if (isatty(STDOUT_FILENO) && term_name_ok(term))
+		cJSON_AddStringToObject(e, "TERM", term);
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(env[i], '=');
+		char *k = xstrndup(env[i], (size_t)(eq - env[i]));
+		cJSON_DeleteItemFromObjectCaseSensitive(e, k);
+		cJSON_AddStringToObject(e, k, eq + 1);
+		free(k);
 	}
+	if (cJSON_GetArraySize(e) == 0)
+		cJSON_DeleteItemFromObject(o, "env");
 	if (a->argc > 1) {
 		argv = cJSON_AddArrayToObject(o, "command");
 		for (int i = 1; i < a->argc; i++)

@@ -25,6 +25,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_restart_entry,
     &cmd_logs_entry,
     &cmd_status_entry,
+    &cmd_images_entry,
     &cmd_ping_entry,
     &cmd_connect_entry,
     &cmd_rm_entry,

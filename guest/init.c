@@ -25,10 +25,14 @@
  * vmux.mounts=TAG:PATH:ro|rw,... mounts the host's shared folders (virtiofs)
  * once the workspace is up.
  *
- * The workspace: when the VM has a disk (/dev/vda, the host's workspace
- * image) it is mounted at /workspace and becomes the agent's --home, so
- * commands and shells start there. At power-off it is synced and unmounted
- * after every process is gone, so the next boot finds it clean.
+ * Disks are told apart by their virtio serial. vmux-root (vmux new --image)
+ * is a root file system: init mounts it, moves /dev, /proc and /sys into
+ * it, makes vmux's own files (/vmux: the agent and its loader) visible
+ * there and chroots into it before anything else, so any x86_64 Linux
+ * rootfs runs the same agent with this kernel's modules. vmux-workspace
+ * (the host's workspace image) is mounted at /workspace and becomes the agent's
+ * --home, so commands and shells start there. At power-off it is synced and
+ * unmounted after every process is gone, so the next boot finds it clean.
  */
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -67,7 +71,7 @@ static pid_t agent_pid = -1;
 static sigset_t init_sigs;
 static int workspace_mounted;
 
-#define WORKSPACE_DEV  "/dev/vda"
+#define ROOT_DIR       "/newroot"
 #define WORKSPACE_DIR  "/workspace"
 #define WORKSPACE_WAIT 2000 /* ms for the disk node to appear */
 #define USER_CGROUP    "/sys/fs/cgroup/vmux-user"
@@ -569,6 +573,79 @@ passwd_home(void)
 }
 
 /*
+ * The /dev node of the virtio disk whose serial is want, into buf; 0, or
+ * -1 if there is none (after waiting a moment for it to appear).
+ */
+static int
+disk_by_serial(const char *want, char *buf, size_t size)
+{
+	long long t0 = uptime_ms();
+	char path[128], serial[64];
+	int i;
+
+	for (;;) {
+		for (i = 0; i < 26; i++) {
+			snprintf(path, sizeof path, "/sys/block/vd%c/serial",
+			    'a' + i);
+			if (read_small(path, serial, sizeof serial) < 0)
+				continue;
+			serial[strcspn(serial, "\n")] = '\0';
+			if (strcmp(serial, want) != 0)
+				continue;
+			snprintf(buf, size, "/dev/vd%c", 'a' + i);
+			if (access(buf, F_OK) == 0)
+				return 0;
+		}
+		if (uptime_ms() - t0 >= WORKSPACE_WAIT)
+			return -1;
+		usleep(10 * 1000);
+	}
+}
+
+/*
+ * With vmux.root=1: mount the vmux-root disk and make it the root. /dev,
+ * /proc and /sys move into it; /vmux (the agent) is bind-mounted from the
+ * initramfs. 0, or -1 (said) when the guest stays on the initramfs.
+ */
+static int
+root_switch(void)
+{
+	char dev[32], v[8];
+
+	if (cmdline_value("vmux.root", v, sizeof v) != 0)
+		return 0;
+	if (disk_by_serial("vmux-root", dev, sizeof dev) < 0) {
+		say("root: no vmux-root disk");
+		return -1;
+	}
+	mkdir(ROOT_DIR, 0755);
+	if (mount(dev, ROOT_DIR, "ext4", MS_NOATIME, NULL) < 0) {
+		say("root: mount %s: %s", dev, strerror(errno));
+		return -1;
+	}
+	mkdir(ROOT_DIR VMUX_GUEST_DIR, 0755);
+	if (mount(VMUX_GUEST_DIR, ROOT_DIR VMUX_GUEST_DIR, NULL, MS_BIND,
+	        NULL) < 0) {
+		say("root: bind %s: %s", VMUX_GUEST_DIR, strerror(errno));
+		umount2(ROOT_DIR, MNT_DETACH);
+		return -1;
+	}
+	mkdir(ROOT_DIR "/dev", 0755);
+	mkdir(ROOT_DIR "/proc", 0555);
+	mkdir(ROOT_DIR "/sys", 0555);
+	if (mount("/dev", ROOT_DIR "/dev", NULL, MS_MOVE, NULL) < 0 ||
+	    mount("/proc", ROOT_DIR "/proc", NULL, MS_MOVE, NULL) < 0 ||
+	    mount("/sys", ROOT_DIR "/sys", NULL, MS_MOVE, NULL) < 0 ||
+	    chdir(ROOT_DIR) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 ||
+	    chroot(".") < 0 || chdir("/") < 0) {
+		say("root: switch: %s", strerror(errno));
+		return -1;
+	}
+	say("root is %s (the session's image)", dev);
+	return 0;
+}
+
+/*
  * Mount the workspace disk at /workspace if the VM has one. The journal is
  * replayed here when the last run did not unmount (QEMU killed); a disk
  * that will not mount is reported and the guest runs without it.
@@ -577,18 +654,15 @@ static void
 workspace_mount(void)
 {
 	long long t0 = uptime_ms();
-	struct stat st;
+	char dev[32];
 
-	while (stat(WORKSPACE_DEV, &st) < 0 || !S_ISBLK(st.st_mode)) {
-		if (uptime_ms() - t0 >= WORKSPACE_WAIT)
-			return; /* no disk: a VM without a workspace */
-		usleep(10 * 1000);
-	}
+	if (disk_by_serial("vmux-workspace", dev, sizeof dev) < 0)
+		return; /* no disk: a VM without a workspace */
 	if (mkdir(WORKSPACE_DIR, 0755) < 0 && errno != EEXIST)
 		say("mkdir %s: %s", WORKSPACE_DIR, strerror(errno));
-	if (mount(WORKSPACE_DEV, WORKSPACE_DIR, "ext4", MS_NOATIME,
+	if (mount(dev, WORKSPACE_DIR, "ext4", MS_NOATIME,
 	        "errors=remount-ro,noinit_itable") < 0) {
-		say("workspace: mount %s: %s", WORKSPACE_DEV, strerror(errno));
+		say("workspace: mount %s: %s", dev, strerror(errno));
 		return;
 	}
 	workspace_mounted = 1;
@@ -811,7 +885,6 @@ main(void)
 		say("chdir /: %s", strerror(errno));
 	mount_all();
 	oom_exempt();
-	set_hostname();
 	setenv("PATH",
 	    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
 	    "/sbin:/bin:" VMUX_GUEST_DIR "/bin",
@@ -819,6 +892,9 @@ main(void)
 	setenv("HOME", "/root", 1);
 	setenv("TERM", "xterm-256color", 1);
 	load_modules();
+	if (root_switch() == 0)
+		mount_all(); /* /tmp, /run and the rest, in the image's root */
+	set_hostname();
 	loopback_up();
 	workspace_mount();
 	limits_setup();

@@ -256,8 +256,9 @@ launch_append(const struct session_record *r)
 
 	if (r->pids_max > 0)
 		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
-	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s", r->memory_mb - reserve, pids,
-	    r->read_only_root ? " vmux.ro=1" : "", net, fs);
+	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s", r->memory_mb - reserve, pids,
+	    r->read_only_root ? " vmux.ro=1" : "", net, fs,
+	    r->root_image != NULL ? " vmux.root=1" : "");
 	free(net);
 	free(fs);
 	return s;
@@ -346,6 +347,7 @@ launch_qemu(
 	cfg.console_log = r->console_log;
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
+	cfg.root_image = r->root_image;
 	netdev = net_netdev(r);
 	cfg.netdev = netdev;
 	cfg.nfs = r->nmounts;
@@ -675,6 +677,10 @@ session_launch(
 		    workspace_in_use(o->home, o->workspace, NULL, cause) != 0)
 			goto fail_early;
 	}
+	if (o->image != NULL &&
+	    image_resolve(o->home, o->image, &r.root_image, o->notice, cause) !=
+	        0)
+		goto fail_early;
 	r.name = xstrdup(o->name);
 	r.dir = session_dir(o->home, o->name);
 	r.status = SESSION_STARTING;
@@ -777,6 +783,11 @@ session_start(
 		proc_terminate(r.bridge_pid, r.vsock_uds, 1000);
 	if (r.workspace != NULL && workspace_check(r.workspace, cause) != 0)
 		goto out;
+	if (r.root_image != NULL && access(r.root_image, R_OK) != 0) {
+		xasprintf(cause, "the image %s of '%s' is gone", r.root_image,
+		    r.name);
+		goto out;
+	}
 	lo.kernel = file_exists(r.kernel) ? r.kernel : NULL;
 	lo.initrd = file_exists(r.initrd) ? r.initrd : NULL;
 	fresh.vsock_kernel = r.vsock_kernel;

@@ -163,7 +163,19 @@ qemu_argv(const struct qemu_config *cfg)
 		    "detect-zeroes=unmap",
 		    e);
 		args_add(&a, "-device");
-		args_add(&a, "virtio-blk-device,drive=ws0");
+		args_add(
+		    &a, "virtio-blk-device,drive=ws0,serial=vmux-workspace");
+		free(e);
+	}
+	if (cfg->root_image != NULL) {
+		e = qemu_escape(cfg->root_image);
+		args_add(&a, "-drive");
+		args_add(&a,
+		    "file=%s,if=none,id=root0,format=raw,snapshot=on,"
+		    "discard=unmap",
+		    e);
+		args_add(&a, "-device");
+		args_add(&a, "virtio-blk-device,drive=root0,serial=vmux-root");
 		free(e);
 	}
 

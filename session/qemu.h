@@ -23,6 +23,8 @@ struct qemu_config {
 	const char *qmp;         /* QMP unix socket path (server, nowait) */
 	const char *append;      /* extra kernel command line, may be NULL */
 	const char *workspace;   /* raw disk image for /workspace, or NULL */
+	const char *root_image;  /* ext4 image for / (shared, read-only: the
+	                            guest's writes go to a throw-away layer) */
 	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
 	char **fs_socks;         /* vhost-user-fs sockets (tags vmuxfsN) */
 	size_t nfs;

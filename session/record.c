@@ -57,6 +57,7 @@ record_free(struct session_record *r)
 	free(r->workspace);
 	free(r->stop_reason);
 	free(r->profile);
+	free(r->root_image);
 	strv_free(r->allow_hosts, r->nallow_hosts);
 	strv_free(r->publish, r->npublish);
 	for (size_t i = 0; i < r->nmounts; i++)
@@ -200,6 +201,7 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
 	add_str(o, "stop_reason", r->stop_reason);
 	add_str(o, "profile", r->profile);
+	add_str(o, "root_image", r->root_image);
 	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	add_strv(o, "publish", r->publish, r->npublish);
 	mounts = cJSON_AddArrayToObject(o, "mounts");
@@ -318,6 +320,7 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
 	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
 	    get_str(o, "profile", &r->profile, 0, cause) != 0 ||
+	    get_str(o, "root_image", &r->root_image, 0, cause) != 0 ||
 	    get_strv(o, "allow_hosts", &r->allow_hosts, &r->nallow_hosts,
 	        cause) != 0 ||
 	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||

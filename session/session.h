@@ -146,6 +146,7 @@ struct session_record {
 	int64_t stopped;     /* last stop ended, 0 if never */
 	char *stop_reason;   /* who stopped it: "user", "ttl", ...; or NULL */
 	char *profile;       /* the profile it was made under */
+	char *root_image;    /* --image: an ext4 image for /, or NULL */
 	char **allow_hosts;  /* --allow-host HOST:PORT values */
 	size_t nallow_hosts;
 	char **publish; /* --publish HOSTPORT:GUESTPORT values */
@@ -228,6 +229,11 @@ int fs_start(struct session_record *, char **cause);
 void fs_stop(const struct session_record *, int term_ms);
 char *fs_cmdline(const struct session_record *);
 
+/* image.c */
+int image_resolve(const char *home, const char *spec, char **out,
+    void (*notice)(const char *), char **cause);
+cJSON *image_list(const char *home);
+
 /* net.c */
 int net_allow_check(const char *v, char **cause);
 int net_publish_check(const char *v, char **cause);
@@ -236,6 +242,8 @@ char *net_netdev(const struct session_record *);
 char *net_cmdline(const struct session_record *);
 
 /* workspace.c */
+char *mkfs_find(char **cause);
+int run_quiet(char *const argv[], char **cause);
 int workspace_create(const char *path, int64_t size_mb, char **cause);
 int workspace_check(const char *path, char **cause);
 int workspace_in_use(
@@ -281,6 +289,7 @@ struct launch_opts {
 	const struct session_mount *mounts; /* checked --mount folders */
 	size_t nmounts;
 	const char *workspace; /* attach this disk image instead */
+	const char *image;     /* --image as given, or NULL */
 	int64_t ttl_s, idle_s; /* see struct session_record */
 	int lock_wait_ms;      /* start: wait this long for a busy lock */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */

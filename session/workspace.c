@@ -33,7 +33,7 @@ static const char *const mkfs_dirs[] = {"/usr/sbin", "/sbin"};
 #define MKFS_OUTPUT_MAX 4096
 
 /* The mkfs.ext4 program, or NULL with cause. Free it. */
-static char *
+char *
 mkfs_find(char **cause)
 {
 	char *p = find_in_path("mkfs.ext4");
@@ -58,7 +58,7 @@ mkfs_find(char **cause)
  * Run argv with a minimal environment, output captured; 0 if it exited 0,
  * else -1 with cause quoting its output.
  */
-static int
+int
 run_quiet(char *const argv[], char **cause)
 {
 	static char *const envp[] = {

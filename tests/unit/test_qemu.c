@@ -166,7 +166,17 @@ TEST(workspace_is_a_raw_virtio_blk_disk)
 	CHECK(has_opt(argv, "-drive",
 	    "file=/s/a,,b/workspace.img,if=none,id=ws0,format=raw,"
 	    "discard=unmap,detect-zeroes=unmap"));
-	CHECK(has_opt(argv, "-device", "virtio-blk-device,drive=ws0"));
+	CHECK(has_opt(argv, "-device",
+	    "virtio-blk-device,drive=ws0,serial=vmux-workspace"));
+	CHECK(!any_contains(argv, "vmux-root"));
+	argv_free(argv);
+	c.root_image = "/i/debian.img";
+	argv = qemu_argv(&c);
+	CHECK(has_opt(argv, "-drive",
+	    "file=/i/debian.img,if=none,id=root0,format=raw,snapshot=on,"
+	    "discard=unmap"));
+	CHECK(has_opt(
+	    argv, "-device", "virtio-blk-device,drive=root0,serial=vmux-root"));
 	argv_free(argv);
 }
 
