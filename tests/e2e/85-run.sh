@@ -61,6 +61,18 @@ t_host_env_never_enters_the_guest() {
 	expect_eq "--env" "$(vmux exec iso --env "K=$secret" -- sh -c 'echo $K')" "$secret"
 }
 
+t_sessions_cannot_see_each_other() {
+	local cid out
+	need_session iso2
+	vmux exec iso -- sh -c 'echo mine > /workspace/secret && sync' || return 1
+	out=$(vmux exec iso2 -- sh -c 'cat /workspace/secret 2>&1; ls /workspace') || true
+	[[ $out != *mine* ]] || fail "iso2 sees iso's workspace: $out" || return 1
+	# vsock from one guest to the other's agent goes nowhere
+	cid=$(session_field iso cid)
+	out=$(vmux exec iso2 -- sh -c "echo '{\"action\":\"ping\"}' | timeout 5 /vmux/bin/vmux-nc $cid 5005" 2>&1)
+	[[ $out != *version* ]] || fail "iso2 reached iso's agent over vsock: $out"
+}
+
 t_state_files_are_private() {
 	local dir bad
 	dir=$(session_field iso dir)
@@ -118,6 +130,7 @@ check "run --rm --json: COMPLETED, output, removed" t_run_rm_json
 check "run --timeout: TIMED_OUT, exit_code null, session removed" t_run_timeout_is_timed_out
 check "run: bad flags exit 2 and leave nothing" t_run_bad_flags
 check "the host's environment never enters the guest" t_host_env_never_enters_the_guest
+check "sessions see neither each other's workspace nor agent (vsock)" t_sessions_cannot_see_each_other
 check "state files and sockets are private (0700/0600)" t_state_files_are_private
 check "--ttl stops the session by itself; ls says so" t_ttl_stops_the_session
 check "--idle-timeout: not while a command runs, then stopped" t_idle_timeout_waits_for_activity
