@@ -33,13 +33,18 @@ const struct cmd_entry cmd_ls_entry = {
     .exec = cmd_ls_exec,
 };
 
-/* How QEMU ended, in words ("killed by SIGKILL", "exited 1"). Free it. */
+/*
+ * How QEMU ended, in words ("QEMU killed by SIGKILL", "QEMU exited 1", or
+ * "the bridge was killed by SIGKILL" when vmux ended QEMU for that). Free it.
+ */
 static char *
 ls_exit_words(const struct session_exit *x)
 {
 	char *s;
 
-	if (x->signal != 0)
+	if (x->cause[0] != '\0')
+		s = xstrdup(x->cause);
+	else if (x->signal != 0)
 		xasprintf(&s, "QEMU killed by SIG%s",
 		    sigabbrev_np(x->signal) != NULL ? sigabbrev_np(x->signal)
 		                                    : "?");
@@ -120,6 +125,8 @@ ls_stop_json(cJSON *o, const struct session_record *r, const char *state)
 				cJSON_AddNumberToObject(e, "signal", x.signal);
 			else
 				cJSON_AddNumberToObject(e, "code", x.code);
+			if (x.cause[0] != '\0')
+				cJSON_AddStringToObject(e, "cause", x.cause);
 			t = time_rfc3339((double)x.when);
 			if (t != NULL)
 				cJSON_AddStringToObject(e, "time", t);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,7 +147,7 @@ out:
 static int
 launch_bridge(const struct session_record *r, pid_t *pid, char **cause)
 {
-	char **argv, cid[16], *msg, buf[64];
+	char **argv, cid[16], *msg, buf[64], *exit_path;
 	size_t argc = 0, i, got = 0;
 	int ready[2], rc = -1;
 	uint64_t deadline;
@@ -174,7 +175,10 @@ launch_bridge(const struct session_record *r, pid_t *pid, char **cause)
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		goto out;
 	}
-	*pid = proc_spawn(argv, ready[1], r->bridge_log, NULL, cause);
+	xasprintf(&exit_path, "%s/%s", r->dir, SESSION_BRIDGE_EXIT);
+	unlink(exit_path);
+	*pid = proc_spawn(argv, ready[1], r->bridge_log, exit_path, cause);
+	free(exit_path);
 	close(ready[1]);
 	if (*pid < 0) {
 		close(ready[0]);
@@ -264,17 +268,22 @@ launch_append(const struct session_record *r)
 	return s;
 }
 
-/* How often the reaper checks a session's ttl and idle timeout. */
+/* How often the reaper checks on a session (ttl, idle timeout, bridge). */
 #define WATCH_TICK_MS 2000
+/* How long the watcher waits for a dead bridge's exit record. */
+#define WATCH_BRIDGE_EXIT_MS 1000
 
 /* What the reaper's watcher needs (a copy lives in the forked reaper). */
 static struct launch_watch {
 	char home[4096], name[SESSION_NAME_MAX + 1];
 	struct vsock_target target;
 	char uds[4096];
+	char bridge_exit[4096]; /* "" with kernel vsock: no bridge */
+	pid_t bridge_pid;
 	uint64_t boot_ms; /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
 	int done; /* stopped it (or gave up): stop watching */
+	char cause[PROC_CAUSE_MAX];
 } watch;
 
 /* Ask the agent how long the user has been idle; -1 if unknown. */
@@ -299,12 +308,43 @@ watch_idle_seconds(void)
 }
 
 /*
- * The reaper's watcher: stop the session once its ttl has passed since
- * this boot, or once the agent says the user has been idle for idle_s. The
- * stop is vmux stop's, with the reason recorded for vmux ls.
+ * The bridge died under a running QEMU: nobody can reach the agent again
+ * (vhost-user-vsock has no reconnect), so end QEMU and say why; the
+ * session shows as crashed and vmux start boots it again, workspace and
+ * all. Returns the cause.
  */
-static void
-watch_tick(void *arg)
+static const char *
+watch_bridge_gone(pid_t qemu)
+{
+	struct session_exit x;
+	uint64_t deadline = mono_ms() + WATCH_BRIDGE_EXIT_MS;
+
+	/* its reaper writes how it ended just after it ended */
+	while (
+	    proc_exit_read(watch.bridge_exit, &x) != 0 && mono_ms() < deadline)
+		usleep(50000);
+	if (!x.known)
+		snprintf(watch.cause, sizeof watch.cause, "the bridge ended");
+	else if (x.signal != 0)
+		snprintf(watch.cause, sizeof watch.cause,
+		    "the bridge was killed by SIG%s",
+		    sigabbrev_np(x.signal) != NULL ? sigabbrev_np(x.signal)
+		                                   : "?");
+	else
+		snprintf(watch.cause, sizeof watch.cause,
+		    "the bridge exited %d", x.code);
+	kill(qemu, SIGTERM); /* our child: the pid is still QEMU's */
+	return watch.cause;
+}
+
+/*
+ * The reaper's watcher: end QEMU if the bridge died; stop the session once
+ * its ttl has passed since this boot, or once the agent says the user has
+ * been idle for idle_s. The stop is vmux stop's, with the reason recorded
+ * for vmux ls.
+ */
+static const char *
+watch_tick(void *arg, pid_t qemu)
 {
 	const char *reason = NULL;
 	char *why = NULL;
@@ -312,7 +352,9 @@ watch_tick(void *arg)
 
 	(void)arg;
 	if (watch.done)
-		return;
+		return NULL;
+	if (watch.bridge_pid > 0 && !proc_matches(watch.bridge_pid, watch.uds))
+		return watch_bridge_gone(qemu);
 	if (watch.ttl_s > 0 &&
 	    mono_ms() - watch.boot_ms >= (uint64_t)watch.ttl_s * 1000)
 		reason = "ttl";
@@ -321,10 +363,11 @@ watch_tick(void *arg)
 	    (idle = watch_idle_seconds()) >= (double)watch.idle_s)
 		reason = "idle-timeout";
 	if (reason == NULL)
-		return;
+		return NULL;
 	watch.done = 1;
 	if (session_halt(watch.home, watch.name, reason, 0, NULL, &why) < 0)
 		free(why); /* whoever holds the session decides its fate */
+	return NULL;       /* vmux stop ended it and recorded why */
 }
 
 /* Start QEMU for r with the given accelerator. */
@@ -332,6 +375,7 @@ static int
 launch_qemu(
     const char *home, const struct session_record *r, pid_t *pid, char **cause)
 {
+	struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
 	struct qemu_config cfg;
 	char **argv, *exit_path, *append, *netdev;
 
@@ -370,24 +414,23 @@ launch_qemu(
 		return -1;
 	}
 	argv = launch_extra_args(argv);
-	if (r->ttl_s > 0 || r->idle_s > 0) {
-		struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
-		memset(&watch, 0, sizeof watch);
-		snprintf(watch.home, sizeof watch.home, "%s", home);
-		snprintf(watch.name, sizeof watch.name, "%s", r->name);
-		session_target(r, &watch.target);
-		if (watch.target.uds != NULL) { /* r is freed before the fork */
-			snprintf(watch.uds, sizeof watch.uds, "%s",
-			    watch.target.uds);
-			watch.target.uds = watch.uds;
-		}
-		watch.boot_ms = mono_ms();
-		watch.ttl_s = r->ttl_s;
-		watch.idle_s = r->idle_s;
-		*pid = proc_spawn_watched(
-		    argv, -1, r->qemu_log, exit_path, &w, cause);
-	} else
-		*pid = proc_spawn(argv, -1, r->qemu_log, exit_path, cause);
+	memset(&watch, 0, sizeof watch);
+	snprintf(watch.home, sizeof watch.home, "%s", home);
+	snprintf(watch.name, sizeof watch.name, "%s", r->name);
+	session_target(r, &watch.target);
+	if (watch.target.uds != NULL) { /* r is freed before the fork */
+		snprintf(watch.uds, sizeof watch.uds, "%s", watch.target.uds);
+		watch.target.uds = watch.uds;
+	}
+	if (!r->vsock_kernel) {
+		watch.bridge_pid = r->bridge_pid;
+		snprintf(watch.bridge_exit, sizeof watch.bridge_exit, "%s/%s",
+		    r->dir, SESSION_BRIDGE_EXIT);
+	}
+	watch.boot_ms = mono_ms();
+	watch.ttl_s = r->ttl_s;
+	watch.idle_s = r->idle_s;
+	*pid = proc_spawn_watched(argv, -1, r->qemu_log, exit_path, &w, cause);
 	argv_free(argv);
 	free(exit_path);
 	free(append);

@@ -90,16 +90,21 @@ fail:
 	_exit(127);
 }
 
+/* How long a program the watcher ended gets before SIGKILL. */
+#define WATCH_KILL_MS 5000
+
 /*
  * In the middle process: wait for pid (our only child), write how it ended
- * to exit_path (when not NULL) as {"code":N} or {"signal":N} with "time",
- * then exit. Written to a temporary name and renamed, so a reader never
- * sees half a record.
+ * to exit_path (when not NULL) as {"code":N} or {"signal":N} with "time"
+ * (and "cause" when the watcher ended it), then exit. Written to a
+ * temporary name and renamed, so a reader never sees half a record.
  */
 static void __attribute__((noreturn))
 spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 {
-	char tmp[4200], line[128];
+	char tmp[4200], line[512], cause[PROC_CAUSE_MAX] = "";
+	const char *why = NULL;
+	uint64_t kill_at = 0;
 	int status, fd, n;
 	pid_t got;
 
@@ -121,21 +126,35 @@ spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 			break;
 		if (got < 0 && errno != EINTR)
 			_exit(0);
-		if (got == 0) { /* still running: the watcher's turn */
-			w->tick(w->arg);
-			usleep((useconds_t)w->tick_ms * 1000);
-		}
+		if (got != 0)
+			continue;
+		/* still running: the watcher's turn, or its deadline's */
+		if (why == NULL && (why = w->tick(w->arg, pid)) != NULL)
+			kill_at = mono_ms() + WATCH_KILL_MS;
+		else if (why != NULL && mono_ms() >= kill_at)
+			kill(
+			    pid, SIGKILL); /* not reaped yet: still our child */
+		usleep((useconds_t)(why != NULL ? 50 : w->tick_ms) * 1000);
 	}
 	if (exit_path == NULL ||
 	    snprintf(tmp, sizeof tmp, "%s.tmp", exit_path) >= (int)sizeof tmp)
 		_exit(0);
+	/* The cause is ours, but keep the record JSON whatever it says. */
+	for (n = 0; why != NULL && why[n] != '\0' && n < PROC_CAUSE_MAX - 1;
+	     n++)
+		cause[n] = why[n] == '"' || why[n] == '\\' ||
+		        (unsigned char)why[n] < 0x20
+		    ? '?'
+		    : why[n];
+	cause[n] = '\0';
 	if (WIFSIGNALED(status))
 		n = snprintf(line, sizeof line,
-		    "{\"signal\":%d,\"time\":%lld}\n", WTERMSIG(status),
-		    (long long)time(NULL));
+		    "{\"signal\":%d,\"time\":%lld,\"cause\":\"%s\"}\n",
+		    WTERMSIG(status), (long long)time(NULL), cause);
 	else
-		n = snprintf(line, sizeof line, "{\"code\":%d,\"time\":%lld}\n",
-		    WEXITSTATUS(status), (long long)time(NULL));
+		n = snprintf(line, sizeof line,
+		    "{\"code\":%d,\"time\":%lld,\"cause\":\"%s\"}\n",
+		    WEXITSTATUS(status), (long long)time(NULL), cause);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		if (write(fd, line, (size_t)n) == n && close(fd) == 0)
@@ -150,7 +169,7 @@ spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 int
 proc_exit_read(const char *path, struct session_exit *e)
 {
-	char buf[256];
+	char buf[1024];
 	cJSON *o, *v;
 	ssize_t n;
 	int fd;
@@ -176,6 +195,8 @@ proc_exit_read(const char *path, struct session_exit *e)
 	}
 	if (cJSON_IsNumber(v = cJSON_GetObjectItemCaseSensitive(o, "time")))
 		e->when = (int64_t)v->valuedouble;
+	if (cJSON_IsString(v = cJSON_GetObjectItemCaseSensitive(o, "cause")))
+		snprintf(e->cause, sizeof e->cause, "%s", v->valuestring);
 	cJSON_Delete(o);
 	e->known = 1;
 	return 0;
@@ -197,10 +218,13 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path,
 }
 
 /*
- * proc_spawn, and while the program runs the reaper calls w->tick(w->arg)
- * every w->tick_ms (a watcher that may stop it: a session's ttl and idle
- * timeout). The watcher runs in the reaper, a fork of the caller with no
- * fds but 0-2 on /dev/null.
+ * proc_spawn, and while the program runs the reaper calls
+ * w->tick(w->arg, pid) every w->tick_ms: a watcher that may stop it (a
+ * session's ttl and idle timeout, or its bridge gone). A tick that ended
+ * the program itself returns why; the reaper stops ticking, SIGKILLs the
+ * program if it is still there WATCH_KILL_MS later, and records the cause.
+ * The watcher runs in the reaper, a fork of the caller with no fds but 0-2
+ * on /dev/null.
  */
 pid_t
 proc_spawn_watched(char *const argv[], int pass_fd, const char *log_path,

@@ -30,15 +30,16 @@
 #define SESSION_VERSION   1
 
 /* File names inside a session directory (or its socket directory). */
-#define SESSION_VSOCK_SOCK "vsock.sock"
-#define SESSION_VHOST_SOCK "vhost-user.sock"
-#define SESSION_QMP_SOCK   "qmp.sock"
-#define SESSION_CONSOLE    "console.log"
-#define SESSION_QEMU_LOG   "qemu.log"
-#define SESSION_BRIDGE_LOG "bridge.log"
-#define SESSION_WORKSPACE  "workspace.img" /* the workspace vmux made */
-#define SESSION_EXIT       "qemu.exit"     /* how QEMU last ended (reaper) */
-#define SESSION_LOCK       "lock"          /* per-session flock */
+#define SESSION_VSOCK_SOCK  "vsock.sock"
+#define SESSION_VHOST_SOCK  "vhost-user.sock"
+#define SESSION_QMP_SOCK    "qmp.sock"
+#define SESSION_CONSOLE     "console.log"
+#define SESSION_QEMU_LOG    "qemu.log"
+#define SESSION_BRIDGE_LOG  "bridge.log"
+#define SESSION_WORKSPACE   "workspace.img" /* the workspace vmux made */
+#define SESSION_EXIT        "qemu.exit"     /* how QEMU last ended (reaper) */
+#define SESSION_BRIDGE_EXIT "bridge.exit"   /* how the bridge last ended */
+#define SESSION_LOCK        "lock"          /* per-session flock */
 
 /* Workspace sizes (MiB): the default, and the bounds --disk accepts. */
 #define WORKSPACE_DEFAULT_MB 4096
@@ -171,11 +172,15 @@ struct settings {
 };
 
 /* How QEMU last ended, as its reaper wrote it. */
+/* The longest cause the reaper records for a program it ended. */
+#define PROC_CAUSE_MAX 128
+
 struct session_exit {
-	int known;    /* the reaper left a record */
-	int code;     /* exit status when !signal */
-	int signal;   /* terminating signal, or 0 */
-	int64_t when; /* seconds since the epoch */
+	int known;                  /* the reaper left a record */
+	int code;                   /* exit status when !signal */
+	int signal;                 /* terminating signal, or 0 */
+	int64_t when;               /* seconds since the epoch */
+	char cause[PROC_CAUSE_MAX]; /* who ended it when vmux did, or "" */
 };
 
 struct session_entry {
@@ -258,7 +263,8 @@ int proc_exit_read(const char *path, struct session_exit *);
 
 /* A watcher the reaper runs while the program lives (proc.c). */
 struct proc_watch {
-	void (*tick)(void *arg);
+	const char *(*tick)(
+	    void *arg, pid_t pid); /* NULL, or why it ended pid */
 	void *arg;
 	int tick_ms;
 };

@@ -145,7 +145,9 @@ session_detail(const struct session_record *r, const char *state)
 	if (strcmp(state, "crashed") == 0) {
 		if (session_exit_get(r, &x) != 0)
 			return xstrdup("QEMU gone");
-		if (x.signal != 0)
+		if (x.cause[0] != '\0') /* vmux ended it: say why */
+			xasprintf(&s, "%s", x.cause);
+		else if (x.signal != 0)
 			xasprintf(&s, "QEMU SIG%s",
 			    sigabbrev_np(x.signal) != NULL
 			        ? sigabbrev_np(x.signal)

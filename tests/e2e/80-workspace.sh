@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 80-workspace: workspaces that persist and the session lifecycle: the disk
 # at /workspace, stop and start with data checked, kill -9 of QEMU in the
-# middle of fsync'ed writes then start, crashed state and logs, concurrent
+# middle of fsync'ed writes then start (and of the bridge, and of all
+# processes as a host reboot would), crashed state and logs, concurrent
 # commands on one session, rm with and without --keep-workspace, --disk.
 source "$(dirname "$0")/lib.sh"
 need_session ws
@@ -47,31 +48,56 @@ t_stop_start_keeps_data() {
 	[[ $? -eq 125 ]] && expect_match "start running" "$out" "already running"
 }
 
-t_kill9_mid_write_then_start() {
-	local q synced last n
-	# The guest appends a number, syncs, then tells the host: every
-	# number the host has seen was on disk before QEMU died.
-	vmux exec ws -- sh -c 'i=0; while :; do echo $i >> log; sync; echo $i; i=$((i+1)); done' \
-		>"$TMP/synced" 2>/dev/null &
+# kill9_mid_write WHAT INFO [FIELD VALUE]: the guest appends numbers to a
+# file, syncing after each, and tells the host; kill -9 WHAT (qemu, bridge,
+# or all: QEMU, bridge and their reapers at once, as a host reboot would),
+# expect crashed with INFO in vmux ls (and FIELD of ls --json VALUE), start,
+# and find every number the host saw.
+kill9_mid_write() {
+	local what=$1 info=$2 field=${3:-} value=${4:-} q b synced last n out log=log-$1
+	vmux exec ws -- sh -c "i=0; while :; do echo \$i >> $log; sync; echo \$i; i=\$((i+1)); done" \
+		>"$TMP/synced-$what" 2>/dev/null &
 	bg_track $!
-	wait_for 60 bash -c "(( \$(tail -n 1 '$TMP/synced' 2>/dev/null || echo 0) >= 20 ))" ||
+	wait_for 60 bash -c "n=\$(tail -n 1 '$TMP/synced-$what' 2>/dev/null); (( \${n:-0} >= 20 ))" ||
 		fail "writer did not get going" || return 1
-	q=$(session_field ws pids.qemu)
-	kill -9 "$q"
-	wait_for 15 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"ws\") | .state') == crashed ]]" ||
+	q=$(session_field ws pids.qemu) b=$(session_field ws pids.bridge)
+	case $what in
+	qemu) kill -9 "$q" ;;
+	bridge) kill -9 "$b" ;;
+	all) kill -9 "$(ps -o ppid= -p "$q")" "$(ps -o ppid= -p "$b")" "$q" "$b" ;;
+	esac
+	wait_for 30 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"ws\") | .state') == crashed ]]" ||
 		fail "state: $(state ws)" || return 1
-	synced=$(tail -n 1 "$TMP/synced")
-	expect_eq signal "$(session_field ws qemu_exit.signal)" 9 || return 1
-	expect_match table "$(vmux ls)" 'ws +crashed .*QEMU killed by SIGKILL' || return 1
+	# QEMU and the bridge are both gone, whichever was killed
+	wait_for 15 bash -c "! kill -0 $q 2>/dev/null && ! kill -0 $b 2>/dev/null" ||
+		fail "QEMU $q or bridge $b still there" || return 1
+	synced=$(tail -n 1 "$TMP/synced-$what")
+	expect_match table "$(vmux ls)" "ws +crashed .*$info" || return 1
+	if [[ -n $field ]]; then
+		expect_eq "$field" "$(session_field ws "$field")" "$value" || return 1
+	fi
 	expect_match tail "$(session_field ws console_tail)" 'vmux-' || return 1
 	vmux start ws || return 1
-	out=$(vmux exec ws -- sh -c 'grep " /workspace " /proc/mounts; tail -n 1 log; wc -l < log') || return 1
+	out=$(vmux exec ws -- sh -c "grep ' /workspace ' /proc/mounts; tail -n 1 $log; wc -l < $log") || return 1
 	expect_match "mounted rw" "$out" '/workspace ext4 rw' || return 1
 	last=$(sed -n 2p <<<"$out") n=$(sed -n 3p <<<"$out")
 	((last >= synced)) || fail "lost fsync'ed data: last $last < synced $synced" || return 1
 	# every line is there and in order: 0..last
-	vmux exec ws -- sh -c "seq 0 $last | cmp - log" || fail "log is not 0..$last" || return 1
+	vmux exec ws -- sh -c "seq 0 $last | cmp - $log" || fail "$log is not 0..$last" || return 1
 	((n == last + 1)) || fail "lines $n, last $last"
+}
+
+t_kill9_qemu_mid_write() {
+	kill9_mid_write qemu 'QEMU killed by SIGKILL' qemu_exit.signal 9
+}
+
+t_kill9_bridge_mid_write() {
+	kill9_mid_write bridge 'the bridge was killed by SIGKILL' \
+		qemu_exit.cause 'the bridge was killed by SIGKILL'
+}
+
+t_kill9_everything_mid_write() {
+	kill9_mid_write all 'QEMU gone \(exit status unknown\)'
 }
 
 t_logs() {
@@ -155,7 +181,9 @@ t_disk_flag_and_rm() {
 
 check "workspace: ext4 at /workspace, home and cwd, sparse 0600 image" t_workspace_is_home
 check "stop and start keep data, cid; states and errors said" t_stop_start_keeps_data
-check "kill -9 of QEMU mid-write: crashed, start, fsync'ed data all there" t_kill9_mid_write_then_start
+check "kill -9 of QEMU mid-write: crashed, start, fsync'ed data all there" t_kill9_qemu_mid_write
+check "kill -9 of the bridge mid-write: QEMU ended, crashed with the cause, start, data there" t_kill9_bridge_mid_write
+check "kill -9 of every process (a host reboot): crashed, start, data there" t_kill9_everything_mid_write
 check "logs: every boot, -n, guest escapes shown escaped" t_logs
 check "concurrent commands wait for the lock; one VM, sound record" t_concurrent_commands
 check "rm --keep-workspace, new --workspace, in use, not ext4" t_rm_keep_workspace_and_reuse

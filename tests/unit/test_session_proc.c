@@ -206,6 +206,51 @@ TEST(reaper_records_how_the_program_ended)
 	free(d);
 }
 
+/* A watcher that ends its program with SIGTERM on its third tick. */
+static const char *
+term_on_third_tick(void *arg, pid_t pid)
+{
+	static int ticks; /* the reaper's own copy */
+
+	(void)arg;
+	if (++ticks < 3)
+		return NULL;
+	kill(pid, SIGTERM);
+	return "the \"bridge\"\nwent";
+}
+
+TEST(reaper_records_the_watchers_cause_and_escalates)
+{
+	char *d = tmpdir(), *log, *ex, *ex2;
+	struct proc_watch w = {term_on_third_tick, NULL, 20};
+	struct session_exit e;
+	char *argv[] = {"/bin/sleep", "60", NULL};
+	/* ignored signals survive exec: this sleep shrugs SIGTERM off */
+	char *argv2[] = {"/bin/sh", "-c", "trap '' TERM; exec sleep 60", NULL};
+
+	xasprintf(&log, "%s/out.log", d);
+	xasprintf(&ex, "%s/exit", d);
+	xasprintf(&ex2, "%s/exit2", d);
+	CHECK(proc_spawn_watched(argv, -1, log, ex, &w, NULL) > 0);
+	CHECK(wait_file(ex));
+	CHECK_INT(proc_exit_read(ex, &e), 0);
+	CHECK_INT(e.signal, SIGTERM);
+	/* whatever the watcher says, the record stays JSON */
+	CHECK_STR(e.cause, "the ?bridge??went");
+	/* a program that ignores the watcher's signal is killed after a while
+	 */
+	CHECK(proc_spawn_watched(argv2, -1, log, ex2, &w, NULL) > 0);
+	CHECK(wait_file(ex2));
+	CHECK_INT(proc_exit_read(ex2, &e), 0);
+	CHECK_INT(e.signal, SIGKILL);
+	CHECK_STR(e.cause, "the ?bridge??went");
+	free(log);
+	free(ex);
+	free(ex2);
+	rmtree(d);
+	free(d);
+}
+
 TEST(proc_matches_rejects_bad_input)
 {
 	CHECK(!proc_matches(0, "x"));
