@@ -3,15 +3,18 @@
  *
  * The console log keeps every boot of the session (QEMU appends), kernel
  * messages and vmux-init's lines included, so it is where a crash or a
- * failed boot explains itself. What the guest wrote is shown through
- * str_printable: escape sequences from a hostile guest never reach the
- * user's terminal. -f follows new output until the session stops.
+ * failed boot explains itself. It is bounded (console.c): past 4 MiB the
+ * older part moves to console.log.1, which is printed first. What the guest
+ * wrote is shown through str_printable: escape sequences from a hostile guest
+ * never reach the user's terminal. -f follows new output until the session
+ * stops.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -84,14 +87,22 @@ logs_feed(struct logs_buf *b, const char *p, size_t len)
 	}
 }
 
-/* Offset where the last n lines of fd begin (0 if it has fewer). */
+/*
+ * Offset where the last n lines of fd begin (0 if it has fewer); *have
+ * gets how many lines that is.
+ */
 static off_t
-logs_tail_start(int fd, long long n)
+logs_tail_start(int fd, long long n, long long *have)
 {
 	char buf[8192];
 	off_t end = lseek(fd, 0, SEEK_END), pos = end;
 	long long seen = 0;
 
+	*have = end > 0 ? 1 : 0; /* the first line has no newline before it */
+	if (n == 0) {
+		*have = 0;
+		return end;
+	}
 	while (pos > 0) {
 		size_t chunk =
 		    pos > (off_t)sizeof buf ? sizeof buf : (size_t)pos;
@@ -103,24 +114,48 @@ logs_tail_start(int fd, long long n)
 		for (ssize_t i = got - 1; i >= 0; i--) {
 			if (buf[i] != '\n' || pos + i == end - 1)
 				continue;
-			if (++seen == n)
+			*have = ++seen;
+			if (seen == n)
 				return pos + i + 1;
 		}
 	}
+	*have = end > 0 ? seen + 1 : 0;
 	return 0;
 }
 
-/* Print the console, then follow it if asked. */
+/* Feed fd from its offset to its end; 0, or -1 on a read error. */
+static int
+logs_drain(struct logs_buf *b, int fd)
+{
+	char buf[65536];
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof buf);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -1 : 0;
+		logs_feed(b, buf, (size_t)n);
+	}
+}
+
+/*
+ * Print the console (the part before the last rotation, console.log.1,
+ * then console.log: together the last lines of every boot), then follow
+ * it if asked.
+ */
 static int
 cmd_logs_exec(struct args *a)
 {
 	const char *ns = args_get(a, "lines");
 	struct session_record r;
 	static struct logs_buf b;
-	char *home, *cause = NULL, buf[65536];
-	long long lines = 0;
-	int fd, follow = args_has(a, "follow"), rc;
-	ssize_t n;
+	struct stat st;
+	char *home, *prev, *cause = NULL;
+	long long lines = 0, have = 0, prev_have;
+	int fd, pfd, follow = args_has(a, "follow"), rc;
+	off_t at;
 
 	if ((ns != NULL &&
 	        args_number("--lines", ns, 0, 1LL << 40, &lines, &cause) !=
@@ -149,23 +184,31 @@ cmd_logs_exec(struct args *a)
 		record_free(&r);
 		return EXIT_VMUX;
 	}
-	if (lseek(fd, ns != NULL ? logs_tail_start(fd, lines) : 0, SEEK_SET) <
-	    0)
+	prev = console_prev_path(r.console_log);
+	pfd = open(prev, O_RDONLY | O_CLOEXEC);
+	free(prev);
+	at = ns != NULL ? logs_tail_start(fd, lines, &have) : 0;
+	if (pfd >= 0 && (ns == NULL || have < lines)) {
+		/* the rest of the lines asked for come from the earlier part */
+		off_t from = ns != NULL
+		    ? logs_tail_start(pfd, lines - have, &prev_have)
+		    : 0;
+		if (lseek(pfd, from, SEEK_SET) >= 0)
+			logs_drain(&b, pfd);
+	}
+	if (pfd >= 0)
+		close(pfd);
+	if (lseek(fd, at, SEEK_SET) < 0)
 		lseek(fd, 0, SEEK_SET);
-	if (ns != NULL && lines == 0)
-		lseek(fd, 0, SEEK_END);
 	for (;;) {
-		n = read(fd, buf, sizeof buf);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n > 0) {
-			logs_feed(&b, buf, (size_t)n);
-			continue;
-		}
+		logs_drain(&b, fd);
 		fflush(stdout);
 		if (!follow || !session_qemu_alive(&r))
 			break;
 		usleep(LOGS_POLL_US);
+		/* rotated (console.c): the log starts again from 0 */
+		if (fstat(fd, &st) == 0 && st.st_size < lseek(fd, 0, SEEK_CUR))
+			lseek(fd, 0, SEEK_SET);
 	}
 	if (b.len > 0)
 		logs_flush(&b);

@@ -279,6 +279,8 @@ static struct launch_watch {
 	struct vsock_target target;
 	char uds[4096];
 	char bridge_exit[4096]; /* "" with kernel vsock: no bridge */
+	char console[4096];     /* the console log, kept bounded */
+	int64_t console_max;    /* ... to this many bytes */
 	pid_t bridge_pid;
 	uint64_t boot_ms; /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
@@ -338,7 +340,8 @@ watch_bridge_gone(pid_t qemu)
 }
 
 /*
- * The reaper's watcher: end QEMU if the bridge died; stop the session once
+ * The reaper's watcher: keep the console log bounded; end QEMU if the
+ * bridge died; stop the session once
  * its ttl has passed since this boot, or once the agent says the user has
  * been idle for idle_s. The stop is vmux stop's, with the reason recorded
  * for vmux ls.
@@ -353,6 +356,7 @@ watch_tick(void *arg, pid_t qemu)
 	(void)arg;
 	if (watch.done)
 		return NULL;
+	console_cap(watch.console, (off_t)watch.console_max);
 	if (watch.bridge_pid > 0 && !proc_matches(watch.bridge_pid, watch.uds))
 		return watch_bridge_gone(qemu);
 	if (watch.ttl_s > 0 &&
@@ -377,8 +381,11 @@ launch_qemu(
 {
 	struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
 	struct qemu_config cfg;
+	struct settings st;
 	char **argv, *exit_path, *append, *netdev;
 
+	if (settings_load(&st, cause) != 0) /* console-log-max, at each boot */
+		return -1;
 	memset(&cfg, 0, sizeof cfg);
 	cfg.qemu = r->qemu_bin;
 	cfg.accel = r->accel;
@@ -411,6 +418,8 @@ launch_qemu(
 			argv_free(argv);
 		free(exit_path);
 		free(append);
+		free(netdev);
+		settings_free(&st);
 		return -1;
 	}
 	argv = launch_extra_args(argv);
@@ -427,6 +436,10 @@ launch_qemu(
 		snprintf(watch.bridge_exit, sizeof watch.bridge_exit, "%s/%s",
 		    r->dir, SESSION_BRIDGE_EXIT);
 	}
+	snprintf(watch.console, sizeof watch.console, "%s", r->console_log);
+	watch.console_max =
+	    st.console_max > 0 ? st.console_max : CONSOLE_MAX_BYTES;
+	settings_free(&st);
 	watch.boot_ms = mono_ms();
 	watch.ttl_s = r->ttl_s;
 	watch.idle_s = r->idle_s;

@@ -5,8 +5,12 @@
  * (session.json) in its own state directory under the vmux home. This header
  * covers: state paths and names (paths.c), records and CID allocation
  * (record.c), detached processes and their exit records (proc.c), the
- * per-session lock (lock.c), workspace disks (workspace.c), launching and
- * starting again (launch.c), states, stopping and removing (stop.c), the client
+ * per-session lock (lock.c), workspace disks (workspace.c), the bounded
+ * console log (console.c), profiles (profile.c), network (net.c), host
+ * mounts (mounts.c, fs.c), settings (settings.c), the error ring (errors.c),
+ * guest images (image.c), launching and starting again (launch.c) with the
+ * reaper's watcher (ttl, idle timeout, a dead bridge, the console's bound),
+ * states, stopping and removing (stop.c), the client
  * transport to a guest vsock port (transport.c), the agent's JSON request/reply
  * client (agent_client.c) and its streams that follow a first JSON line:
  * attached shells and archives (attach.c). QEMU command lines come from qemu.h;
@@ -168,7 +172,8 @@ struct session_record {
 struct settings {
 	char **roots; /* allowed-mount-root, resolved */
 	size_t nroots;
-	char *profile; /* default profile, or NULL */
+	char *profile;       /* default profile, or NULL */
+	int64_t console_max; /* console-log-max in bytes, or 0: default */
 };
 
 /* How QEMU last ended, as its reaper wrote it. */
@@ -245,6 +250,13 @@ int net_publish_check(const char *v, char **cause);
 int net_has_nic(const struct session_record *);
 char *net_netdev(const struct session_record *);
 char *net_cmdline(const struct session_record *);
+
+/* console.c: the console log, bounded (current part and the one before) */
+#define CONSOLE_MAX_BYTES   (4 << 20)
+#define CONSOLE_LOG_MAX_MIN (4LL << 10)
+#define CONSOLE_LOG_MAX_MAX (1LL << 30)
+char *console_prev_path(const char *path);
+int console_cap(const char *path, off_t max);
 
 /* workspace.c */
 char *mkfs_find(char **cause);

@@ -6,6 +6,9 @@
  *                            share folders (repeatable; none: no mounts)
  *   profile NAME             the profile of sessions made without
  *                            --profile (default: default)
+ *   console-log-max SIZE     how large a session's console log grows
+ *                            before its older part is rotated out
+ *                            (console.c; K, M or G; default 4M)
  * The TUI's settings live apart, in vmux.conf. A bad line is an error
  * naming the file and the line, and the command stops: a typo in a
  * security setting must not pass silently.
@@ -31,6 +34,32 @@ settings_path(void)
 	else if (home != NULL && *home == '/')
 		xasprintf(&path, "%s/.config/vmux/config", home);
 	return path;
+}
+
+/* Bytes in "64K", "4M", "1G" or "4096" within the console log's bounds. */
+static int
+settings_size(const char *val, int64_t *out, char **why)
+{
+	char *end;
+	long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoll(val, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		shift = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		shift = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		shift = 30, end++;
+	if (errno != 0 || end == val || *end != '\0' || v < 0 ||
+	    v > (CONSOLE_LOG_MAX_MAX >> shift) ||
+	    (v << shift) < CONSOLE_LOG_MAX_MIN) {
+		xasprintf(why, "invalid size '%s' (4K to 1G)", val);
+		return -1;
+	}
+	*out = (int64_t)v << shift;
+	return 0;
 }
 
 /* Free what settings_load filled in. */
@@ -93,6 +122,9 @@ settings_load(struct settings *s, char **cause)
 		} else if (strcmp(key, "profile") == 0) {
 			free(s->profile);
 			s->profile = xstrdup(val);
+		} else if (strcmp(key, "console-log-max") == 0) {
+			if (settings_size(val, &s->console_max, &why) != 0)
+				goto fail;
 		} else {
 			xasprintf(&why, "unknown setting '%s'", key);
 			goto fail;

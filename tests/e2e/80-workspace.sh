@@ -112,6 +112,43 @@ t_logs() {
 	! vmux logs ws | grep -q $'\033' || fail "raw ESC in logs output"
 }
 
+# A guest that prints without end cannot fill the host's disk: past
+# console-log-max the older part moves to console.log.1, once.
+t_console_log_bounded() {
+	local dir out cfg=$TMP/cfg-console
+	mkdir -p "$cfg/vmux"
+	printf 'console-log-max 1K\n' >"$cfg/vmux/config"
+	out=$(XDG_CONFIG_HOME=$cfg vmux new flood 2>&1)
+	[[ $? -eq 2 ]] && expect_match "bad size" "$out" "config:1: invalid size '1K' \\(4K to 1G\\)" ||
+		return 1
+	printf 'console-log-max 64K\n' >"$cfg/vmux/config"
+	XDG_CONFIG_HOME=$cfg need_session flood
+	dir=$VMUX_HOME/sessions/flood
+	# 400 lines of 512 bytes: 200 KiB, three times the limit
+	vmux exec flood -- sh -c 'i=0; pad=$(printf %0500d 0); while [ $i -lt 400 ]; do
+		echo "flood $i $pad"; i=$((i+1)); done > /dev/console' || return 1
+	wait_for 30 bash -c "(( \$(stat -c %s '$dir/console.log') <= 65536 ))" ||
+		fail "console.log is $(stat -c %s "$dir/console.log") bytes" || return 1
+	(($(stat -c %s "$dir/console.log.1") <= 65536)) ||
+		fail "console.log.1 is $(stat -c %s "$dir/console.log.1") bytes" || return 1
+	expect_eq mode "$(stat -c %a "$dir/console.log.1")" 600 || return 1
+	# logs: the earlier part, then the current one; the oldest lines gone
+	out=$(vmux logs flood) || return 1
+	expect_match last "$out" 'flood 399 0+$' || return 1
+	[[ $out != *"flood 0 "* ]] || fail "the first line is still there" || return 1
+	expect_match "-n 1" "$(vmux logs -n 1 flood)" '^flood 399 ' || return 1
+	# -n across the two parts: as many lines as asked, in order
+	vmux exec flood -- sh -c 'echo after-rotation > /dev/console' || return 1
+	wait_for 10 grep -q after-rotation "$dir/console.log" || fail "no line after rotation" || return 1
+	out=$(vmux logs -n 100 flood) || return 1
+	expect_eq "-n 100" "$(wc -l <<<"$out")" 100 || return 1
+	expect_match "last line" "$out" $'\nafter-rotation$' || return 1
+	out=$(grep -o '^flood [0-9]*' <<<"$out" | awk '{print $2}')
+	expect_eq "in order" "$out" "$(seq 301 399)" || return 1
+	vmux exec flood -- true || return 1
+	vmux rm flood
+}
+
 t_concurrent_commands() {
 	local dir holder out
 	dir=$(session_field ws dir)
@@ -185,6 +222,7 @@ check "kill -9 of QEMU mid-write: crashed, start, fsync'ed data all there" t_kil
 check "kill -9 of the bridge mid-write: QEMU ended, crashed with the cause, start, data there" t_kill9_bridge_mid_write
 check "kill -9 of every process (a host reboot): crashed, start, data there" t_kill9_everything_mid_write
 check "logs: every boot, -n, guest escapes shown escaped" t_logs
+check "a console flood stays within console-log-max (logs spans both parts)" t_console_log_bounded
 check "concurrent commands wait for the lock; one VM, sound record" t_concurrent_commands
 check "rm --keep-workspace, new --workspace, in use, not ext4" t_rm_keep_workspace_and_reuse
 check "--disk size, bad sizes, rm deletes the workspace" t_disk_flag_and_rm

@@ -1,11 +1,13 @@
 /*
  * test_session_proc.c: detached processes: spawning (fds, log, exec
  * failure), identity by command line, termination until really gone (no
- * zombie left with the pid), log tails and rmtree.
+ * zombie left with the pid), the reaper's record and watcher, log tails,
+ * the bounded console log and rmtree.
  */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,6 +249,47 @@ TEST(reaper_records_the_watchers_cause_and_escalates)
 	free(log);
 	free(ex);
 	free(ex2);
+	rmtree(d);
+	free(d);
+}
+
+TEST(console_cap_keeps_the_log_bounded)
+{
+	char *d = tmpdir(), *log, *prev, *got;
+	int fd;
+
+	xasprintf(&log, "%s/console.log", d);
+	prev = console_prev_path(log);
+	CHECK_STR(prev + strlen(d), "/console.log.1");
+	CHECK_INT(console_cap(log, 16), 0); /* no log yet */
+	/* QEMU's way: O_APPEND, never reopened */
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+	CHECK(fd >= 0);
+	CHECK(write_all(fd, "one\ntwo\nthree\n", 14) == 14);
+	CHECK_INT(console_cap(log, 14), 0); /* at the limit: left alone */
+	CHECK(write_all(fd, "four\n", 5) == 5);
+	/* past it: what starts a line in the last 14 bytes goes to .1 */
+	CHECK_INT(console_cap(log, 14), 1);
+	got = slurp(prev);
+	CHECK_STR(got, "three\nfour\n");
+	free(got);
+	got = slurp(log);
+	CHECK_STR(got, "");
+	free(got);
+	/* the writer goes on at the start of the emptied file */
+	CHECK(write_all(fd, "five\n", 5) == 5);
+	got = slurp(log);
+	CHECK_STR(got, "five\n");
+	free(got);
+	/* one line longer than the limit is cut, not kept whole */
+	CHECK(write_all(fd, "0123456789abcdefghij", 20) == 20);
+	CHECK_INT(console_cap(log, 8), 1);
+	got = slurp(prev);
+	CHECK_STR(got, "cdefghij");
+	free(got);
+	close(fd);
+	free(log);
+	free(prev);
 	rmtree(d);
 	free(d);
 }

@@ -1,0 +1,102 @@
+/*
+ * console.c: the guest's console log, kept bounded.
+ *
+ * QEMU appends the serial console to SESSION_CONSOLE (append=on, so
+ * O_APPEND) and knows no limit: a guest printing without end would fill the
+ * host's disk. The reaper's watcher calls console_cap every tick; once the
+ * log passes CONSOLE_MAX_BYTES its last CONSOLE_MAX_BYTES (from a line
+ * start) become SESSION_CONSOLE_PREV and the log is truncated in place.
+ * QEMU's next write lands at the new end (O_APPEND), so the file is never
+ * reopened. Bytes written between the copy and the truncation are lost:
+ * a bounded log is worth that.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "session.h"
+
+/* The earlier part of a console log: "PATH.1". Free it. */
+char *
+console_prev_path(const char *path)
+{
+	char *s;
+
+	xasprintf(&s, "%s.1", path);
+	return s;
+}
+
+/* Copy in[off..end) to a new file out (via out.tmp); 0 or -errno. */
+static int
+console_copy(int in, off_t off, off_t end, const char *out)
+{
+	char buf[65536], *tmp;
+	int fd, error = 0;
+
+	xasprintf(&tmp, "%s.tmp", out);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		error = -errno;
+		free(tmp);
+		return error;
+	}
+	while (off < end && error == 0) {
+		size_t want = end - off > (off_t)sizeof buf ? sizeof buf
+		                                            : (size_t)(end - off);
+		ssize_t n = pread(in, buf, want, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* shorter than it was: keep what there is */
+		if (write_all(fd, buf, (size_t)n) < 0)
+			error = -EIO;
+		off += n;
+	}
+	if (close(fd) != 0 && error == 0)
+		error = -errno;
+	if (error == 0 && rename(tmp, out) != 0)
+		error = -errno;
+	if (error != 0)
+		unlink(tmp);
+	free(tmp);
+	return error;
+}
+
+/*
+ * Keep the console log at path under max bytes: past it, its last max
+ * bytes (from the first line start in them) replace path.1 and path is
+ * emptied. 1 if it was rotated, 0 if not needed, -errno.
+ */
+int
+console_cap(const char *path, off_t max)
+{
+	struct stat st;
+	char *prev, c;
+	off_t from;
+	int fd, rc;
+
+	if (path == NULL || stat(path, &st) != 0 || st.st_size <= max)
+		return 0;
+	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return -errno;
+	/* start at a line: the first one after the cut */
+	for (from = st.st_size - max; from < st.st_size; from++) {
+		if (pread(fd, &c, 1, from - 1) != 1 || c == '\n')
+			break;
+	}
+	if (from >= st.st_size)
+		from = st.st_size - max; /* one endless line: cut it */
+	prev = console_prev_path(path);
+	rc = console_copy(fd, from, st.st_size, prev);
+	free(prev);
+	if (rc == 0 && ftruncate(fd, 0) != 0)
+		rc = -errno;
+	close(fd);
+	return rc == 0 ? 1 : rc;
+}
