@@ -46,8 +46,9 @@ console_copy(int in, off_t off, off_t end, const char *out)
 		return error;
 	}
 	while (off < end && error == 0) {
-		size_t want = end - off > (off_t)sizeof buf ? sizeof buf
-		                                            : (size_t)(end - off);
+		size_t want = end - off > (off_t)sizeof buf
+		    ? sizeof buf
+		    : (size_t)(end - off);
 		ssize_t n = pread(in, buf, want, off);
 
 		if (n < 0 && errno == EINTR)

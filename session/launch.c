@@ -382,10 +382,28 @@ launch_qemu(
 	struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
 	struct qemu_config cfg;
 	struct settings st;
-	char **argv, *exit_path, *append, *netdev;
+	char **argv, *exit_path, *append, *netdev, *limiter = NULL;
 
-	if (settings_load(&st, cause) != 0) /* console-log-max, at each boot */
+	if (r->nallow_hosts > 0) { /* see net.c: --fwd-limit */
+		limiter = r->bridge_bin != NULL
+		    ? xstrdup(r->bridge_bin)
+		    : find_program(SESSION_BRIDGE_NAME, "VMUX_BRIDGE", cause);
+		if (limiter == NULL)
+			return -1;
+		if (!net_cmd_path_ok(limiter)) {
+			xasprintf(cause,
+			    "--allow-host: QEMU cannot run %s (a path with "
+			    "spaces, commas or quotes); install vmux elsewhere "
+			    "or set VMUX_BRIDGE",
+			    limiter);
+			free(limiter);
+			return -1;
+		}
+	}
+	if (settings_load(&st, cause) != 0) { /* console-log-max, each boot */
+		free(limiter);
 		return -1;
+	}
 	memset(&cfg, 0, sizeof cfg);
 	cfg.qemu = r->qemu_bin;
 	cfg.accel = r->accel;
@@ -399,7 +417,8 @@ launch_qemu(
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
 	cfg.root_image = r->root_image;
-	netdev = net_netdev(r);
+	netdev = net_netdev(r, limiter);
+	free(limiter);
 	cfg.netdev = netdev;
 	cfg.nfs = r->nmounts;
 	cfg.fs_socks =

@@ -8,7 +8,9 @@
  * allowed destination is a guestfwd: the guest connects to a private
  * address (10.0.2.100 and up, which its /etc/hosts names NAME) and the
  * host, not the guest, opens the connection to NAME:PORT, with socat. So
- * the allowlist is enforced outside the guest's reach. --publish H:G
+ * the allowlist is enforced outside the guest's reach. QEMU starts one
+ * socat per connection; each runs under vmux-bridge --fwd-limit, so a
+ * session holds at most NET_FWD_CONNS of them at once. --publish H:G
  * forwards host port H (on 127.0.0.1 only) to guest port G.
  */
 #include <stdio.h>
@@ -142,11 +144,32 @@ allow_slot(const struct session_record *r, size_t i)
 }
 
 /*
- * QEMU's -netdev value for r, or NULL when it has no NIC. Values were
+ * Can path go into a guestfwd cmd: as it is? QEMU's option syntax and
+ * libslirp's argument split leave these characters alone.
+ */
+int
+net_cmd_path_ok(const char *path)
+{
+	const char *p;
+
+	if (path == NULL || *path != '/')
+		return 0;
+	for (p = path; *p != '\0'; p++) {
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		        (*p >= '0' && *p <= '9') || strchr("/._+-@", *p)))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * QEMU's -netdev value for r, or NULL when it has no NIC; limiter is the
+ * vmux-bridge that bounds the allowed hosts' connections (a path
+ * net_cmd_path_ok accepts; unused without --allow-host). Values were
  * checked when the session was made (and again here: a record is data).
  */
 char *
-net_netdev(const struct session_record *r)
+net_netdev(const struct session_record *r, const char *limiter)
 {
 	char *s, *t, *cause = NULL;
 	size_t i;
@@ -175,10 +198,10 @@ net_netdev(const struct session_record *r)
 			continue;
 		}
 		xasprintf(&t,
-		    "%s,guestfwd=tcp:10.0.2.%zu:%s-cmd:socat STDIO "
-		    "TCP:%.*s:%s",
-		    s, NET_FWD_BASE + slot, colon + 1, (int)(colon - v), v,
-		    colon + 1);
+		    "%s,guestfwd=tcp:10.0.2.%zu:%s-cmd:%s --fwd-limit %u %d "
+		    "socat STDIO TCP:%.*s:%s",
+		    s, NET_FWD_BASE + slot, colon + 1, limiter, r->cid,
+		    NET_FWD_CONNS, (int)(colon - v), v, colon + 1);
 		free(s);
 		s = t;
 	}

@@ -248,7 +248,9 @@ cJSON *image_list(const char *home);
 int net_allow_check(const char *v, char **cause);
 int net_publish_check(const char *v, char **cause);
 int net_has_nic(const struct session_record *);
-char *net_netdev(const struct session_record *);
+#define NET_FWD_CONNS 64 /* allowed hosts' connections at once, per session */
+int net_cmd_path_ok(const char *path);
+char *net_netdev(const struct session_record *, const char *limiter);
 char *net_cmdline(const struct session_record *);
 
 /* console.c: the console log, bounded (current part and the one before) */

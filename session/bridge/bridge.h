@@ -291,6 +291,13 @@ enum { CONNECT_BAD = -1, CONNECT_MORE = 0, CONNECT_DONE = 1 };
 
 int connect_parse(const char *, size_t, uint32_t *port, size_t *linelen);
 
+/* fwdlimit.c: vmux-bridge --fwd-limit (allowed hosts' connections) */
+#define FWD_LIMIT_MAX  1024
+#define FWD_LIMIT_FULL 75 /* every slot taken: the connection is refused */
+
+int fwd_slot_take(uint32_t cid, unsigned n);
+int fwd_limit_main(int argc, char **argv);
+
 /* pump.c */
 int pump_tx(struct vhu *, struct vsock *, uint64_t now, int budget);
 int pump_rx(struct vhu *, struct vsock *, uint64_t now, int budget);

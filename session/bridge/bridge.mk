@@ -6,7 +6,7 @@ BRIDGE_LIB_SRCS := session/bridge/mem.c session/bridge/vring.c \
                    session/bridge/vhu.c session/bridge/packet.c \
                    session/bridge/vsock.c \
                    session/bridge/connect.c session/bridge/pump.c \
-                   session/bridge/loop.c
+                   session/bridge/loop.c session/bridge/fwdlimit.c
 BRIDGE_SRCS := $(BRIDGE_LIB_SRCS) session/bridge/main.c
 
 PROGRAMS += $(BIN)/vmux-bridge

@@ -3,6 +3,7 @@
  *
  *   vmux-bridge --vhost-user PATH --uds PATH --guest-cid N
  *       [--allow-port P]... [--connect-timeout MS] [--ready-fd FD]
+ *   vmux-bridge --fwd-limit CID N PROGRAM [ARG...]    (fwdlimit.c)
  *
  * Creates both listening sockets, writes "ready\n" to --ready-fd and closes
  * it, then serves until QEMU disconnects or SIGTERM/SIGINT (exit 0). A bad
@@ -68,6 +69,8 @@ main(int argc, char **argv)
 	uint64_t v;
 	int ch, status;
 
+	if (argc > 1 && strcmp(argv[1], "--fwd-limit") == 0)
+		return fwd_limit_main(argc, argv);
 	log_open("vmux-bridge");
 	cfg.ready_fd = -1;
 	cfg.connect_timeout_ms = BRIDGE_DEFAULT_CONNECT_TIMEOUT;

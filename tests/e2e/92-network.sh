@@ -2,7 +2,8 @@
 # 92-network: no NIC by default; --net reaches a server on the host;
 # --allow-host reaches exactly the allowed destination (forwarded by the
 # host) and nothing else; --publish forwards a host port in; a profile that
-# locks the network off refuses all of them.
+# locks the network off refuses all of them; a guest's connections cost
+# the host a bounded number of processes.
 source "$(dirname "$0")/lib.sh"
 
 # serve PORT TEXT: a TCP server on 127.0.0.1 that answers TEXT.
@@ -59,6 +60,36 @@ t_allowlist_both_ways() {
 	vmux rm al
 }
 
+# A guest opening many connections to an allowed host costs the host at
+# most NET_FWD_CONNS (64) forwarding processes; the rest are refused, and
+# slots free up as connections close.
+t_allowlist_connections_bounded() {
+	local p3 n fwd
+	p3=$(free_port)
+	# a server that holds each connection open until the client leaves
+	socat TCP-LISTEN:"$p3",bind=127.0.0.1,fork,reuseaddr SYSTEM:"echo held; exec cat" &
+	bg_track $!
+	wait_for 10 bash -c "ss -ltn 'sport = :$p3' | grep -q LISTEN" || fail "no server" || return 1
+	need_session cb --allow-host "localhost:$p3"
+	# QEMU's forwarders, double-forked away from it: known by their command
+	fwd="socat STDIO TCP:localhost:$p3"
+	vmux exec cb -- sh -c "for i in \$(seq 70); do (sleep 600 | nc 10.0.2.100 $p3 >/tmp/c\$i 2>&1 &); done" ||
+		return 1
+	wait_for 60 bash -c "[[ \$('$VMUX' exec cb -- sh -c 'cat /tmp/c* | grep -c held') == 64 ]]" ||
+		fail "held: $(vmux exec cb -- sh -c 'cat /tmp/c* | grep -c held')" || return 1
+	n=$(pgrep -xfc "$fwd")
+	expect_eq "host forwarders" "$n" 64 || return 1
+	# the 6 over the limit were closed: their nc is gone
+	wait_for 30 bash -c "[[ \$('$VMUX' exec cb -- sh -c 'pidof nc | wc -w') == 64 ]]" ||
+		fail "guest nc left: $(vmux exec cb -- sh -c 'pidof nc | wc -w')" || return 1
+	# close them all: the host's forwarders go, and a new one gets through
+	vmux exec cb -- killall sleep || return 1
+	wait_for 30 bash -c "! pgrep -xf '$fwd' >/dev/null" ||
+		fail "forwarders left: $(pgrep -xfc "$fwd")" || return 1
+	expect_eq again "$(vmux exec cb -- sh -c "echo | nc -w 5 10.0.2.100 $p3")" held || return 1
+	vmux rm cb
+}
+
 t_publish_forwards_in() {
 	local hp
 	hp=$(free_port)
@@ -89,5 +120,6 @@ t_bad_values_and_locked_profile() {
 check "no NIC by default: the host is unreachable" t_no_nic_by_default
 check "--net: outbound NAT reaches servers on the host" t_net_reaches_the_host
 check "--allow-host: the allowed destination only, enforced by the host" t_allowlist_both_ways
+check "--allow-host: at most 64 host forwarders per session, freed on close" t_allowlist_connections_bounded
 check "--publish: a host port (loopback) forwards to the guest" t_publish_forwards_in
 check "bad values and a profile locking the network off: refused" t_bad_values_and_locked_profile

@@ -17,7 +17,7 @@ TEST(net_no_flags_no_nic)
 
 	memset(&r, 0, sizeof r);
 	CHECK(!net_has_nic(&r));
-	CHECK(net_netdev(&r) == NULL);
+	CHECK(net_netdev(&r, "/usr/lib/vmux/vmux-bridge") == NULL);
 	s = net_cmdline(&r);
 	CHECK_STR(s, "");
 	free(s);
@@ -30,7 +30,7 @@ TEST(net_nat)
 
 	memset(&r, 0, sizeof r);
 	r.net = 1;
-	s = net_netdev(&r);
+	s = net_netdev(&r, "/usr/lib/vmux/vmux-bridge");
 	CHECK_STR(s, "user,id=net0,ipv6=off,restrict=off");
 	free(s);
 	s = net_cmdline(&r);
@@ -51,19 +51,36 @@ TEST(net_allowlist_is_restricted_one_address_per_host)
 	r.nallow_hosts = 3;
 	r.publish = pub;
 	r.npublish = 1;
-	s = net_netdev(&r);
+	r.cid = 7;
+	s = net_netdev(&r, "/usr/lib/vmux/vmux-bridge");
 	CHECK_STR(s,
 	    "user,id=net0,ipv6=off,restrict=on,"
 	    "hostfwd=tcp:127.0.0.1:8080-:80,"
-	    "guestfwd=tcp:10.0.2.100:5432-cmd:socat STDIO TCP:db.local:5432,"
-	    "guestfwd=tcp:10.0.2.101:6379-cmd:socat STDIO TCP:cache:6379,"
-	    "guestfwd=tcp:10.0.2.100:5433-cmd:socat STDIO TCP:db.local:5433");
+	    "guestfwd=tcp:10.0.2.100:5432-cmd:/usr/lib/vmux/vmux-bridge "
+	    "--fwd-limit 7 64 socat STDIO TCP:db.local:5432,"
+	    "guestfwd=tcp:10.0.2.101:6379-cmd:/usr/lib/vmux/vmux-bridge "
+	    "--fwd-limit 7 64 socat STDIO TCP:cache:6379,"
+	    "guestfwd=tcp:10.0.2.100:5433-cmd:/usr/lib/vmux/vmux-bridge "
+	    "--fwd-limit 7 64 socat STDIO TCP:db.local:5433");
 	free(s);
 	s = net_cmdline(&r);
 	CHECK_STR(s,
 	    " vmux.net=restricted vmux.hosts=10.0.2.100=db.local,"
 	    "10.0.2.101=cache");
 	free(s);
+}
+
+TEST(net_cmd_path_ok_only_for_plain_paths)
+{
+	CHECK(net_cmd_path_ok("/usr/lib/vmux/vmux-bridge"));
+	CHECK(net_cmd_path_ok("/tmp/fresh-clone.a_B+1/build/bin/vmux-bridge"));
+	CHECK(!net_cmd_path_ok(NULL));
+	CHECK(!net_cmd_path_ok("vmux-bridge"));
+	CHECK(!net_cmd_path_ok("/a b/vmux-bridge"));
+	CHECK(!net_cmd_path_ok("/a,b/vmux-bridge"));
+	CHECK(!net_cmd_path_ok("/a'b/vmux-bridge"));
+	CHECK(!net_cmd_path_ok("/a\"b/vmux-bridge"));
+	CHECK(!net_cmd_path_ok("/a\\b/vmux-bridge"));
 }
 
 TEST(net_bad_values_refused)
