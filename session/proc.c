@@ -105,9 +105,18 @@ spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 	char tmp[4200], line[512], cause[PROC_CAUSE_MAX] = "";
 	const char *why = NULL;
 	uint64_t kill_at = 0;
-	int status, fd, n;
+	int status, fd, n, ms;
+	sigset_t chld;
 	pid_t got;
 
+	/*
+	 * SIGCHLD blocked (and not ignored, which would reap for us): the
+	 * watcher's sleep below ends the moment the program does.
+	 */
+	signal(SIGCHLD, SIG_DFL);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
@@ -129,12 +138,15 @@ spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 		if (got != 0)
 			continue;
 		/* still running: the watcher's turn, or its deadline's */
-		if (why == NULL && (why = w->tick(w->arg, pid)) != NULL)
+		if (why == NULL && (why = w->tick(w->arg, pid)) != NULL) {
 			kill_at = mono_ms() + WATCH_KILL_MS;
-		else if (why != NULL && mono_ms() >= kill_at)
-			kill(
-			    pid, SIGKILL); /* not reaped yet: still our child */
-		usleep((useconds_t)(why != NULL ? 50 : w->tick_ms) * 1000);
+		} else if (why != NULL && mono_ms() >= kill_at) {
+			/* not reaped yet, so the pid is still our child's */
+			kill(pid, SIGKILL);
+		}
+		ms = why != NULL ? 50 : w->tick_ms;
+		sigtimedwait(&chld, NULL,
+		    &(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000});
 	}
 	if (exit_path == NULL ||
 	    snprintf(tmp, sizeof tmp, "%s.tmp", exit_path) >= (int)sizeof tmp)

@@ -49,8 +49,8 @@ fwd_slot_take(uint32_t cid, unsigned n)
 		len = (socklen_t)snprintf(sun.sun_path + 1,
 		    sizeof sun.sun_path - 1, "vmux-fwd/%u/%u", cid, slot);
 		if (bind(fd, (struct sockaddr *)&sun,
-		        (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-		            1 + len)) == 0)
+		        (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+		            len)) == 0)
 			return fd;
 		close(fd);
 		if (errno != EADDRINUSE)
@@ -71,29 +71,31 @@ fwd_limit_main(int argc, char **argv)
 	int fd;
 
 	if (argc < 5) {
-		fprintf(stderr, "vmux-bridge: usage: vmux-bridge --fwd-limit "
-		                "CID N PROGRAM [ARG...]\n");
+		fprintf(stderr,
+		    "vmux-bridge: usage: vmux-bridge --fwd-limit "
+		    "CID N PROGRAM [ARG...]\n");
 		return 2;
 	}
 	errno = 0;
 	cid = strtoull(argv[2], &end, 10);
 	if (errno != 0 || *end != '\0' || cid < 3 || cid > UINT32_MAX - 1) {
-		fprintf(stderr, "vmux-bridge: bad --fwd-limit CID: %s\n",
-		    argv[2]);
+		fprintf(
+		    stderr, "vmux-bridge: bad --fwd-limit CID: %s\n", argv[2]);
 		return 2;
 	}
 	n = strtoull(argv[3], &end, 10);
 	if (errno != 0 || *end != '\0' || n < 1 || n > FWD_LIMIT_MAX) {
-		fprintf(stderr, "vmux-bridge: bad --fwd-limit N: %s\n",
-		    argv[3]);
+		fprintf(
+		    stderr, "vmux-bridge: bad --fwd-limit N: %s\n", argv[3]);
 		return 2;
 	}
 	fd = fwd_slot_take((uint32_t)cid, (unsigned)n);
 	if (fd == -1)
-		return FWD_LIMIT_FULL; /* said nowhere: a guest could flood a log */
+		return FWD_LIMIT_FULL; /* said nowhere: a guest could flood a
+		                          log */
 	if (fd < 0) {
-		fprintf(stderr, "vmux-bridge: --fwd-limit: %s\n",
-		    strerror(-fd));
+		fprintf(
+		    stderr, "vmux-bridge: --fwd-limit: %s\n", strerror(-fd));
 		return 1;
 	}
 	execvp(argv[4], argv + 4);

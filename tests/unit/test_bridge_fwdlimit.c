@@ -77,10 +77,12 @@ TEST(fwd_limit_runs_the_program_in_a_slot_or_refuses)
 TEST(fwd_limit_bad_arguments)
 {
 	char *few[] = {"vmux-bridge", "--fwd-limit", "5", "1", NULL};
-	char *cid[] = {"vmux-bridge", "--fwd-limit", "2", "1", "/bin/true", NULL};
+	char *cid[] = {
+	    "vmux-bridge", "--fwd-limit", "2", "1", "/bin/true", NULL};
 	char *cid2[] = {
 	    "vmux-bridge", "--fwd-limit", "5x", "1", "/bin/true", NULL};
-	char *n0[] = {"vmux-bridge", "--fwd-limit", "5", "0", "/bin/true", NULL};
+	char *n0[] = {
+	    "vmux-bridge", "--fwd-limit", "5", "0", "/bin/true", NULL};
 	char *nbig[] = {
 	    "vmux-bridge", "--fwd-limit", "5", "1025", "/bin/true", NULL};
 	char *noexec[] = {
