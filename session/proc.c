@@ -477,15 +477,25 @@ rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-/* rm -rf path without following symlinks or crossing mounts; 0 or -errno. */
+/*
+ * rm -rf path without following symlinks or crossing mounts; 0 or -errno.
+ * A file that appears meanwhile (a reaper's last record, written as its
+ * program ends) only costs another pass.
+ */
 int
 rmtree(const char *path)
 {
 	struct stat st;
+	int pass;
 
-	if (lstat(path, &st) != 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (nftw(path, rmtree_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0)
-		return errno != 0 ? -errno : -EIO;
-	return 0;
+	for (pass = 0;; pass++) {
+		if (lstat(path, &st) != 0)
+			return errno == ENOENT ? 0 : -errno;
+		errno = 0;
+		if (nftw(path, rmtree_one, 16,
+		        FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0)
+			return 0;
+		if (errno != ENOTEMPTY || pass == 2)
+			return errno != 0 ? -errno : -EIO;
+	}
 }
