@@ -3,7 +3,7 @@
  *
  * The console log keeps every boot of the session (QEMU appends), kernel
  * messages and vmux-init's lines included, so it is where a crash or a
- * failed boot explains itself. It is bounded (console.c): past 4 MiB the
+ * failed boot explains itself. It is bounded (logcap.c): past 4 MiB the
  * older part moves to console.log.1, which is printed first. What the guest
  * wrote is shown through str_printable: escape sequences from a hostile guest
  * never reach the user's terminal. -f follows new output until the session
@@ -184,7 +184,7 @@ cmd_logs_exec(struct args *a)
 		record_free(&r);
 		return EXIT_VMUX;
 	}
-	prev = console_prev_path(r.console_log);
+	prev = logcap_prev_path(r.console_log);
 	pfd = open(prev, O_RDONLY | O_CLOEXEC);
 	free(prev);
 	at = ns != NULL ? logs_tail_start(fd, lines, &have) : 0;
@@ -206,7 +206,7 @@ cmd_logs_exec(struct args *a)
 		if (!follow || !session_qemu_alive(&r))
 			break;
 		usleep(LOGS_POLL_US);
-		/* rotated (console.c): the log starts again from 0 */
+		/* rotated (logcap.c): the log starts again from 0 */
 		if (fstat(fd, &st) == 0 && st.st_size < lseek(fd, 0, SEEK_CUR))
 			lseek(fd, 0, SEEK_SET);
 	}

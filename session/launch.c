@@ -279,8 +279,8 @@ static struct launch_watch {
 	struct vsock_target target;
 	char uds[4096];
 	char bridge_exit[4096]; /* "" with kernel vsock: no bridge */
-	char console[4096];     /* the console log, kept bounded */
-	int64_t console_max;    /* ... to this many bytes */
+	char logs[3][4096];     /* console, QEMU's and the bridge's, bounded */
+	int64_t log_max;        /* ... to this many bytes each */
 	pid_t bridge_pid;
 	uint64_t boot_ms; /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
@@ -340,11 +340,10 @@ watch_bridge_gone(pid_t qemu)
 }
 
 /*
- * The reaper's watcher: keep the console log bounded; end QEMU if the
- * bridge died; stop the session once
- * its ttl has passed since this boot, or once the agent says the user has
- * been idle for idle_s. The stop is vmux stop's, with the reason recorded
- * for vmux ls.
+ * The reaper's watcher: keep the session's logs bounded; end QEMU if the
+ * bridge died; stop the session once its ttl has passed since this boot, or
+ * once the agent says the user has been idle for idle_s. The stop is vmux
+ * stop's, with the reason recorded for vmux ls.
  */
 static const char *
 watch_tick(void *arg, pid_t qemu)
@@ -356,7 +355,8 @@ watch_tick(void *arg, pid_t qemu)
 	(void)arg;
 	if (watch.done)
 		return NULL;
-	console_cap(watch.console, (off_t)watch.console_max);
+	for (size_t i = 0; i < 3; i++)
+		logcap_rotate(watch.logs[i], (off_t)watch.log_max);
 	if (watch.bridge_pid > 0 && !proc_matches(watch.bridge_pid, watch.uds))
 		return watch_bridge_gone(qemu);
 	if (watch.ttl_s > 0 &&
@@ -455,9 +455,12 @@ launch_qemu(
 		snprintf(watch.bridge_exit, sizeof watch.bridge_exit, "%s/%s",
 		    r->dir, SESSION_BRIDGE_EXIT);
 	}
-	snprintf(watch.console, sizeof watch.console, "%s", r->console_log);
-	watch.console_max =
-	    st.console_max > 0 ? st.console_max : CONSOLE_MAX_BYTES;
+	snprintf(watch.logs[0], sizeof watch.logs[0], "%s", r->console_log);
+	snprintf(watch.logs[1], sizeof watch.logs[1], "%s", r->qemu_log);
+	if (!r->vsock_kernel)
+		snprintf(
+		    watch.logs[2], sizeof watch.logs[2], "%s", r->bridge_log);
+	watch.log_max = st.console_max > 0 ? st.console_max : LOGCAP_DEFAULT;
 	settings_free(&st);
 	watch.boot_ms = mono_ms();
 	watch.ttl_s = r->ttl_s;

@@ -6,7 +6,7 @@
  * covers: state paths and names (paths.c), records and CID allocation
  * (record.c), detached processes and their exit records (proc.c), the
  * per-session lock (lock.c), workspace disks (workspace.c), the bounded
- * console log (console.c), profiles (profile.c), network (net.c), host
+ * console log (logcap.c), profiles (profile.c), network (net.c), host
  * mounts (mounts.c, fs.c), settings (settings.c), the error ring (errors.c),
  * guest images (image.c), launching and starting again (launch.c) with the
  * reaper's watcher (ttl, idle timeout, a dead bridge, the console's bound),
@@ -253,12 +253,12 @@ int net_cmd_path_ok(const char *path);
 char *net_netdev(const struct session_record *, const char *limiter);
 char *net_cmdline(const struct session_record *);
 
-/* console.c: the console log, bounded (current part and the one before) */
-#define CONSOLE_MAX_BYTES   (4 << 20)
-#define CONSOLE_LOG_MAX_MIN (4LL << 10)
-#define CONSOLE_LOG_MAX_MAX (1LL << 30)
-char *console_prev_path(const char *path);
-int console_cap(const char *path, off_t max);
+/* logcap.c: logs kept bounded (the current part and the one before) */
+#define LOGCAP_DEFAULT (4 << 20)
+#define LOGCAP_MIN     (4LL << 10)
+#define LOGCAP_MAX     (1LL << 30)
+char *logcap_prev_path(const char *path);
+int logcap_rotate(const char *path, off_t max);
 
 /* workspace.c */
 char *mkfs_find(char **cause);

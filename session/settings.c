@@ -6,9 +6,10 @@
  *                            share folders (repeatable; none: no mounts)
  *   profile NAME             the profile of sessions made without
  *                            --profile (default: default)
- *   console-log-max SIZE     how large a session's console log grows
- *                            before its older part is rotated out
- *                            (console.c; K, M or G; default 4M)
+ *   console-log-max SIZE     how large a session's console log (and
+ *                            QEMU's and the bridge's) grows before its
+ *                            older part is rotated out
+ *                            (logcap.c; K, M or G; default 4M)
  * The TUI's settings live apart, in vmux.conf. A bad line is an error
  * naming the file and the line, and the command stops: a typo in a
  * security setting must not pass silently.
@@ -53,8 +54,7 @@ settings_size(const char *val, int64_t *out, char **why)
 	else if (*end == 'G' || *end == 'g')
 		shift = 30, end++;
 	if (errno != 0 || end == val || *end != '\0' || v < 0 ||
-	    v > (CONSOLE_LOG_MAX_MAX >> shift) ||
-	    (v << shift) < CONSOLE_LOG_MAX_MIN) {
+	    v > (LOGCAP_MAX >> shift) || (v << shift) < LOGCAP_MIN) {
 		xasprintf(why, "invalid size '%s' (4K to 1G)", val);
 		return -1;
 	}

@@ -253,23 +253,23 @@ TEST(reaper_records_the_watchers_cause_and_escalates)
 	free(d);
 }
 
-TEST(console_cap_keeps_the_log_bounded)
+TEST(logcap_keeps_a_log_bounded)
 {
 	char *d = tmpdir(), *log, *prev, *got;
 	int fd;
 
 	xasprintf(&log, "%s/console.log", d);
-	prev = console_prev_path(log);
+	prev = logcap_prev_path(log);
 	CHECK_STR(prev + strlen(d), "/console.log.1");
-	CHECK_INT(console_cap(log, 16), 0); /* no log yet */
+	CHECK_INT(logcap_rotate(log, 16), 0); /* no log yet */
 	/* QEMU's way: O_APPEND, never reopened */
 	fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 	CHECK(fd >= 0);
 	CHECK(write_all(fd, "one\ntwo\nthree\n", 14) == 14);
-	CHECK_INT(console_cap(log, 14), 0); /* at the limit: left alone */
+	CHECK_INT(logcap_rotate(log, 14), 0); /* at the limit: left alone */
 	CHECK(write_all(fd, "four\n", 5) == 5);
 	/* past it: what starts a line in the last 14 bytes goes to .1 */
-	CHECK_INT(console_cap(log, 14), 1);
+	CHECK_INT(logcap_rotate(log, 14), 1);
 	got = slurp(prev);
 	CHECK_STR(got, "three\nfour\n");
 	free(got);
@@ -283,7 +283,7 @@ TEST(console_cap_keeps_the_log_bounded)
 	free(got);
 	/* one line longer than the limit is cut, not kept whole */
 	CHECK(write_all(fd, "0123456789abcdefghij", 20) == 20);
-	CHECK_INT(console_cap(log, 8), 1);
+	CHECK_INT(logcap_rotate(log, 8), 1);
 	got = slurp(prev);
 	CHECK_STR(got, "cdefghij");
 	free(got);

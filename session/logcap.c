@@ -1,14 +1,16 @@
 /*
- * console.c: the guest's console log, kept bounded.
+ * logcap.c: a session's logs, kept bounded.
  *
  * QEMU appends the serial console to SESSION_CONSOLE (append=on, so
- * O_APPEND) and knows no limit: a guest printing without end would fill the
- * host's disk. The reaper's watcher calls console_cap every tick; once the
- * log passes CONSOLE_MAX_BYTES its last CONSOLE_MAX_BYTES (from a line
- * start) become SESSION_CONSOLE_PREV and the log is truncated in place.
- * QEMU's next write lands at the new end (O_APPEND), so the file is never
- * reopened. Bytes written between the copy and the truncation are lost:
- * a bounded log is worth that.
+ * O_APPEND), and QEMU's and the bridge's stderr go to their logs opened
+ * O_APPEND by proc_spawn; none of them knows a limit, and a guest can make
+ * the first grow at will (and perhaps the others, through warnings it
+ * provokes). The reaper's watcher calls logcap_rotate on each every tick:
+ * past the limit (console-log-max, LOGCAP_DEFAULT) a log's last part
+ * (from a line start) becomes PATH.1 and the log is truncated in place.
+ * The writer's next write lands at the new end (O_APPEND), so nothing is
+ * reopened. Bytes written between the copy and the truncation are lost: a
+ * bounded log is worth that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,9 +23,9 @@
 #include "common/common.h"
 #include "session.h"
 
-/* The earlier part of a console log: "PATH.1". Free it. */
+/* The earlier part of a log: "PATH.1". Free it. */
 char *
-console_prev_path(const char *path)
+logcap_prev_path(const char *path)
 {
 	char *s;
 
@@ -70,12 +72,12 @@ console_copy(int in, off_t off, off_t end, const char *out)
 }
 
 /*
- * Keep the console log at path under max bytes: past it, its last max
+ * Keep the log at path under max bytes: past it, its last max
  * bytes (from the first line start in them) replace path.1 and path is
  * emptied. 1 if it was rotated, 0 if not needed, -errno.
  */
 int
-console_cap(const char *path, off_t max)
+logcap_rotate(const char *path, off_t max)
 {
 	struct stat st;
 	char *prev, c;
@@ -93,7 +95,7 @@ console_cap(const char *path, off_t max)
 	}
 	if (from >= st.st_size)
 		from = st.st_size - max; /* one endless line: cut it */
-	prev = console_prev_path(path);
+	prev = logcap_prev_path(path);
 	rc = console_copy(fd, from, st.st_size, prev);
 	free(prev);
 	if (rc == 0 && ftruncate(fd, 0) != 0)
