@@ -189,10 +189,20 @@ cmd_logs_exec(struct args *a)
 	free(prev);
 	at = ns != NULL ? logs_tail_start(fd, lines, &have) : 0;
 	if (pfd >= 0 && (ns == NULL || have < lines)) {
-		/* the rest of the lines asked for come from the earlier part */
-		off_t from = ns != NULL
-		    ? logs_tail_start(pfd, lines - have, &prev_have)
-		    : 0;
+		/*
+		 * The rest of the lines asked for come from the earlier part;
+		 * one more when it ends inside a line, which the current
+		 * part's first line completes.
+		 */
+		long long want = lines - have;
+		off_t from;
+		char last;
+
+		if (have > 0 &&
+		    pread(pfd, &last, 1, lseek(pfd, 0, SEEK_END) - 1) == 1 &&
+		    last != '\n')
+			want++;
+		from = ns != NULL ? logs_tail_start(pfd, want, &prev_have) : 0;
 		if (lseek(pfd, from, SEEK_SET) >= 0)
 			logs_drain(&b, pfd);
 	}

@@ -9,8 +9,8 @@
  * past the limit (console-log-max, LOGCAP_DEFAULT) a log's last part
  * (from a line start) becomes PATH.1 and the log is truncated in place.
  * The writer's next write lands at the new end (O_APPEND), so nothing is
- * reopened. Bytes written between the copy and the truncation are lost: a
- * bounded log is worth that.
+ * reopened. Bytes written between our last look and the truncation (a
+ * moment) are lost: a bounded log is worth that.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,21 +33,16 @@ logcap_prev_path(const char *path)
 	return s;
 }
 
-/* Copy in[off..end) to a new file out (via out.tmp); 0 or -errno. */
-static int
-console_copy(int in, off_t off, off_t end, const char *out)
+/*
+ * Append in[off..end) to out; the offset reached (end, or where in ended
+ * early), or -errno.
+ */
+static off_t
+logcap_copy(int in, off_t off, off_t end, int out)
 {
-	char buf[65536], *tmp;
-	int fd, error = 0;
+	char buf[65536];
 
-	xasprintf(&tmp, "%s.tmp", out);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		error = -errno;
-		free(tmp);
-		return error;
-	}
-	while (off < end && error == 0) {
+	while (off < end) {
 		size_t want = end - off > (off_t)sizeof buf
 		    ? sizeof buf
 		    : (size_t)(end - off);
@@ -57,32 +52,27 @@ console_copy(int in, off_t off, off_t end, const char *out)
 			continue;
 		if (n <= 0)
 			break; /* shorter than it was: keep what there is */
-		if (write_all(fd, buf, (size_t)n) < 0)
-			error = -EIO;
+		if (write_all(out, buf, (size_t)n) < 0)
+			return -EIO;
 		off += n;
 	}
-	if (close(fd) != 0 && error == 0)
-		error = -errno;
-	if (error == 0 && rename(tmp, out) != 0)
-		error = -errno;
-	if (error != 0)
-		unlink(tmp);
-	free(tmp);
-	return error;
+	return off;
 }
 
 /*
- * Keep the log at path under max bytes: past it, its last max
- * bytes (from the first line start in them) replace path.1 and path is
- * emptied. 1 if it was rotated, 0 if not needed, -errno.
+ * Keep the log at path under max bytes: past it, its last max bytes (from
+ * the first line start in them) replace path.1 and path is emptied. What
+ * the writer adds while we copy is copied too, so only what it writes
+ * between our last look and the truncation is lost. 1 if it was rotated,
+ * 0 if not needed, -errno.
  */
 int
 logcap_rotate(const char *path, off_t max)
 {
 	struct stat st;
-	char *prev, c;
-	off_t from;
-	int fd, rc;
+	char *prev, *tmp, c;
+	off_t from, end;
+	int fd, out, rc = 0, pass;
 
 	if (path == NULL || stat(path, &st) != 0 || st.st_size <= max)
 		return 0;
@@ -96,10 +86,31 @@ logcap_rotate(const char *path, off_t max)
 	if (from >= st.st_size)
 		from = st.st_size - max; /* one endless line: cut it */
 	prev = logcap_prev_path(path);
-	rc = console_copy(fd, from, st.st_size, prev);
-	free(prev);
-	if (rc == 0 && ftruncate(fd, 0) != 0)
+	xasprintf(&tmp, "%s.tmp", prev);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
 		rc = -errno;
+		goto done;
+	}
+	end = logcap_copy(fd, from, st.st_size, out);
+	for (pass = 0; end >= 0 && pass < 4; pass++) {
+		if (fstat(fd, &st) != 0 || st.st_size <= end)
+			break;
+		end = logcap_copy(fd, end, st.st_size, out);
+	}
+	if (end < 0)
+		rc = (int)end;
+	else if (ftruncate(fd, 0) != 0)
+		rc = -errno;
+	if (close(out) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, prev) != 0)
+		rc = -errno;
+	if (rc != 0)
+		unlink(tmp);
+done:
+	free(tmp);
+	free(prev);
 	close(fd);
 	return rc == 0 ? 1 : rc;
 }
