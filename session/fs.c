@@ -20,7 +20,7 @@
 #include "common/common.h"
 #include "session.h"
 
-#define FS_READY_MS 10000
+#define FS_READY_MS 30000 /* said in the error below */
 
 /* Where virtiofsd may be when PATH does not have it. */
 static const char *const fs_dirs[] = {"/usr/lib/qemu", "/usr/libexec"};
@@ -65,13 +65,16 @@ static int
 fs_start_one(struct session_record *r, size_t i, const char *bin, char **cause)
 {
 	struct session_mount *m = &r->mounts[i];
-	char *sock = fs_sock_path(r, i), *log, *src, *path, *tail;
+	char *sock = fs_sock_path(r, i), *log, *src, *path, *tail, *exit_path;
+	struct session_exit x;
 	char *argv[16];
 	uint64_t deadline;
 	struct stat st;
 	int n = 0, rc = -1;
 
 	xasprintf(&log, "%s/virtiofsd%zu.log", r->dir, i);
+	xasprintf(&exit_path, "%s/virtiofsd%zu.exit", r->dir, i);
+	unlink(exit_path);
 	xasprintf(&path, "--socket-path=%s", sock);
 	xasprintf(&src, "source=%s", m->host);
 	unlink(sock);
@@ -96,18 +99,28 @@ fs_start_one(struct session_record *r, size_t i, const char *bin, char **cause)
 	argv[n++] = "-o";
 	argv[n++] = "cache=auto";
 	argv[n] = NULL;
-	m->pid = proc_spawn(argv, -1, log, NULL, cause);
+	m->pid = proc_spawn(argv, -1, log, exit_path, cause);
 	if (m->pid < 0) {
 		m->pid = 0;
 		goto out;
 	}
+	/*
+	 * Whether it died is its reaper's record, not /proc: with :ro the
+	 * pid execs twice (unshare, sh, virtiofsd), and a look at its
+	 * command line in the middle of an exec can come back empty.
+	 */
 	deadline = mono_ms() + FS_READY_MS;
 	while (stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) {
-		if (!proc_matches(m->pid, sock) || mono_ms() >= deadline) {
+		int died = proc_exit_read(exit_path, &x) == 0;
+
+		if (died || mono_ms() >= deadline) {
 			tail = file_tail(log, 5);
-			xasprintf(cause,
-			    "virtiofsd for --mount %s did not start%s%s",
-			    m->host, tail != NULL ? ":\n" : "",
+			xasprintf(cause, "virtiofsd for --mount %s %s%s%s",
+			    m->host,
+			    !died               ? "did not start within 30 s"
+			        : x.signal != 0 ? "was killed by a signal"
+			                        : "exited",
+			    tail != NULL ? ":\n" : "",
 			    tail != NULL ? tail : "");
 			free(tail);
 			goto out;
@@ -116,6 +129,7 @@ fs_start_one(struct session_record *r, size_t i, const char *bin, char **cause)
 	}
 	rc = 0;
 out:
+	free(exit_path);
 	free(sock);
 	free(log);
 	free(path);

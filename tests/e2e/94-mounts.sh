@@ -37,6 +37,18 @@ t_refusals() {
 	[[ ! -e $VMUX_HOME/sessions/x ]]
 }
 
+# A virtiofsd that dies as it starts: said at once, with what it said.
+t_virtiofsd_dies() {
+	local out
+	printf '#!/bin/sh\necho "broken virtiofsd: $*" >&2\nexit 3\n' >"$TMP/fake-virtiofsd"
+	chmod +x "$TMP/fake-virtiofsd"
+	out=$(VMUX_VIRTIOFSD=$TMP/fake-virtiofsd vmux new dies --mount "$ROOTDIR/share:/mnt/s" 2>&1)
+	[[ $? -eq 125 ]] || fail "exit status: $out" || return 1
+	expect_match said "$out" "virtiofsd for --mount $ROOTDIR/share exited:"$'\n'"broken virtiofsd: --socket-path=" ||
+		return 1
+	[[ ! -e $VMUX_HOME/sessions/dies ]] || fail "a record was left"
+}
+
 if [[ $(id -u) -ne 0 ]]; then
 	# Debian 12's virtiofsd needs root: a user gets a clear error, and
 	# nothing is left behind.
@@ -48,6 +60,7 @@ if [[ $(id -u) -ne 0 ]]; then
 	}
 	check "--mount refusals: outside, .., symlink out, missing, reserved, profile" t_refusals
 	check "--mount without root: virtiofsd's error said, nothing left" t_needs_root
+	check "a virtiofsd that dies at start is said with its log" t_virtiofsd_dies
 	echo "NOTE 94-mounts: not root: mounts in a guest not exercised"
 	exit
 fi
@@ -98,5 +111,6 @@ check "--mount refusals: outside, .., symlink out, missing, reserved, profile" t
 check "a shared folder: the guest reads and writes it" t_shared_both_ways
 check ":ro is read-only on the host, even after the guest remounts it" t_read_only_even_for_guest_root
 check "stop and start keep the mounts" t_stop_start_keeps_mounts
+check "a virtiofsd that dies at start is said with its log" t_virtiofsd_dies
 check "quota: exec refused before when over, reported after going over" t_quota_before_and_after
 check "rm ends the virtiofsd processes" t_rm_ends_virtiofsd
