@@ -282,7 +282,8 @@ static struct launch_watch {
 	char logs[3][4096];     /* console, QEMU's and the bridge's, bounded */
 	int64_t log_max;        /* ... to this many bytes each */
 	pid_t bridge_pid;
-	uint64_t boot_ms; /* mono_ms() when QEMU started */
+	int bridge_misses; /* ticks in a row /proc had no bridge */
+	uint64_t boot_ms;  /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
 	int done; /* stopped it (or gave up): stop watching */
 	char cause[PROC_CAUSE_MAX];
@@ -340,6 +341,25 @@ watch_bridge_gone(pid_t qemu)
 }
 
 /*
+ * Has the bridge died? Its reaper's record says so at once; /proc is asked
+ * too (the reaper may have been killed with it) but must agree twice, a
+ * tick apart, before a healthy session's QEMU is ended on its word.
+ */
+static int
+watch_bridge_dead(void)
+{
+	struct session_exit x;
+
+	if (proc_exit_read(watch.bridge_exit, &x) == 0)
+		return 1;
+	if (proc_matches(watch.bridge_pid, watch.uds))
+		watch.bridge_misses = 0;
+	else
+		watch.bridge_misses++;
+	return watch.bridge_misses >= 2;
+}
+
+/*
  * The reaper's watcher: keep the session's logs bounded; end QEMU if the
  * bridge died; stop the session once its ttl has passed since this boot, or
  * once the agent says the user has been idle for idle_s. The stop is vmux
@@ -357,7 +377,7 @@ watch_tick(void *arg, pid_t qemu)
 		return NULL;
 	for (size_t i = 0; i < 3; i++)
 		logcap_rotate(watch.logs[i], (off_t)watch.log_max);
-	if (watch.bridge_pid > 0 && !proc_matches(watch.bridge_pid, watch.uds))
+	if (watch.bridge_pid > 0 && watch_bridge_dead())
 		return watch_bridge_gone(qemu);
 	if (watch.ttl_s > 0 &&
 	    mono_ms() - watch.boot_ms >= (uint64_t)watch.ttl_s * 1000)
