@@ -163,9 +163,17 @@ fs_stop(const struct session_record *r, int term_ms)
 	char *sock;
 
 	for (i = 0; i < r->nmounts; i++) {
+		char *exit_path;
+		int was;
+
 		sock = fs_sock_path(r, i);
+		was = proc_matches(r->mounts[i].pid, sock);
 		proc_wait_gone(r->mounts[i].pid, sock, mono_ms() + 1000);
 		proc_terminate(r->mounts[i].pid, sock, term_ms);
+		xasprintf(&exit_path, "%s/virtiofsd%zu.exit", r->dir, i);
+		if (was) /* its reaper too, as session_stop does */
+			proc_exit_wait(exit_path, mono_ms() + 2000);
+		free(exit_path);
 		free(sock);
 	}
 }

@@ -215,6 +215,22 @@ proc_exit_read(const char *path, struct session_exit *e)
 }
 
 /*
+ * Wait until the reaper's record at path exists (the reaper exits right
+ * after writing it) or deadline; 0 or -1. A command that ended a program
+ * returns after its reaper did, so nothing of the session outlives it.
+ */
+int
+proc_exit_wait(const char *path, uint64_t deadline)
+{
+	while (access(path, F_OK) != 0) {
+		if (mono_ms() >= deadline)
+			return -1;
+		usleep(5000);
+	}
+	return 0;
+}
+
+/*
  * Start argv (argv[0] a path) detached: double fork, new session, stdin
  * from /dev/null, stdout and stderr appended to log_path, pass_fd (if >= 0)
  * as fd 3 and no other fd. When exit_path is not NULL the reaper records

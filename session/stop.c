@@ -30,6 +30,7 @@
 #define STOP_QMP_MS    2000 /* QMP quit sent */
 #define STOP_QUIT_MS   3000 /* QEMU exits after quit */
 #define STOP_TERM_MS   2000 /* SIGTERM before SIGKILL */
+#define STOP_REAPER_MS 2000 /* a reaper's record after its program ended */
 #define STOP_BRIDGE_MS 2000
 
 /*
@@ -231,8 +232,9 @@ kill_mentioning(const char *needle, const struct session_record *r)
 int
 session_stop(const struct session_record *r, int force, int power_ms)
 {
-	char *needle = session_qemu_needle(r);
-	int rc = 0;
+	char *needle = session_qemu_needle(r), *path;
+	int rc = 0, qemu_was = session_qemu_alive(r);
+	int bridge_was = session_bridge_alive(r);
 
 	if (power_ms <= 0)
 		power_ms = STOP_POWER_MS;
@@ -280,6 +282,17 @@ session_stop(const struct session_record *r, int force, int power_ms)
 		if (proc_terminate(r->bridge_pid, r->vsock_uds, STOP_TERM_MS) !=
 		    0)
 			rc = -1;
+	}
+	/* and their reapers, once they have written how it ended */
+	if (qemu_was) {
+		xasprintf(&path, "%s/%s", r->dir, SESSION_EXIT);
+		proc_exit_wait(path, mono_ms() + STOP_REAPER_MS);
+		free(path);
+	}
+	if (bridge_was) {
+		xasprintf(&path, "%s/%s", r->dir, SESSION_BRIDGE_EXIT);
+		proc_exit_wait(path, mono_ms() + STOP_REAPER_MS);
+		free(path);
 	}
 	free(needle);
 	return rc;
