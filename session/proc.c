@@ -90,6 +90,16 @@ fail:
 	_exit(127);
 }
 
+/* Set in a reaper: its watcher must not wait for its own record. */
+static int in_reaper;
+
+/* Is this process a reaper (running its watcher)? */
+int
+proc_is_reaper(void)
+{
+	return in_reaper;
+}
+
 /* How long a program the watcher ended gets before SIGKILL. */
 #define WATCH_KILL_MS 5000
 
@@ -129,6 +139,7 @@ spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 		dup2(fd, 2);
 	}
 	prctl(PR_SET_NAME, "vmux-reap", 0, 0, 0);
+	in_reaper = 1;
 	for (;;) {
 		got = waitpid(pid, &status, w != NULL ? WNOHANG : 0);
 		if (got == pid)

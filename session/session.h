@@ -275,6 +275,7 @@ pid_t proc_spawn(char *const argv[], int pass_fd, const char *log_path,
     const char *exit_path, char **cause);
 int proc_exit_read(const char *path, struct session_exit *);
 int proc_exit_wait(const char *path, uint64_t deadline);
+int proc_is_reaper(void);
 
 /* A watcher the reaper runs while the program lives (proc.c). */
 struct proc_watch {

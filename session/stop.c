@@ -283,8 +283,12 @@ session_stop(const struct session_record *r, int force, int power_ms)
 		    0)
 			rc = -1;
 	}
-	/* and their reapers, once they have written how it ended */
-	if (qemu_was) {
+	/*
+	 * And their reapers, once they have written how it ended; not when
+	 * QEMU's own reaper is stopping it (ttl, idle timeout): it writes
+	 * that record only after we return.
+	 */
+	if (qemu_was && !proc_is_reaper()) {
 		xasprintf(&path, "%s/%s", r->dir, SESSION_EXIT);
 		proc_exit_wait(path, mono_ms() + STOP_REAPER_MS);
 		free(path);
