@@ -166,25 +166,32 @@ struct exec_run {
 
 /*
  * Read what a pipe has into s, or as a frame of type `type` on the wire;
- * closes and sets *fd to -1 at EOF.
+ * closes and sets *fd to -1 at EOF. A frame is read straight into the
+ * wire's empty output buffer behind its header: under TCG every copy in the
+ * guest costs, and this one bought nothing.
  */
 static void
 pipe_read(int *fd, struct exec_stream *s, size_t max, uint8_t *chunk,
     struct exec_wire *w, uint8_t type)
 {
-	/* On the wire a frame is exactly 64 KiB with its header, so sends
-	 * end in step with the bridge's credit windows (no sliver packets). */
-	ssize_t n = read(
-	    *fd, chunk, w != NULL ? READ_CHUNK - VMUX_ATTACH_HDR : READ_CHUNK);
-	uint8_t hdr[VMUX_ATTACH_HDR];
+	ssize_t n;
 
-	if (n > 0 && w != NULL) {
-		vmux_attach_header(hdr, type, (uint32_t)n);
-		buf_add(&w->out, hdr, sizeof hdr);
-		buf_add(&w->out, chunk, (size_t)n);
-	} else if (n > 0)
+	if (w != NULL) {
+		/* On the wire a frame is exactly 64 KiB with its header, so
+		 * sends end in step with the bridge's credit windows (no
+		 * sliver packets). */
+		if (w->out.len != 0)
+			fatalx("pipe_read: wire output not empty"); /* can't */
+		buf_reserve(&w->out, READ_CHUNK);
+		n = read(*fd, w->out.data + VMUX_ATTACH_HDR,
+		    READ_CHUNK - VMUX_ATTACH_HDR);
+		if (n > 0) {
+			vmux_attach_header(w->out.data, type, (uint32_t)n);
+			w->out.len = VMUX_ATTACH_HDR + (size_t)n;
+		}
+	} else if ((n = read(*fd, chunk, READ_CHUNK)) > 0)
 		stream_add(s, chunk, (size_t)n, max);
-	else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 		close(*fd);
 		*fd = -1;
 	}
