@@ -29,6 +29,7 @@ log_open(const char *name)
 	}
 }
 
+/* One line in the log file: time, program[pid], prefix and message. */
 static void
 log_vwrite(const char *prefix, const char *fmt, va_list ap)
 {
