@@ -281,16 +281,55 @@ c_confirm_close_shell(struct tui *t, int argc, char **argv)
 	free(q);
 }
 
-/* The vmux CLI finished a command started from the TUI. */
+/* Is the one line j printed (len bytes) the name `vmux new` prints (as
+ * docker run -d prints the id)? Then "done" says it better. */
+static int
+echoes_name(const struct job *j, size_t len)
+{
+	char name[256];
+
+	if (strncmp(j->what, "new ", 4) != 0 || len >= sizeof name)
+		return 0;
+	memcpy(name, j->outbuf, len);
+	name[len] = '\0';
+	return strstr(j->what, name) != NULL;
+}
+
+/*
+ * The vmux CLI finished a command started from the TUI. What it printed
+ * is shown: one line as the message, more in the output view (`:status`,
+ * `:logs NAME`, `:exec NAME -- CMD`), as tmux shows a command's output.
+ */
 static void
 cli_done(struct tui *t, struct job *j)
 {
-	char *line = job_error_line(j);
+	char *line = job_error_line(j), *nl = NULL;
+	size_t len = j->outlen;
 
-	if (j->status == 0 && j->term_signal == 0)
-		tui_message(t, 0, "%s: done", j->what);
-	else
+	while (len > 0 && j->outbuf[len - 1] == '\n')
+		len--;
+	if (len > 0)
+		nl = memchr(j->outbuf, '\n', len);
+	if (nl != NULL && !j->transfer) {
+		textview_set(&t->output, j->what, j->outbuf, len);
+		if (t->mode == MODE_NORMAL && !t->prompt.on && !t->copy.on) {
+			t->mode = MODE_OUTPUT;
+			t->full_redraw = 1;
+		}
+	}
+	if (j->status != 0 || j->term_signal != 0)
 		tui_message(t, 1, "%s: %s", j->what, line);
+	else if (nl != NULL && t->mode != MODE_OUTPUT)
+		tui_message(t, 0,
+		    "%s: done (:show-output shows what it printed)", j->what);
+	else if (len > 0 && nl == NULL && !echoes_name(j, len)) {
+		char *one = xstrndup(j->outbuf, len), *out;
+		out = str_printable(one, 0);
+		tui_message(t, 0, "%s: %s", j->what, out);
+		free(out);
+		free(one);
+	} else
+		tui_message(t, 0, "%s: done", j->what);
 	free(line);
 	model_refresh(t);
 }
@@ -386,6 +425,18 @@ c_detach(struct tui *t, int argc, char **argv)
 {
 	t->quit = 1;
 	t->quit_status = 0;
+}
+
+/* show-output: the last command's output again. */
+static void
+c_show_output(struct tui *t, int argc, char **argv)
+{
+	if (t->output.text == NULL) {
+		tui_message(t, 1, "no command has printed anything yet");
+		return;
+	}
+	t->mode = MODE_OUTPUT;
+	t->full_redraw = 1;
 }
 
 /* help: every binding. */
@@ -670,6 +721,7 @@ static const struct tui_cmd tui_cmds[] = {
     {"select-shell", 0, c_select_shell},
     {"send-prefix", 1, c_send_prefix},
     {"send-signal", 1, c_send_signal},
+    {"show-output", 0, c_show_output},
     {"signal-menu", 1, c_signal_menu},
     {"theme", 0, c_theme},
     {"toggle-sidebar", 0, c_toggle_sidebar},

@@ -567,7 +567,7 @@ draw_help(struct tui *t)
 	int y = 0, skip = t->help_scroll;
 
 	key_string(t->cfg.prefix, pre, sizeof pre);
-	for (size_t i = 0; i < t->cfg.nbinds + 8 && y < in.h; i++) {
+	for (size_t i = 0; i < t->cfg.nbinds + 9 && y < in.h; i++) {
 		if (i < t->cfg.nbinds) {
 			key_string(t->cfg.binds[i].key, key, sizeof key);
 			snprintf(line, sizeof line, " %s %-8s %s", pre, key,
@@ -585,7 +585,8 @@ draw_help(struct tui *t)
 			    "   selects",
 			    " prompt (prefix :): vmux commands (new, rm, cp,",
 			    "   kill, exec, ...) and TUI commands, Tab "
-			    "completes",
+			    "completes;",
+			    "   output opens in a box (show-output: again)",
 			};
 			snprintf(
 			    line, sizeof line, "%s", extra[i - t->cfg.nbinds]);
@@ -598,6 +599,33 @@ draw_help(struct tui *t)
 		put_text(in.y + y++, in.x, in.w, line);
 	}
 	attr_set(A_NORMAL, 0, NULL);
+}
+
+/* A command's output (MODE_OUTPUT): the box takes most of the screen. */
+static void
+draw_output(struct tui *t)
+{
+	struct textview *v = &t->output;
+	char *title;
+	struct rect in;
+
+	xasprintf(&title, "q closes, j k Space b g G scroll: %s", v->title);
+	in = draw_box(t, t->cols - 2, t->rows - 2, title);
+	free(title);
+	textview_layout(v, in.w);
+	draw_style(t, TH_DIALOG);
+	for (int y = 0; y < in.h; y++) {
+		size_t i = v->top + (size_t)y;
+		put_text(in.y + y, in.x, in.w, i < v->n ? v->line[i] : "");
+	}
+	attr_set(A_NORMAL, 0, NULL);
+}
+
+/* Rows of text the output view shows (its box less the frame). */
+int
+draw_output_height(const struct tui *t)
+{
+	return t->rows - 4 > 1 ? t->rows - 4 : 1;
 }
 
 /* Paint everything that changed and update the terminal once. */
@@ -616,7 +644,7 @@ draw_frame(struct tui *t)
 		erase();
 		t->full_redraw = 0;
 	}
-	overlay = t->menu.on || t->mode == MODE_HELP;
+	overlay = t->menu.on || t->mode == MODE_HELP || t->mode == MODE_OUTPUT;
 	if (t->mode == MODE_GRID) {
 		grid_draw(t);
 	} else {
@@ -646,6 +674,8 @@ draw_frame(struct tui *t)
 		draw_menu(t);
 	else if (t->mode == MODE_HELP)
 		draw_help(t);
+	else if (t->mode == MODE_OUTPUT)
+		draw_output(t);
 	if (t->menu.on)
 		t->full_redraw = 1; /* repaint what the box covered, later */
 

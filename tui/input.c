@@ -218,6 +218,16 @@ input_key(struct tui *t, int key)
 		else if ((key == KEYC_UP || key == 'k') && t->help_scroll > 0)
 			t->help_scroll--;
 		t->full_redraw = 1;
+		draw_schedule(t);
+		return;
+	}
+	if (t->mode == MODE_OUTPUT) {
+		if (textview_key(&t->output, key, draw_output_height(t))) {
+			t->mode = MODE_NORMAL; /* kept for show-output */
+			t->output.top = 0;
+		}
+		t->full_redraw = 1;
+		draw_schedule(t);
 		return;
 	}
 	if (t->mode == MODE_PREFIX) {

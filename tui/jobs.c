@@ -7,7 +7,8 @@
  * answers by leaving the destination as it was).
  *
  * The TUI owns the job list; a job is freed once its process and both
- * pipes are closed.
+ * pipes are closed, and its done callback runs just before, when all it
+ * printed has been read.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,11 @@ job_release(uv_handle_t *h)
 
 	if (--j->open_handles > 0)
 		return;
+	/* Now, not at exit: only now has all it printed been read. */
+	if (j->exited && j->done != NULL && !j->tui->quit) {
+		j->done(j->tui, j);
+		draw_schedule(j->tui);
+	}
 	for (pp = &j->tui->jobs; *pp != NULL; pp = &(*pp)->next) {
 		if (*pp == j) {
 			*pp = j->next;
@@ -149,8 +155,6 @@ job_exit(uv_process_t *pr, int64_t status, int sig)
 	j->exited = 1;
 	j->status = status;
 	j->term_signal = sig;
-	if (j->done != NULL && !j->tui->quit)
-		j->done(j->tui, j);
 	if (!uv_is_closing((uv_handle_t *)pr))
 		uv_close((uv_handle_t *)pr, job_release);
 	if (!j->tui->quit)
@@ -218,6 +222,7 @@ job_start(struct tui *t, char **argv, int transfer,
 	if (rc != 0) {
 		tui_message(t, 1, "cannot start %s: %s", exe, uv_strerror(rc));
 		j->exited = 1;
+		j->done = NULL; /* it never ran */
 		uv_close((uv_handle_t *)&j->proc, job_release);
 		uv_close((uv_handle_t *)&j->out, job_release);
 		uv_close((uv_handle_t *)&j->err, job_release);

@@ -411,6 +411,7 @@ tui_free(struct tui *t)
 	model_free(&t->model);
 	config_free(&t->cfg);
 	theme_free(&t->theme);
+	textview_clear(&t->output);
 	free(t->home);
 	free(t->cur_session);
 	free(t->cur_shell);

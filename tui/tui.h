@@ -16,7 +16,8 @@
  *
  * Pure modules with unit tests: scrollback storage (sb.c), search in text
  * (search.c), colour mapping (colour.c), key names (keyname.c), layout
- * (layout.c), configuration (config.c) and themes (theme.c, themes/).
+ * (layout.c), configuration (config.c), themes (theme.c, themes/) and the
+ * lines of a command's output view (textview.c).
  *
  * Ownership: struct tui owns everything; a pane owns its VTerm, scrollback
  * and stream; handles are freed only in their close callbacks (libuv).
@@ -352,6 +353,7 @@ void cell_convert(
 
 void draw_init(struct tui *);
 void draw_frame(struct tui *);
+int draw_output_height(const struct tui *);
 void draw_schedule(struct tui *);
 int draw_pair(struct tui *, int fg, int bg);
 void draw_theme_apply(struct tui *);
@@ -436,6 +438,24 @@ int copy_key(struct tui *, int key);
 void copy_exit(struct tui *);
 int copy_cell_selected(struct tui *, int64_t line, int col);
 
+/* ---- textview.c: a command's output in a scrollable box ---- */
+
+struct textview {
+	char *title;
+	char *text; /* as given */
+	size_t len;
+	int width;   /* the lines are laid out for */
+	char **line; /* display lines: tabs expanded, wrapped, no '\r' */
+	size_t n;
+	size_t top; /* the first line shown */
+};
+
+void textview_set(
+    struct textview *, const char *title, const char *text, size_t len);
+void textview_layout(struct textview *, int width);
+void textview_clear(struct textview *);
+int textview_key(struct textview *, int key, int height);
+
 /* ---- jobs.c: the vmux CLI run as a child, transfers ---- */
 
 struct job {
@@ -498,6 +518,7 @@ enum tui_mode {
 	MODE_SIDEBAR, /* choose-session: keys move the selection */
 	MODE_GRID,
 	MODE_HELP,
+	MODE_OUTPUT, /* a command's output (textview) */
 };
 
 struct tui_opts {
@@ -556,6 +577,7 @@ struct tui {
 	int message_error;
 	uint64_t message_until;
 	int help_scroll;
+	struct textview output; /* shown in MODE_OUTPUT */
 
 	int full_redraw;
 	int frame_pending;

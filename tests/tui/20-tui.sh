@@ -32,6 +32,15 @@ no_screen() {
 	! screen "${2:-main}" | grep -Eq -- "$1" || fail "/$1/ still on the screen"
 }
 
+# gone_screen REGEX: poll until no line matches (10 s).
+gone_screen() {
+	local deadline=$((SECONDS + 10))
+	while screen main | grep -Eq -- "$1"; do
+		((SECONDS < deadline)) || fail "/$1/ stays on the screen" || return 1
+		sleep 0.1
+	done
+}
+
 # type_line TEXT [TARGET]: type a line into the TUI.
 type_line() {
 	tm send-keys -t "${2:-main}" -l -- "$1" && tm send-keys -t "${2:-main}" Enter
@@ -174,6 +183,34 @@ t_new_session_from_prompt() {
 	wait_screen '^. tv2' 10
 }
 
+t_prompt_commands_show_their_output() {
+	# one line: the message
+	prefix : && tm send-keys -t main -l 'exec tv -- echo one-line-out' &&
+		tm send-keys -t main Enter || return 1
+	wait_screen 'exec tv -- echo one-line-out: one-line-out' 30 || return 1
+	# more: a view over the screen, scrolled by keys, guest escapes as '?'
+	prefix : && tm send-keys -t main -l \
+		"exec tv -- sh -c 'printf \"\\033[31mred\\033[0m\\n\"; seq 101 160'" &&
+		tm send-keys -t main Enter || return 1
+	wait_screen '^ .─ q closes, .* scroll: exec tv -- sh -c ' 30 || return 1
+	wait_screen '^ │\?\[31mred\?\[0m +│' || return 1
+	no_screen '^ │160 ' || return 1
+	tm send-keys -t main G || return 1
+	wait_screen '^ │160 +│' || return 1
+	no_screen '^ │101 ' || return 1
+	tm send-keys -t main g || return 1
+	wait_screen '^ │101 +│' || return 1
+	tm send-keys -t main q || return 1
+	gone_screen 'q closes' || return 1
+	# the last output again, and the shell still takes keys
+	prefix : && tm send-keys -t main -l 'show-output' && tm send-keys -t main Enter || return 1
+	wait_screen '^ │101 +│' || return 1
+	tm send-keys -t main Escape || return 1
+	gone_screen 'q closes' || return 1
+	type_line 'echo after-view' || return 1
+	wait_screen "$L"'after-view *$'
+}
+
 t_two_viewers() {
 	tm new-window -d -t main -n viewer \
 		"$HOSTENV $VMUX tui tv --read-only" || return 1
@@ -238,6 +275,7 @@ check "copy mode: search, copy, paste" t_copy_mode_search_and_paste
 check "upload and download, checked on both sides" t_upload_and_download
 check "a failed transfer is a message; the UI keeps working" t_transfer_error_is_a_message
 check "a session created from the command prompt" t_new_session_from_prompt
+check "prompt commands show their output (message or a view)" t_prompt_commands_show_their_output
 check "two viewers on one shell, one read-only" t_two_viewers
 check "detach and reattach repaints the output" t_detach_and_reattach_repaints
 check "a VM killed under the TUI is shown, the UI keeps working" t_vm_killed_under_the_tui

@@ -232,6 +232,95 @@ TEST(grid_of_30_on_200x60_is_readable)
 	CHECK(g.ncols * g.nrows >= 12 && g.ncols * g.nrows < 16);
 }
 
+TEST(textview_splits_lines_expands_tabs_drops_cr)
+{
+	static const char text[] = "a\tb\r\n\n\xc3\xa9\tx\n\x1b[31mred";
+	struct textview v;
+
+	memset(&v, 0, sizeof v);
+	textview_set(&v, "status", text, sizeof text - 1);
+	textview_layout(&v, 80);
+	CHECK_STR(v.title, "status");
+	CHECK_INT((int)v.n, 4);
+	CHECK_STR(v.line[0], "a       b");
+	CHECK_STR(v.line[1], "");
+	/* a two-byte character takes one column before the tab */
+	CHECK_STR(v.line[2], "\xc3\xa9       x");
+	/* escapes stay as bytes: put_text draws them as '?' */
+	CHECK_STR(v.line[3], "\x1b[31mred");
+	textview_set(&v, "again", "one", 3); /* replaces */
+	textview_layout(&v, 80);
+	CHECK_INT((int)v.n, 1);
+	CHECK_STR(v.line[0], "one");
+	textview_clear(&v);
+	CHECK_INT((int)v.n, 0);
+	CHECK(v.title == NULL && v.line == NULL && v.text == NULL);
+}
+
+TEST(textview_wraps_long_lines_by_columns)
+{
+	/* 12 columns: "abcdefghij" then two wide characters (2 each) */
+	static const char text[] = "abcdefghij\xe4\xb8\x80\xe4\xb8\x80\nok";
+	struct textview v;
+
+	memset(&v, 0, sizeof v);
+	textview_set(&v, "exec", text, sizeof text - 1);
+	textview_layout(&v, 5);
+	CHECK_INT((int)v.n, 4);
+	CHECK_STR(v.line[0], "abcde");
+	CHECK_STR(v.line[1], "fghij");
+	CHECK_STR(v.line[2], "\xe4\xb8\x80\xe4\xb8\x80");
+	CHECK_STR(v.line[3], "ok");
+	/* a wide character never straddles the edge */
+	textview_layout(&v, 11);
+	CHECK_INT((int)v.n, 3);
+	CHECK_STR(v.line[0], "abcdefghij");
+	CHECK_STR(v.line[1], "\xe4\xb8\x80\xe4\xb8\x80");
+	/* wider again: one line, the top kept in range */
+	v.top = 2;
+	textview_layout(&v, 80);
+	CHECK_INT((int)v.n, 2);
+	CHECK_INT((int)v.top, 1);
+	textview_clear(&v);
+}
+
+TEST(textview_keys_scroll_within_the_text_and_close)
+{
+	struct textview v;
+	char text[100 * 4 + 1] = "";
+
+	for (int i = 0; i < 100; i++)
+		snprintf(text + strlen(text), 5, "%03d\n", i);
+	memset(&v, 0, sizeof v);
+	textview_set(&v, "logs", text, strlen(text));
+	textview_layout(&v, 40);
+	CHECK_INT((int)v.n, 100);
+	CHECK_INT(textview_key(&v, 'j', 10), 0);
+	CHECK_INT((int)v.top, 1);
+	CHECK_INT(textview_key(&v, KEYC_NPAGE, 10), 0);
+	CHECK_INT((int)v.top, 10);
+	textview_key(&v, 'G', 10);
+	CHECK_INT((int)v.top, 90); /* the last line at the bottom */
+	textview_key(&v, KEYC_DOWN, 10);
+	CHECK_INT((int)v.top, 90);
+	textview_key(&v, 'b', 10);
+	CHECK_INT((int)v.top, 81);
+	textview_key(&v, 'g', 10);
+	CHECK_INT((int)v.top, 0);
+	textview_key(&v, 'k', 10);
+	CHECK_INT((int)v.top, 0);
+	textview_key(&v, 'x', 10); /* not a view key: nothing */
+	CHECK_INT((int)v.top, 0);
+	CHECK_INT(textview_key(&v, 'q', 10), 1);
+	CHECK_INT(textview_key(&v, 0x1b, 10), 1);
+	/* text shorter than the box never scrolls */
+	textview_set(&v, "short", "a\nb\n", 4);
+	textview_layout(&v, 40);
+	textview_key(&v, 'G', 10);
+	CHECK_INT((int)v.top, 0);
+	textview_clear(&v);
+}
+
 /* wcwidth needs a UTF-8 locale. */
 __attribute__((constructor)) static void
 utf8_locale(void)
