@@ -455,10 +455,41 @@ set_hostname(void)
 	write_file("/etc/hosts", hosts);
 }
 
+/* Does the kernel command line have KEY=...? */
+static int
+cmdline_has(const char *key)
+{
+	char v[4096];
+
+	return cmdline_value(key, v, sizeof v) == 0;
+}
+
+/*
+ * Should a vmux.load line's module load? Its keys (a comma list after the
+ * name, or none) say which command line words need it: vmux.net for the
+ * NIC's driver, vmux.mounts for virtiofs; unneeded drivers cost boot time.
+ * The line is cut to the module's file name.
+ */
+static int
+module_wanted(char *line)
+{
+	char *keys = strchr(line, ' '), *key, *save;
+
+	if (keys == NULL)
+		return 1;
+	*keys++ = '\0';
+	for (key = strtok_r(keys, ",", &save); key != NULL;
+	     key = strtok_r(NULL, ",", &save))
+		if (cmdline_has(key))
+			return 1;
+	return 0;
+}
+
 /*
  * Load the modules listed, in dependency order, in
- * /lib/modules/<release>/vmux.load (written when the image was built).
- * A failure is reported and the rest still load.
+ * /lib/modules/<release>/vmux.load (written when the image was built),
+ * those a session needs only when its command line says it does. A
+ * failure is reported and the rest still load.
  */
 static void
 load_modules(void)
@@ -478,7 +509,7 @@ load_modules(void)
 	}
 	for (line = strtok_r(list, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
-		if (*line == '\0' || *line == '#')
+		if (*line == '\0' || *line == '#' || !module_wanted(line))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", dir, line);
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {

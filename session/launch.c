@@ -34,6 +34,7 @@
 /* One ping attempt: connect (with retries) and reply. */
 #define PING_CONNECT_MS 3000
 #define PING_REPLY_MS   5000
+#define PING_RETRY_MS   20
 /* Lines of console/QEMU log shown when a boot fails. */
 #define TAIL_LINES 15
 
@@ -549,8 +550,10 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		}
 		log_debug("boot %s: ping: %s", r->name, why);
 		free(why);
-		if (mono_ms() < cd) /* failed fast: don't spin */
-			usleep(100000);
+		/* failed fast (nothing listens yet): try again soon, as
+		 * every ms here is boot time, but don't spin */
+		if (mono_ms() < cd)
+			usleep(PING_RETRY_MS * 1000);
 	}
 	cJSON_Delete(req);
 	return res;
