@@ -7,7 +7,7 @@
 source "$(dirname "$0")/../e2e/lib.sh"
 
 TMUX_SOCK=vmux-tui-$$
-tm() { tmux -L "$TMUX_SOCK" -f /dev/null "$@"; }
+tm() { TMUX_TMPDIR=$TMP tmux -L "$TMUX_SOCK" -f /dev/null "$@"; }
 
 # Kill the private tmux server too, whatever happens.
 tui_cleanup() {

@@ -17,7 +17,7 @@ COLS=70
 ROWS=20 # the pane; the TUI's window is one row taller (status bar)
 pass=0 failed=0
 
-tm() { tmux -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
+tm() { TMUX_TMPDIR=$TMP tmux -L "$SOCK" -f "$TMP/tmux.conf" "$@"; }
 cleanup() {
 	tm kill-server 2>/dev/null
 	rm -rf "$TMP"

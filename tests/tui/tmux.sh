@@ -5,8 +5,9 @@
 TUI_SOCK=vmux-$(basename "$0" .sh)-$$
 printf 'set -g default-terminal tmux-256color\nset -g escape-time 0\nset -g status off\n' >"$TMP/tmux.conf"
 
-# tm ARGS...: tmux on the private server.
-tm() { tmux -L "$TUI_SOCK" -f "$TMP/tmux.conf" "$@"; }
+# tm ARGS...: tmux on the private server, its socket in $TMP (removed with
+# it) rather than in the shared /tmp/tmux-UID.
+tm() { TMUX_TMPDIR=$TMP tmux -L "$TUI_SOCK" -f "$TMP/tmux.conf" "$@"; }
 
 # tui_tmux_kill: end the server, whatever state it is in.
 tui_tmux_kill() { tm kill-server 2>/dev/null; }

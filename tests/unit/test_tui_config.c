@@ -213,12 +213,13 @@ TEST(config_load_missing_and_unreadable)
 	CHECK_INT(c.sidebar_width, 40);
 	CHECK_INT(c.nerrors, 1);
 	CHECK_STR(c.errors[0], "a.conf:2: unknown option \"bogus\"");
-	free(p);
 	/* a directory cannot be read as a file */
 	CHECK_INT(config_load(&c, d), -1);
 	CHECK_INT(c.nerrors, 2);
 	config_free(&c);
-	rmdir(d);
+	CHECK(unlink(p) == 0);
+	CHECK(rmdir(d) == 0); /* nothing left behind in /tmp */
+	free(p);
 	free(d);
 }
 
