@@ -612,20 +612,13 @@ draw_output(struct tui *t)
 	xasprintf(&title, "q closes, j k Space b g G scroll: %s", v->title);
 	in = draw_box(t, t->cols - 2, t->rows - 2, title);
 	free(title);
-	textview_layout(v, in.w);
+	textview_layout(v, in.w, in.h);
 	draw_style(t, TH_DIALOG);
 	for (int y = 0; y < in.h; y++) {
 		size_t i = v->top + (size_t)y;
 		put_text(in.y + y, in.x, in.w, i < v->n ? v->line[i] : "");
 	}
 	attr_set(A_NORMAL, 0, NULL);
-}
-
-/* Rows of text the output view shows (its box less the frame). */
-int
-draw_output_height(const struct tui *t)
-{
-	return t->rows - 4 > 1 ? t->rows - 4 : 1;
 }
 
 /* Paint everything that changed and update the terminal once. */

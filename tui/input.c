@@ -222,7 +222,7 @@ input_key(struct tui *t, int key)
 		return;
 	}
 	if (t->mode == MODE_OUTPUT) {
-		if (textview_key(&t->output, key, draw_output_height(t))) {
+		if (textview_key(&t->output, key)) {
 			t->mode = MODE_NORMAL; /* kept for show-output */
 			t->output.top = 0;
 		}

@@ -100,24 +100,33 @@ textview_set(
 	v->len = len;
 }
 
-/*
- * Lay the text out for width columns (again only when the width changed);
- * the top line stays in range.
- */
-void
-textview_layout(struct textview *v, int width)
+/* Free the display lines. */
+static void
+free_lines(struct textview *v)
 {
-	const char *p = v->text, *end = v->text + v->len;
-
-	if (width < 1)
-		width = 1;
-	if (width == v->width && v->line != NULL)
-		return;
 	for (size_t i = 0; i < v->n; i++)
 		free(v->line[i]);
 	free(v->line);
 	v->line = NULL;
 	v->n = 0;
+}
+
+/*
+ * Lay the text out for a box of width columns and height rows (the lines
+ * again only when the width changed); the top line stays in range. Keys
+ * scroll by the height given here.
+ */
+void
+textview_layout(struct textview *v, int width, int height)
+{
+	const char *p = v->text, *end = v->text + v->len;
+
+	v->height = height < 1 ? 1 : height;
+	if (width < 1)
+		width = 1;
+	if (width == v->width && v->line != NULL)
+		return;
+	free_lines(v);
 	v->width = width;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -134,33 +143,23 @@ textview_layout(struct textview *v, int width)
 void
 textview_clear(struct textview *v)
 {
-	for (size_t i = 0; i < v->n; i++)
-		free(v->line[i]);
-	free(v->line);
+	free_lines(v);
 	free(v->text);
 	free(v->title);
 	memset(v, 0, sizeof *v);
 }
 
-/* The first line that can be on top with height rows shown. */
-static size_t
-textview_last_top(const struct textview *v, int height)
-{
-	size_t h = height > 0 ? (size_t)height : 1;
-
-	return v->n > h ? v->n - h : 0;
-}
-
 /*
- * A key while the view is open, height rows of it shown: scrolls (j k
- * arrows, Space PageDown, b PageUp, g G Home End) and returns 0, or
- * returns 1 for a key that closes it (q, Esc, Enter).
+ * A key while the view is open, as last laid out: scrolls (j k arrows,
+ * Space PageDown, b PageUp, g G Home End) and returns 0, or returns 1 for
+ * a key that closes it (q, Esc, Enter).
  */
 int
-textview_key(struct textview *v, int key, int height)
+textview_key(struct textview *v, int key)
 {
-	size_t last = textview_last_top(v, height);
-	size_t page = height > 1 ? (size_t)height - 1 : 1;
+	size_t h = v->height > 0 ? (size_t)v->height : 1;
+	size_t last = v->n > h ? v->n - h : 0; /* the last line at the bottom */
+	size_t page = h > 1 ? h - 1 : 1;
 
 	switch (key) {
 	case 'q':

@@ -353,7 +353,6 @@ void cell_convert(
 
 void draw_init(struct tui *);
 void draw_frame(struct tui *);
-int draw_output_height(const struct tui *);
 void draw_schedule(struct tui *);
 int draw_pair(struct tui *, int fg, int bg);
 void draw_theme_apply(struct tui *);
@@ -445,6 +444,7 @@ struct textview {
 	char *text; /* as given */
 	size_t len;
 	int width;   /* the lines are laid out for */
+	int height;  /* rows shown, as last laid out: what keys scroll by */
 	char **line; /* display lines: tabs expanded, wrapped, no '\r' */
 	size_t n;
 	size_t top; /* the first line shown */
@@ -452,9 +452,9 @@ struct textview {
 
 void textview_set(
     struct textview *, const char *title, const char *text, size_t len);
-void textview_layout(struct textview *, int width);
+void textview_layout(struct textview *, int width, int height);
 void textview_clear(struct textview *);
-int textview_key(struct textview *, int key, int height);
+int textview_key(struct textview *, int key);
 
 /* ---- jobs.c: the vmux CLI run as a child, transfers ---- */
 

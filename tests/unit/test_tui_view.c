@@ -239,7 +239,7 @@ TEST(textview_splits_lines_expands_tabs_drops_cr)
 
 	memset(&v, 0, sizeof v);
 	textview_set(&v, "status", text, sizeof text - 1);
-	textview_layout(&v, 80);
+	textview_layout(&v, 80, 24);
 	CHECK_STR(v.title, "status");
 	CHECK_INT((int)v.n, 4);
 	CHECK_STR(v.line[0], "a       b");
@@ -249,7 +249,7 @@ TEST(textview_splits_lines_expands_tabs_drops_cr)
 	/* escapes stay as bytes: put_text draws them as '?' */
 	CHECK_STR(v.line[3], "\x1b[31mred");
 	textview_set(&v, "again", "one", 3); /* replaces */
-	textview_layout(&v, 80);
+	textview_layout(&v, 80, 24);
 	CHECK_INT((int)v.n, 1);
 	CHECK_STR(v.line[0], "one");
 	textview_clear(&v);
@@ -265,20 +265,20 @@ TEST(textview_wraps_long_lines_by_columns)
 
 	memset(&v, 0, sizeof v);
 	textview_set(&v, "exec", text, sizeof text - 1);
-	textview_layout(&v, 5);
+	textview_layout(&v, 5, 24);
 	CHECK_INT((int)v.n, 4);
 	CHECK_STR(v.line[0], "abcde");
 	CHECK_STR(v.line[1], "fghij");
 	CHECK_STR(v.line[2], "\xe4\xb8\x80\xe4\xb8\x80");
 	CHECK_STR(v.line[3], "ok");
 	/* a wide character never straddles the edge */
-	textview_layout(&v, 11);
+	textview_layout(&v, 11, 24);
 	CHECK_INT((int)v.n, 3);
 	CHECK_STR(v.line[0], "abcdefghij");
 	CHECK_STR(v.line[1], "\xe4\xb8\x80\xe4\xb8\x80");
 	/* wider again: one line, the top kept in range */
 	v.top = 2;
-	textview_layout(&v, 80);
+	textview_layout(&v, 80, 24);
 	CHECK_INT((int)v.n, 2);
 	CHECK_INT((int)v.top, 1);
 	textview_clear(&v);
@@ -293,30 +293,30 @@ TEST(textview_keys_scroll_within_the_text_and_close)
 		snprintf(text + strlen(text), 5, "%03d\n", i);
 	memset(&v, 0, sizeof v);
 	textview_set(&v, "logs", text, strlen(text));
-	textview_layout(&v, 40);
+	textview_layout(&v, 40, 10);
 	CHECK_INT((int)v.n, 100);
-	CHECK_INT(textview_key(&v, 'j', 10), 0);
+	CHECK_INT(textview_key(&v, 'j'), 0);
 	CHECK_INT((int)v.top, 1);
-	CHECK_INT(textview_key(&v, KEYC_NPAGE, 10), 0);
+	CHECK_INT(textview_key(&v, KEYC_NPAGE), 0);
 	CHECK_INT((int)v.top, 10);
-	textview_key(&v, 'G', 10);
+	textview_key(&v, 'G');
 	CHECK_INT((int)v.top, 90); /* the last line at the bottom */
-	textview_key(&v, KEYC_DOWN, 10);
+	textview_key(&v, KEYC_DOWN);
 	CHECK_INT((int)v.top, 90);
-	textview_key(&v, 'b', 10);
+	textview_key(&v, 'b');
 	CHECK_INT((int)v.top, 81);
-	textview_key(&v, 'g', 10);
+	textview_key(&v, 'g');
 	CHECK_INT((int)v.top, 0);
-	textview_key(&v, 'k', 10);
+	textview_key(&v, 'k');
 	CHECK_INT((int)v.top, 0);
-	textview_key(&v, 'x', 10); /* not a view key: nothing */
+	textview_key(&v, 'x'); /* not a view key: nothing */
 	CHECK_INT((int)v.top, 0);
-	CHECK_INT(textview_key(&v, 'q', 10), 1);
-	CHECK_INT(textview_key(&v, 0x1b, 10), 1);
+	CHECK_INT(textview_key(&v, 'q'), 1);
+	CHECK_INT(textview_key(&v, 0x1b), 1);
 	/* text shorter than the box never scrolls */
 	textview_set(&v, "short", "a\nb\n", 4);
-	textview_layout(&v, 40);
-	textview_key(&v, 'G', 10);
+	textview_layout(&v, 40, 10);
+	textview_key(&v, 'G');
 	CHECK_INT((int)v.top, 0);
 	textview_clear(&v);
 }
