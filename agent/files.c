@@ -131,8 +131,10 @@ extract_begin(const struct agent_request *req, char **cause)
 		tar_extract_free(te);
 		te = NULL;
 	}
-	if (te != NULL && req->skip_unsafe_links)
-		tar_extract_set_flags(te, TAR_X_SKIP_UNSAFE_LINKS);
+	if (te != NULL)
+		tar_extract_set_flags(te,
+		    (req->skip_unsafe_links ? TAR_X_SKIP_UNSAFE_LINKS : 0) |
+		        (req->cp ? TAR_X_KEEP_NONDIRS : 0));
 	free(dir);
 	free(top);
 	return te;

@@ -47,6 +47,8 @@ struct tar_result {
 /* tar_extract.c */
 /* Skip symlinks whose target leaves the destination instead of failing. */
 #define TAR_X_SKIP_UNSAFE_LINKS 0x1
+/* Refuse to replace a file or symlink with a directory (docker cp's rule). */
+#define TAR_X_KEEP_NONDIRS 0x2
 
 struct tar_extract;
 struct tar_extract *tar_extract_new(const char *destination, char **cause);

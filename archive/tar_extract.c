@@ -9,12 +9,19 @@
  * destination. Directory modes and times are applied in tar_extract_finish,
  * deepest first, once nothing more is written into them.
  *
+ * A regular file is written under a temporary name in its directory and
+ * renamed over its final name only once all its data is in, so a transfer
+ * cut short (Ctrl-C, a stopped VM, a full disk) never leaves a partial file
+ * under the final name nor loses the file that was there; a failed or freed
+ * extraction removes its half-written temporary file.
+ *
  * The tar_extract owns its descriptors, buffers and error string; a failed
  * extraction stays failed and repeats its first error.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -66,6 +73,9 @@ struct tar_extract {
 	uint64_t left;
 	size_t pad;
 	int fd;
+	int tmp_dirfd;     /* the directory of the file being written */
+	char tmp_leaf[64]; /* its temporary name there */
+	char *final_leaf;  /* the name it takes once complete */
 	char *name;
 	mode_t mode;
 	struct timespec mtime;
@@ -99,6 +109,7 @@ tar_extract_new(const char *destination, char **cause)
 	te->rootfd = fd;
 	te->cache.fd = -1;
 	te->fd = -1;
+	te->tmp_dirfd = -1;
 	return te;
 }
 
@@ -224,12 +235,34 @@ tx_unlink_old(int dirfd, const char *leaf, const char *name, const char *what,
 	return -1;
 }
 
-/* Start a regular file: create it afresh and expect its data. */
+/* Close and remove a half-written file's temporary name, if any. */
+static void
+tx_file_abandon(struct tar_extract *te)
+{
+	if (te->fd >= 0) {
+		close(te->fd);
+		te->fd = -1;
+		unlinkat(te->tmp_dirfd, te->tmp_leaf, 0);
+	}
+	if (te->tmp_dirfd >= 0)
+		close(te->tmp_dirfd);
+	te->tmp_dirfd = -1;
+	free(te->final_leaf);
+	te->final_leaf = NULL;
+}
+
+/*
+ * Start a regular file: create a temporary file beside its final name (a
+ * directory there is refused now rather than after the data) and expect
+ * its data.
+ */
 static int
 tx_file(struct tar_extract *te, const char *name, uint64_t size, char **cause)
 {
+	static unsigned serial;
 	const char *leaf;
-	int dirfd;
+	struct stat st;
+	int dirfd, tries;
 
 	if (*name == '\0') {
 		xasprintf(cause, "regular file with an empty name");
@@ -238,39 +271,78 @@ tx_file(struct tar_extract *te, const char *name, uint64_t size, char **cause)
 	dirfd = afs_open_parent(te->rootfd, &te->cache, name, 1, &leaf, cause);
 	if (dirfd < 0)
 		return -1;
-	if (tx_unlink_old(dirfd, leaf, name, "file", cause) != 0)
+	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		xasprintf(
+		    cause, "cannot replace directory '%s' with a file", name);
 		return -1;
-	te->fd = openat(dirfd, leaf,
-	    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	}
+	for (tries = 0; tries < 100; tries++) {
+		snprintf(te->tmp_leaf, sizeof te->tmp_leaf, ".vmux-part-%ld-%u",
+		    (long)getpid(), serial++);
+		te->fd = openat(dirfd, te->tmp_leaf,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (te->fd >= 0 || errno != EEXIST)
+			break;
+	}
 	if (te->fd < 0) {
 		xasprintf(cause, "create '%s': %s", name, strerror(errno));
 		return -1;
 	}
+	if ((te->tmp_dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		xasprintf(cause, "create '%s': %s", name, strerror(errno));
+		close(te->fd);
+		te->fd = -1;
+		unlinkat(dirfd, te->tmp_leaf, 0);
+		return -1;
+	}
+	te->final_leaf = xstrdup(leaf);
 	te->sink = SINK_FILE;
 	te->left = size;
 	return 0;
 }
 
-/* Finish a regular file: mode and time once all data is in. */
+/*
+ * Finish a regular file: mode and time once all data is in, then rename it
+ * over its final name (replacing a file or symlink there, never a
+ * directory).
+ */
 static int
 tx_file_done(struct tar_extract *te, char **cause)
 {
 	struct timespec ts[2] = {{0, UTIME_OMIT}, te->mtime};
-	int fd = te->fd;
+	int rc = -1;
 
-	te->fd = -1;
-	if (fchmod(fd, te->mode & 01777) != 0 || futimens(fd, ts) != 0) {
+	if (fchmod(te->fd, te->mode & 01777) != 0 ||
+	    futimens(te->fd, ts) != 0) {
 		xasprintf(cause, "set mode/time of '%s': %s", te->name,
 		    strerror(errno));
-		close(fd);
-		return -1;
+		goto out;
 	}
-	if (close(fd) != 0) {
+	if (close(te->fd) != 0) {
+		te->fd = -1;
+		unlinkat(te->tmp_dirfd, te->tmp_leaf, 0);
 		xasprintf(cause, "write '%s': %s", te->name, strerror(errno));
-		return -1;
+		goto out;
+	}
+	te->fd = -1;
+	if (renameat(te->tmp_dirfd, te->tmp_leaf, te->tmp_dirfd,
+	        te->final_leaf) != 0) {
+		if (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)
+			xasprintf(cause,
+			    "cannot replace directory '%s' with a file",
+			    te->name);
+		else
+			xasprintf(cause, "rename '%s' into place: %s", te->name,
+			    strerror(errno));
+		unlinkat(te->tmp_dirfd, te->tmp_leaf, 0);
+		goto out;
 	}
 	te->res.entry_count++;
-	return 0;
+	rc = 0;
+out:
+	tx_file_abandon(te);
+	return rc;
 }
 
 /* Create a directory (or keep an existing one); defer its mode and time. */
@@ -300,6 +372,13 @@ tx_dir(struct tar_extract *te, const char *name, char **cause)
 			return -1;
 		}
 		if (!S_ISDIR(st.st_mode)) {
+			if (te->flags & TAR_X_KEEP_NONDIRS) {
+				xasprintf(cause,
+				    "cannot replace non-directory '%s' with "
+				    "a directory",
+				    name);
+				return -1;
+			}
 			if (tx_unlink_old(
 			        dirfd, leaf, name, "directory", cause) != 0)
 				return -1;
@@ -940,10 +1019,7 @@ tx_failed(struct tar_extract *te, const char *cause)
 	te->state = TX_FAILED;
 	free(te->error);
 	te->error = xstrdup(cause);
-	if (te->fd >= 0) {
-		close(te->fd);
-		te->fd = -1;
-	}
+	tx_file_abandon(te);
 }
 
 /* Feed the next len bytes of the archive, in any chunking. */
@@ -1080,8 +1156,7 @@ tar_extract_free(struct tar_extract *te)
 {
 	if (te == NULL)
 		return;
-	if (te->fd >= 0)
-		close(te->fd);
+	tx_file_abandon(te);
 	afs_cache_clear(&te->cache);
 	close(te->rootfd);
 	gz_free(te->gz);

@@ -300,9 +300,12 @@ struct stat;
 void cp_restore_times(const char *dir, const struct stat *);
 
 /* exec-stream.c: `vmux exec`'s side of the agent's exec_stream. */
+/* --json keeps this much of each of stdout and stderr. */
+#define EXEC_CAPTURE_MAX (16 * 1024 * 1024)
 struct exec_capture {
 	char *data; /* NUL-terminated for convenience; len bytes */
 	size_t len, cap;
+	uint64_t total; /* bytes the command printed, kept or not */
 };
 struct exec_outcome {
 	int capture; /* keep the output (--json) instead of writing it */

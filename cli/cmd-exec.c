@@ -35,7 +35,8 @@ static const struct cmd_opt cmd_exec_opts[] = {
         "sent whenever it is not one)"},
     {"json", 0, NULL, 0,
         "keep the output and print one JSON object at the end: exit_code, "
-        "signal, timed_out, stdout, stderr (*_base64 when not UTF-8)"},
+        "signal, timed_out, stdout, stderr (*_base64 when not UTF-8; at "
+        "most 16 MiB each, past it *_truncated and *_bytes)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -316,7 +317,8 @@ cmd_exec_exec(struct args *a)
 	    args_has(a, "interactive") || !isatty(STDIN_FILENO), &result,
 	    &timed_out);
 	cJSON_Delete(req);
-	if (timed_out)
+	/* Under --json the result says timed_out and keeps what was caught. */
+	if (timed_out && !cli_json())
 		cli_error("command timed out after %d s", timeout_s);
 	if (result != NULL)
 		cli_result(result);

@@ -10,6 +10,9 @@
  * naming the field, never a silent restart. When --timeout expires the command
  * is killed, the status is TIMED_OUT with no exit code, and the session is
  * removed whatever --rm says (a sandbox that ran out of time is not kept).
+ * Only a session this run created is ever removed: one that existed before
+ * (a week of work made by `vmux new`) is left as it was found, running or
+ * stopped, and the notice says so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,6 +197,7 @@ cmd_run_exec(struct args *a)
 	unsigned *allow = NULL;
 	cJSON *req = NULL, *result = NULL;
 	int rc, timeout_s, timed_out = 0, remove, i, was_running = 0;
+	int created = 0;
 	struct stat st;
 	char *dir;
 
@@ -240,16 +244,23 @@ cmd_run_exec(struct args *a)
 			goto out;
 		}
 		record_free(&r);
+		created = 1;
 	}
 	rc = exec_in_session(name, req, &timeout_s,
 	    args_get(a, "timeout") != NULL,
 	    args_has(a, "interactive") || !isatty(STDIN_FILENO), &result,
 	    &timed_out);
-	remove = args_has(a, "rm") || timed_out;
+	remove = created && (args_has(a, "rm") || timed_out);
 	if (timed_out && !cli_json())
 		cli_noticef("TIMED_OUT: the command was killed after %d s; "
-		            "session '%s' is removed",
-		    timeout_s, name);
+		            "session '%s' %s",
+		    timeout_s, name,
+		    created ? "is removed"
+		            : "existed before this run and is kept");
+	else if (!created && args_has(a, "rm"))
+		cli_noticef("session '%s' existed before this run: kept, not "
+		            "removed (vmux rm %s removes it)",
+		    name, name);
 	free(cause);
 	cause = NULL;
 	if (!remove && was_running)
@@ -274,6 +285,7 @@ cmd_run_exec(struct args *a)
 			cJSON_AddNullToObject(result, "exit_code");
 		}
 		cJSON_AddBoolToObject(result, "removed", remove);
+		cJSON_AddBoolToObject(result, "created", created);
 		cli_result(result);
 		result = NULL;
 	}

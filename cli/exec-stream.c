@@ -35,12 +35,23 @@ exec_on_signal(int sig)
 	exec_signal = sig;
 }
 
-/* Keep bytes for --json. */
+/*
+ * Keep bytes for --json, at most EXEC_CAPTURE_MAX of each stream (a command
+ * printing without end must not grow vmux without end); the rest is counted
+ * and dropped.
+ */
 static void
 capture_add(struct exec_capture *c, const void *p, size_t n)
 {
+	c->total += n;
+	if (c->len + n > EXEC_CAPTURE_MAX)
+		n = EXEC_CAPTURE_MAX - c->len;
+	if (n == 0)
+		return;
 	if (c->len + n + 1 > c->cap) {
 		c->cap = (c->len + n + 1) * 2;
+		if (c->cap > EXEC_CAPTURE_MAX + 1)
+			c->cap = EXEC_CAPTURE_MAX + 1;
 		c->data = xrealloc(c->data, c->cap);
 	}
 	memcpy(c->data + c->len, p, n);
@@ -227,20 +238,28 @@ capture_json(cJSON *obj, const char *name, const struct exec_capture *c)
 	const char *text = c->data != NULL ? c->data : "";
 
 	if (utf8_valid((const unsigned char *)text, c->len) &&
-	    memchr(text, '\0', c->len) == NULL) {
+	    memchr(text, '\0', c->len) == NULL)
 		cJSON_AddStringToObject(obj, name, text);
-		return;
+	else {
+		snprintf(key, sizeof key, "%s_base64", name);
+		b64 = base64_encode((const unsigned char *)text, c->len);
+		cJSON_AddStringToObject(obj, key, b64);
+		free(b64);
 	}
-	snprintf(key, sizeof key, "%s_base64", name);
-	b64 = base64_encode((const unsigned char *)text, c->len);
-	cJSON_AddStringToObject(obj, key, b64);
-	free(b64);
+	if (c->total > c->len) {
+		snprintf(key, sizeof key, "%s_truncated", name);
+		cJSON_AddBoolToObject(obj, key, 1);
+		snprintf(key, sizeof key, "%s_bytes", name);
+		cJSON_AddNumberToObject(obj, key, (double)c->total);
+	}
 }
 
 /*
  * The --json result of a run: {"exit_code", "signal", "timed_out",
  * "stdout", "stderr"}, each stream as text or, when it is not valid UTF-8
- * (or holds NUL), as "stdout_base64" / "stderr_base64".
+ * (or holds NUL), as "stdout_base64" / "stderr_base64"; a stream cut at
+ * EXEC_CAPTURE_MAX adds "stdout_truncated": true and "stdout_bytes" (all
+ * it printed).
  */
 cJSON *
 exec_capture_json(const struct exec_outcome *o)

@@ -66,15 +66,11 @@ t_full_disk_fails() {
 	grep -q "No space left" "$TMP/err" || fail "message: $(cat "$TMP/err")"
 }
 t_256m_constant_memory() {
-	local pid hwm=0 h
+	local pid hwm
 	"$VMUX" exec st -- dd if=/dev/zero bs=65536 count=4096 </dev/null 2>/dev/null >"$TMP/big" &
 	pid=$!
 	# sample the peak while it runs; the result is checked after
-	while kill -0 "$pid" 2>/dev/null; do
-		h=$(awk '/^VmHWM/ { print $2 }' /proc/"$pid"/status 2>/dev/null)
-		[[ -n $h ]] && hwm=$h
-		sleep 0.1
-	done
+	hwm=$(peak_rss_kib "$pid")
 	wait "$pid" || fail "exec failed" || return 1
 	expect_eq size "$(stat -c %s "$TMP/big")" 268435456 || return 1
 	rm -f "$TMP/big"
@@ -89,6 +85,25 @@ t_json() {
 	expect_eq stdout_base64 "$(jq -r .stdout_base64 <<<"$out")" "eP8=" || return 1
 	expect_eq stderr "$(jq -r .stderr <<<"$out")" "e" || return 1
 	expect_eq timed_out "$(jq -r .timed_out <<<"$out")" false
+}
+# --json keeps at most 16 MiB of a stream, says so, and on a timeout keeps
+# what it captured: `cat /dev/zero` once grew vmux to 1.17 GB.
+t_json_output_capped() {
+	local pid hwm
+	"$VMUX" exec st --json --timeout 6 -- cat /dev/zero </dev/null >"$TMP/j" 2>/dev/null &
+	pid=$!
+	hwm=$(peak_rss_kib "$pid")
+	wait "$pid"
+	expect_eq status $? 124 || return 1
+	expect_eq timed_out "$(jq -r .timed_out "$TMP/j")" true || return 1
+	expect_eq exit_code "$(jq -r .exit_code "$TMP/j")" null || return 1
+	expect_eq truncated "$(jq -r .stdout_truncated "$TMP/j")" true || return 1
+	(($(jq -r .stdout_bytes "$TMP/j") > 16777216)) ||
+		fail "stdout_bytes $(jq -r .stdout_bytes "$TMP/j")" || return 1
+	expect_eq kept "$(jq -r .stdout_base64 "$TMP/j" | base64 -d | wc -c)" 16777216 || return 1
+	expect_eq "stderr not cut" "$(jq -r '.stderr_truncated // "no"' "$TMP/j")" no || return 1
+	echo "vmux exec --json peak RSS facing cat /dev/zero: ${hwm} KiB"
+	((hwm > 0 && hwm < 131072)) || fail "peak RSS ${hwm} KiB"
 }
 t_seed_json_exec() {
 	local out
@@ -107,4 +122,5 @@ check "a closed pipe on the host stops the command" t_closed_pipe_stops_the_comm
 check "a full disk on the host: 125 and a message" t_full_disk_fails
 check "256 MiB guest to host in constant memory" t_256m_constant_memory
 check "--json: one object, base64 for non-UTF-8" t_json
+check "--json keeps 16 MiB of endless output, says so, keeps it on timeout" t_json_output_capped
 check "seed 001's JSON exec still answered" t_seed_json_exec

@@ -142,6 +142,33 @@ t_err_dir_over_file() {
 	expect_match error "$err" 'over file' || return 1
 	expect_eq "file kept" "$(cat "$W/f.txt")" "hello file"
 }
+# docker cp refuses a host directory over a guest file; so does vmux
+t_err_host_dir_over_guest_file() {
+	local err
+	gsh 'echo precious > /tmp/gfile' || return 1
+	err=$(vmux cp "$W/tree" cp:/tmp/gfile 2>&1)
+	expect_eq status $? 125 || return 1
+	expect_match error "$err" "cannot replace non-directory 'gfile' with a directory" || return 1
+	expect_eq "guest file kept" "$(gsh 'cat /tmp/gfile')" precious
+}
+
+# An upload cut short (here by a full guest disk: a 1 MiB tmpfs) lands
+# nothing under the final name and keeps the file that was there; the
+# temporary file goes too. (tests/unit's archive_cut_file_keeps_the_old_one
+# cuts the stream at every point.)
+t_cut_upload_keeps_the_old_file() {
+	local err
+	gsh 'mkdir -p /tmp/small && mount -t tmpfs -o size=1m tmpfs /tmp/small && echo old > /tmp/small/big' ||
+		return 1
+	head -c 4M /dev/urandom >"$TMP/big"
+	err=$(vmux cp "$TMP/big" cp:/tmp/small/big 2>&1)
+	expect_eq "cp status" $? 125 || return 1
+	expect_match error "$err" 'No space left' || return 1
+	expect_eq "old file kept" "$(gsh 'cat /tmp/small/big')" old || return 1
+	expect_eq "nothing else" "$(gsh 'ls -a /tmp/small | tr "\n" " "')" ". .. big " || return 1
+	gsh 'umount /tmp/small'
+}
+
 t_err_usage() {
 	expect_status 2 vmux cp a b 2>/dev/null || return 1
 	expect_status 2 vmux cp cp:/a cp:/b 2>/dev/null || return 1
@@ -264,6 +291,8 @@ check "missing guest path" t_err_remote_missing
 check "missing guest parent" t_err_remote_parent_missing
 check "not a directory" t_err_not_a_directory
 check "a guest dir over a host file" t_err_dir_over_file
+check "a host dir over a guest file is refused, the file kept" t_err_host_dir_over_guest_file
+check "an upload cut short keeps the old file, leaves no part" t_cut_upload_keeps_the_old_file
 check "usage errors exit 2" t_err_usage
 check "hostile ../ entry: error, nothing outside" t_hostile_dotdot
 check "hostile absolute entry: nothing outside" t_hostile_absolute

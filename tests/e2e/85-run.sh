@@ -124,9 +124,38 @@ t_run_reuses_by_name_and_refuses_changes() {
 	vmux rm re
 }
 
+# A week of work made by `new` survives a hurried `run --name` with a
+# timeout or --rm: only a session the run created is removed.
+t_run_never_removes_an_existing_session() {
+	local j rc out
+	need_session week
+	vmux exec week -- sh -c 'echo work > /workspace/w && sync' || return 1
+	j=$(vmux run --name week --timeout 2 --json -- sleep 30 2>/dev/null)
+	rc=$?
+	expect_eq "exit status" "$rc" 124 || return 1
+	expect_eq status "$(jq -r .status <<<"$j")" TIMED_OUT || return 1
+	expect_eq removed "$(jq -r .removed <<<"$j")" false || return 1
+	expect_eq created "$(jq -r .created <<<"$j")" false || return 1
+	expect_eq "still running" "$(session_field week state)" running || return 1
+	out=$(vmux run --rm --name week -- cat /workspace/w 2>"$TMP/err") || return 1
+	expect_eq "work kept" "$out" work || return 1
+	expect_match notice "$(cat "$TMP/err")" "existed before this run: kept" || return 1
+	expect_eq "kept after --rm" "$(session_field week state)" running || return 1
+	# stopped before: started for the command, stopped again, not removed
+	vmux stop week >/dev/null || return 1
+	vmux run --name week --timeout 2 -- sleep 30 2>"$TMP/err"
+	expect_eq "timeout status" $? 124 || return 1
+	expect_match notice "$(cat "$TMP/err")" "existed before this run and is kept" || return 1
+	expect_eq "stopped as it was" "$(session_field week state)" stopped || return 1
+	vmux start week >/dev/null || return 1
+	expect_eq "workspace intact" "$(vmux exec week -- cat /workspace/w)" work || return 1
+	vmux rm -f week
+}
+
 check "run: status passed on, session stopped and startable" t_run_status_and_stop
 check "run --name: reuses the session, refuses changed limits by name" t_run_reuses_by_name_and_refuses_changes
 check "run --rm --json: COMPLETED, output, removed" t_run_rm_json
+check "run --timeout/--rm never remove a session made before the run" t_run_never_removes_an_existing_session
 check "run --timeout: TIMED_OUT, exit_code null, session removed" t_run_timeout_is_timed_out
 check "run: bad flags exit 2 and leave nothing" t_run_bad_flags
 check "the host's environment never enters the guest" t_host_env_never_enters_the_guest

@@ -109,6 +109,18 @@ wait_for() {
 	done
 }
 
+# peak_rss_kib PID: wait for PID to end, sampling its peak RSS (VmHWM);
+# print it in KiB (0 if never seen). Reap PID with `wait` after.
+peak_rss_kib() {
+	local hwm=0 h
+	while kill -0 "$1" 2>/dev/null; do
+		h=$(awk '/^VmHWM/ { print $2 }' /proc/"$1"/status 2>/dev/null)
+		[[ -n $h ]] && hwm=$h
+		sleep 0.1
+	done
+	echo "$hwm"
+}
+
 # wait_guest_cmd NAME CMDLINE [SECONDS]: until a process in session NAME
 # runs exactly CMDLINE as the guest's ps shows it (say, before signalling
 # a job typed into a shell: its echo on screen comes before the fork).

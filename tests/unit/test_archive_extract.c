@@ -411,3 +411,68 @@ TEST(archive_setuid_bits_dropped)
 	tb_free(&b);
 	scratch_free(&s);
 }
+
+/*
+ * A file cut short (the archive ends mid-data: Ctrl-C, a stopped VM) never
+ * replaces the file that was there and leaves no temporary name behind.
+ */
+TEST(archive_cut_file_keeps_the_old_one)
+{
+	struct tar_result res;
+	struct tbuf b = {0};
+	struct scratch s;
+	char *cause = NULL, path[512];
+	static char data[5000];
+
+	scratch_new(&s);
+	CHECK_INT(
+	    run("mkdir -p '%s' && printf old > '%s/f'", s.dest, s.dest), 0);
+	memset(data, 'n', sizeof data);
+	tb_header(&b, "f", '0', sizeof data, NULL, 0644);
+	tb_data(&b, data, sizeof data);
+	/* every cut inside the data: the old file stays, nothing else */
+	for (size_t cut = 600; cut < 512 + sizeof data; cut += 1700) {
+		CHECK_INT(
+		    extract_mem(s.dest, b.p, cut, 512, 0, &res, &cause), -1);
+		CHECK(strstr(cause, "truncated") != NULL);
+		free(cause);
+		snprintf(path, sizeof path, "%s/f", s.dest);
+		CHECK_INT(run("test \"$(cat '%s')\" = old", path), 0);
+		CHECK_INT(dir_entries(s.dest), 1);
+	}
+	/* whole, it replaces the old file */
+	tb_end(&b);
+	CHECK_INT(extract_mem(s.dest, b.p, b.len, 512, 0, &res, &cause), 0);
+	CHECK_INT(run("test \"$(wc -c < '%s')\" = 5000", path), 0);
+	CHECK_INT(dir_entries(s.dest), 1);
+	tb_free(&b);
+	scratch_free(&s);
+}
+
+/* TAR_X_KEEP_NONDIRS: a directory never replaces a file (docker cp). */
+TEST(archive_keep_nondirs_refuses_dir_over_file)
+{
+	struct tar_result res;
+	struct tbuf b = {0};
+	struct scratch s;
+	char *cause = NULL, path[512];
+	struct stat st;
+
+	scratch_new(&s);
+	CHECK_INT(
+	    run("mkdir -p '%s' && printf keep > '%s/f'", s.dest, s.dest), 0);
+	tb_header(&b, "f/", '5', 0, NULL, 0755);
+	tb_file(&b, "f/inner", "x");
+	tb_end(&b);
+	CHECK_INT(extract_mem(s.dest, b.p, b.len, 512, TAR_X_KEEP_NONDIRS, &res,
+	              &cause),
+	    -1);
+	CHECK(strstr(cause, "cannot replace non-directory 'f'") != NULL);
+	free(cause);
+	snprintf(path, sizeof path, "%s/f", s.dest);
+	CHECK_INT(lstat(path, &st), 0);
+	CHECK(S_ISREG(st.st_mode));
+	CHECK_INT(run("test \"$(cat '%s')\" = keep", path), 0);
+	tb_free(&b);
+	scratch_free(&s);
+}
