@@ -4,10 +4,12 @@
  * One virtiofsd per mount (QEMU's, /usr/lib/qemu/virtiofsd in Debian 12,
  * or $VMUX_VIRTIOFSD), on a vhost-user socket fsN.sock beside the others,
  * started before QEMU and ended after it (it exits by itself once QEMU is
- * gone). A read-only mount runs virtiofsd under unshare(1) in a private
- * mount namespace where the folder is bind-mounted read-only first, so the
- * guest cannot write to it even as root. QEMU's device tag is vmuxfsN;
- * vmux-init mounts it where vmux.mounts= says.
+ * gone). Each runs inside vmux-fsd (session/fsd/): the folder opened
+ * beneath its allowed root without following symlinks at every start, the
+ * file server in a user namespace where guest root is the folder's owner,
+ * and a read-only mount read-only on the host, so the guest cannot write
+ * to it even as root. QEMU's device tag is vmuxfsN; vmux-init mounts it
+ * where vmux.mounts= says.
  */
 #include <errno.h>
 #include <poll.h>
@@ -60,44 +62,74 @@ fs_find(char **cause)
 	return NULL;
 }
 
+/*
+ * Check mount m where it is used, now: beneath an allowed root of the
+ * current settings, no symlink on its path, an owner a guest may write as.
+ * The root it is under, or NULL with cause naming the mount.
+ */
+static const char *
+fs_check(const struct session_mount *m, const struct settings *st, char **cause)
+{
+	const char *root = beneath_root(m->host, st->roots, st->nroots);
+	struct stat sb;
+	char *why = NULL;
+	uid_t uid;
+	gid_t gid;
+	int fd;
+
+	if (root == NULL) {
+		xasprintf(cause,
+		    "--mount %s: no longer under an allowed-mount-root of %s",
+		    m->host, "$XDG_CONFIG_HOME/vmux/config");
+		return NULL;
+	}
+	if ((fd = beneath_open(root, m->host, &why)) < 0 ||
+	    fstat(fd, &sb) != 0 ||
+	    beneath_owner(m->host, &sb, m->ro, &uid, &gid, &why) != 0) {
+		if (why == NULL)
+			xasprintf(&why, "%s: %s", m->host, strerror(errno));
+		xasprintf(cause, "--mount %s: %s", m->host, why);
+		free(why);
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	close(fd);
+	return root;
+}
+
 /* Start the virtiofsd of mount i and wait for its socket. */
 static int
-fs_start_one(struct session_record *r, size_t i, const char *bin, char **cause)
+fs_start_one(struct session_record *r, size_t i, const char *bin,
+    const char *fsd, const struct settings *st, char **cause)
 {
 	struct session_mount *m = &r->mounts[i];
-	char *sock = fs_sock_path(r, i), *log, *src, *path, *tail, *exit_path;
+	char *sock = fs_sock_path(r, i), *log, *path, *tail, *exit_path;
+	char *rootarg = NULL, *dirarg = NULL;
+	const char *root;
 	struct session_exit x;
 	char *argv[16];
 	uint64_t deadline;
-	struct stat st;
+	struct stat sb;
 	int n = 0, rc = -1;
 
 	xasprintf(&log, "%s/virtiofsd%zu.log", r->dir, i);
 	xasprintf(&exit_path, "%s/virtiofsd%zu.exit", r->dir, i);
 	unlink(exit_path);
 	xasprintf(&path, "--socket-path=%s", sock);
-	xasprintf(&src, "source=%s", m->host);
 	unlink(sock);
-	if (m->ro) {
-		argv[n++] = "/usr/bin/unshare";
-		argv[n++] = "--mount";
-		argv[n++] = "--propagation";
-		argv[n++] = "private";
-		argv[n++] = "--";
-		argv[n++] = "/bin/sh";
-		argv[n++] = "-c";
-		argv[n++] = "mount --bind \"$1\" \"$1\" && "
-		            "mount -o remount,bind,ro \"$1\" && shift && "
-		            "exec \"$@\"";
-		argv[n++] = "vmux-ro";
-		argv[n++] = m->host;
-	}
-	argv[n++] = (char *)bin;
+	if ((root = fs_check(m, st, cause)) == NULL)
+		goto out;
+	xasprintf(&rootarg, "--root=%s", root);
+	xasprintf(&dirarg, "--dir=%s", m->host);
+	argv[n++] = (char *)fsd;
 	argv[n++] = path;
-	argv[n++] = "-o";
-	argv[n++] = src;
-	argv[n++] = "-o";
-	argv[n++] = "cache=auto";
+	argv[n++] = rootarg;
+	argv[n++] = dirarg;
+	if (m->ro)
+		argv[n++] = "--ro";
+	argv[n++] = "--";
+	argv[n++] = (char *)bin;
 	argv[n] = NULL;
 	m->pid = proc_spawn(argv, -1, log, exit_path, cause);
 	if (m->pid < 0) {
@@ -105,12 +137,11 @@ fs_start_one(struct session_record *r, size_t i, const char *bin, char **cause)
 		goto out;
 	}
 	/*
-	 * Whether it died is its reaper's record, not /proc: with :ro the
-	 * pid execs twice (unshare, sh, virtiofsd), and a look at its
-	 * command line in the middle of an exec can come back empty.
+	 * Whether it died is its reaper's record, not /proc. The socket
+	 * appears once virtiofsd is serving (vmux-fsd renames it then).
 	 */
 	deadline = mono_ms() + FS_READY_MS;
-	while (stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+	while (stat(sock, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
 		int died = proc_exit_read(exit_path, &x) == 0;
 
 		if (died || mono_ms() >= deadline) {
@@ -133,7 +164,8 @@ out:
 	free(sock);
 	free(log);
 	free(path);
-	free(src);
+	free(rootarg);
+	free(dirarg);
 	return rc;
 }
 
@@ -141,7 +173,8 @@ out:
 int
 fs_start(struct session_record *r, char **cause)
 {
-	char *bin;
+	struct settings st;
+	char *bin, *fsd;
 	size_t i;
 	int rc = 0;
 
@@ -149,8 +182,19 @@ fs_start(struct session_record *r, char **cause)
 		return 0;
 	if ((bin = fs_find(cause)) == NULL)
 		return -1;
+	if ((fsd = find_program("vmux-fsd", "VMUX_FSD", cause)) == NULL) {
+		free(bin);
+		return -1;
+	}
+	if (settings_load(&st, cause) != 0) {
+		free(fsd);
+		free(bin);
+		return -1;
+	}
 	for (i = 0; i < r->nmounts && rc == 0; i++)
-		rc = fs_start_one(r, i, bin, cause);
+		rc = fs_start_one(r, i, bin, fsd, &st, cause);
+	settings_free(&st);
+	free(fsd);
 	free(bin);
 	return rc;
 }

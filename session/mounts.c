@@ -4,11 +4,12 @@
  * A folder is shared only from under a root the settings allow
  * (allowed-mount-root): the host path must exist, be a directory, have no
  * ".." in it, and resolve (symlinks followed) to a place under a root, so a
- * symlink cannot lead out. Each mount is served by its own virtiofsd; a
- * read-only mount is made read-only on the host (a read-only bind mount
- * in virtiofsd's private mount namespace), not merely in the guest, where
- * root could remount it. The quota (seed 002) counts the bytes of the
- * files in a session's writable mounts.
+ * symlink cannot lead out, and owned by a user a guest may write as (never
+ * root, beneath.c). These are checked again at every start, where the
+ * folder is used (fs.c, vmux-fsd). Each mount is served by its own
+ * virtiofsd; a read-only mount is made read-only on the host, not merely
+ * in the guest, where root could remount it. The quota (seed 002) counts the
+ * bytes of the files in a session's writable mounts.
  */
 #include <errno.h>
 #include <ftw.h>
@@ -155,6 +156,17 @@ mount_check(const char *spec, char *const *roots, size_t nroots, int mode,
 			    "--mount %s: %s is outside the allowed mount roots",
 			    spec, host);
 		goto fail;
+	}
+	{
+		char *why = NULL;
+		uid_t uid;
+		gid_t gid;
+
+		if (beneath_owner(real, &st, m->ro, &uid, &gid, &why) != 0) {
+			xasprintf(cause, "--mount %s: %s", spec, why);
+			free(why);
+			goto fail;
+		}
 	}
 	m->host = real;
 	m->guest = xstrdup(guest);

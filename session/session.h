@@ -22,6 +22,7 @@
 #ifndef VMUX_SESSION_H
 #define VMUX_SESSION_H
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -232,6 +233,13 @@ int mount_check(const char *spec, char *const *roots, size_t nroots, int mode,
     const char *profile, struct session_mount *, char **cause);
 void mount_free(struct session_mount *);
 long long mount_usage_bytes(const char *dir);
+
+/* beneath.c */
+#define BENEATH_NOBODY 65534
+const char *beneath_root(const char *path, char *const *roots, size_t n);
+int beneath_open(const char *root, const char *path, char **cause);
+int beneath_owner(const char *path, const struct stat *, int ro, uid_t *,
+    gid_t *, char **cause);
 
 /* fs.c */
 char *fs_sock_path(const struct session_record *, size_t i);

@@ -7,7 +7,7 @@ SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/net.c session/errors.c session/settings.c \
                 session/mounts.c session/fs.c session/image.c \
                 session/agent_client.c session/attach.c \
-                session/logcap.c
+                session/logcap.c session/beneath.c
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
@@ -21,5 +21,15 @@ UNIT_session_SRCS := tests/unit/test_session_record.c \
                      tests/unit/test_session_agent.c \
                      tests/unit/test_session_proc.c \
                      tests/unit/test_session_net.c \
+                     tests/unit/test_session_beneath.c \
                      $(SESSION_UNIT_SRCS)
 UNIT_session_LIBS := $(SESSION_LIBS)
+
+# vmux-fsd: the jail each --mount's virtiofsd runs in (session/fsd/).
+FSD_SRCS := session/fsd/main.c session/beneath.c
+PROGRAMS += $(BIN)/vmux-fsd
+
+$(BIN)/vmux-fsd: $(patsubst %.c,$(BUILD)/obj/%.o,$(FSD_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^

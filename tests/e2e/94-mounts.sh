@@ -11,6 +11,12 @@ mkdir -p "$ROOTDIR/share" "$ROOTDIR/ro" "$ROOTDIR/quota" "$TMP/roots/outside"
 echo from-host >"$ROOTDIR/share/h"
 echo read-only >"$ROOTDIR/ro/r"
 ln -s "$TMP/roots/outside" "$ROOTDIR/escape"
+# A guest writes to a host folder as the folder's owner, never as root.
+OWNER=4242
+mkdir -p "$ROOTDIR/share/sub" "$ROOTDIR/rootowned" "$ROOTDIR/x,source=$TMP/roots/outside"
+echo secret >"$TMP/roots/outside/secret"
+echo plain >"$ROOTDIR/x,source=$TMP/roots/outside/plain"
+chown -R $OWNER:$OWNER "$ROOTDIR/share" "$ROOTDIR/quota" "$ROOTDIR/x,source=$TMP/roots/outside"
 mkdir -p "$XDG_CONFIG_HOME/vmux"
 printf '# test\nallowed-mount-root %s\n' "$ROOTDIR" >"$XDG_CONFIG_HOME/vmux/config"
 
@@ -24,6 +30,8 @@ t_refusals() {
 	[[ $? -eq 2 ]] && expect_match symlink "$out" "resolves to $TMP/roots/outside, outside" || return 1
 	out=$(vmux new x --mount "$ROOTDIR/missing:/mnt/x" 2>&1)
 	[[ $? -eq 2 ]] && expect_match missing "$out" "No such file or directory" || return 1
+	out=$(vmux new x --mount "$ROOTDIR/rootowned:/mnt/x" 2>&1)
+	[[ $? -eq 2 ]] && expect_match "root-owned" "$out" "rootowned is owned by root: a guest writes to a host folder as the folder's owner, never as root" || return 1
 	out=$(vmux new x --mount "$ROOTDIR/share:/proc" 2>&1)
 	[[ $? -eq 2 ]] && expect_match reserved "$out" "will not mount over /proc" || return 1
 	out=$(vmux new x --profile offline_readonly --mount "$ROOTDIR/share:/mnt/x" 2>&1)
@@ -44,7 +52,7 @@ t_virtiofsd_dies() {
 	chmod +x "$TMP/fake-virtiofsd"
 	out=$(VMUX_VIRTIOFSD=$TMP/fake-virtiofsd vmux new dies --mount "$ROOTDIR/share:/mnt/s" 2>&1)
 	[[ $? -eq 125 ]] || fail "exit status: $out" || return 1
-	expect_match said "$out" "virtiofsd for --mount $ROOTDIR/share exited:"$'\n'"broken virtiofsd: --socket-path=" ||
+	expect_match said "$out" "virtiofsd for --mount $ROOTDIR/share exited:"$'\n'"broken virtiofsd: --fd=[0-9]+ -o source=/[a-z]+/src -o cache=auto" ||
 		return 1
 	[[ ! -e $VMUX_HOME/sessions/dies ]] || fail "a record was left"
 }
@@ -85,6 +93,51 @@ t_read_only_even_for_guest_root() {
 	[[ ! -e $ROOTDIR/ro/x && ! -e $ROOTDIR/ro/y ]] || fail "the guest wrote to a read-only mount"
 }
 
+# Guest root through a writable mount: no device node, no setuid file
+# owned by root on the host; what it makes belongs to the folder's owner.
+t_guest_root_gets_nothing_beyond_the_folder() {
+	local out bad
+	out=$(vmux exec mnt -- sh -c 'cd /workspace/share && mknod blk b 8 0; mknod chr c 1 3;
+		cp /bin/busybox bb && chmod 4755 bb && cp /bin/busybox bb2 && chown 0:0 bb2 && chmod 6755 bb2;
+		echo made > made' 2>&1)
+	expect_match "mknod refused" "$out" "mknod: blk: Operation not permitted" || return 1
+	[[ ! -e $ROOTDIR/share/blk && ! -e $ROOTDIR/share/chr ]] || fail "a device node on the host" || return 1
+	bad=$(find "$ROOTDIR/share" \( -type b -o -type c \) -o \( -uid 0 -perm /6000 \) -o -uid 0 -newer "$ROOTDIR/share/h")
+	[[ -z $bad ]] || fail "root-owned or device files on the host: $(ls -ln $bad)" || return 1
+	expect_eq "owner of what the guest made" "$(stat -c %u:%g "$ROOTDIR/share/made")" $OWNER:$OWNER || return 1
+	expect_eq "setuid file's owner" "$(stat -c %u "$ROOTDIR/share/bb2")" $OWNER
+}
+
+# A comma in a host path under an allowed root is a name, not an option:
+# the guest sees that folder and nothing from the path after the comma.
+t_comma_is_just_a_name() {
+	local out
+	need_session comma --mount "$ROOTDIR/x,source=$TMP/roots/outside:/mnt/c"
+	out=$(vmux exec comma -- ls /mnt/c)
+	expect_eq "the folder itself" "$out" plain || return 1
+	vmux rm -f comma
+}
+
+# While stopped, a folder a nested mount serves became a symlink (the
+# guest made it through the writable parent): start refuses, naming it;
+# the session stays stopped with its workspace; fixed, it starts again.
+t_symlink_swap_refuses_start() {
+	local out
+	need_session swap --mount "$ROOTDIR/share:/mnt/p" --mount "$ROOTDIR/share/sub:/mnt/sub:ro"
+	vmux exec swap -- sh -c 'echo kept > /workspace/w && sync && umount /mnt/sub;
+		rm -rf /mnt/p/sub && ln -s /etc /mnt/p/sub' || return 1
+	[[ -L $ROOTDIR/share/sub ]] || fail "the guest made no symlink" || return 1
+	vmux stop swap >/dev/null || return 1
+	out=$(vmux start swap 2>&1)
+	expect_eq "start status" $? 125 || return 1
+	expect_match refused "$out" "$ROOTDIR/share/sub is a symlink or has one on its path" || return 1
+	expect_eq "still stopped" "$(session_field swap state)" stopped || return 1
+	rm "$ROOTDIR/share/sub" && mkdir "$ROOTDIR/share/sub" || return 1
+	vmux start swap >/dev/null || return 1
+	expect_eq "workspace kept" "$(vmux exec swap -- cat /workspace/w)" kept || return 1
+	vmux rm -f swap
+}
+
 t_stop_start_keeps_mounts() {
 	vmux stop mnt && vmux start mnt >/dev/null || return 1
 	expect_eq "after restart" "$(vmux exec mnt -- cat /workspace/share/g)" from-guest
@@ -110,6 +163,9 @@ t_rm_ends_virtiofsd() {
 check "--mount refusals: outside, .., symlink out, missing, reserved, profile" t_refusals
 check "a shared folder: the guest reads and writes it" t_shared_both_ways
 check ":ro is read-only on the host, even after the guest remounts it" t_read_only_even_for_guest_root
+check "guest root: no device node, no root setuid file; files are the owner's" t_guest_root_gets_nothing_beyond_the_folder
+check "a comma in a host path is part of the name, not an option" t_comma_is_just_a_name
+check "a folder swapped for a symlink refuses the start, naming it" t_symlink_swap_refuses_start
 check "stop and start keep the mounts" t_stop_start_keeps_mounts
 check "a virtiofsd that dies at start is said with its log" t_virtiofsd_dies
 check "quota: exec refused before when over, reported after going over" t_quota_before_and_after
