@@ -51,27 +51,6 @@ field_num(const cJSON *o, const char *key, double def)
 	return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
-/* The command as text: a string, an argv joined by spaces, or "-". */
-static char *
-shell_command(const cJSON *s)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(s, "command"), *e;
-	char *out = NULL, *tmp;
-
-	if (cJSON_IsString(v))
-		return xstrdup(v->valuestring);
-	cJSON_ArrayForEach(e, v)
-	{
-		if (!cJSON_IsString(e))
-			continue;
-		xasprintf(&tmp, "%s%s%s", out ? out : "", out ? " " : "",
-		    e->valuestring);
-		free(out);
-		out = tmp;
-	}
-	return out != NULL ? out : xstrdup("-");
-}
-
 /*
  * Turn the agent's times (seconds since the epoch) into RFC 3339 strings,
  * as every time vmux shows is; null stays null.
@@ -114,7 +93,7 @@ shells_print(const cJSON *arr)
 		    cJSON_GetObjectItemCaseSensitive(s, "exit_code");
 		const char *sig = field_str(s, "exit_signal", NULL);
 		const char *started = field_str(s, "started_at", "-");
-		char size[32], exitbuf[32], *cmd = shell_command(s);
+		char size[32], exitbuf[32], *cmd = agent_shell_command(s, "-");
 
 		snprintf(size, sizeof size, "%.0fx%.0f",
 		    field_num(s, "cols", 0), field_num(s, "rows", 0));

@@ -145,7 +145,9 @@ agent_read_reply(int fd, uint64_t deadline, int to_newline, size_t max,
 		    memchr(buf + used - r, '\n', (size_t)r) != NULL)
 			break;
 		if (used > max) {
-			xasprintf(cause, "agent reply too large");
+			xasprintf(cause,
+			    "agent reply too large (over %zu KiB): refused",
+			    max / 1024);
 			goto fail;
 		}
 	}
@@ -421,4 +423,53 @@ agent_reply_bytes(
 		}
 		return -1; /* '}' (not found) or garbage */
 	}
+}
+
+/*
+ * A shell's command from a list_shells entry as one printable line: the
+ * string, or the argv joined by spaces, at most AGENT_COMMAND_MAX bytes
+ * (then "..."), or none when there is neither. Linear in what it reads
+ * (a guest may send a million arguments). Free it.
+ */
+char *
+agent_shell_command(const cJSON *shell, const char *none)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(shell, "command");
+	const cJSON *a;
+	char buf[AGENT_COMMAND_MAX + 4];
+	size_t used = 0, n;
+	int any = 0;
+
+	if (cJSON_IsString(v) && v->valuestring != NULL) {
+		n = strlen(v->valuestring);
+		if (n > AGENT_COMMAND_MAX)
+			n = AGENT_COMMAND_MAX;
+		memcpy(buf, v->valuestring, n);
+		used = n;
+		any = 1;
+	} else if (cJSON_IsArray(v)) {
+		cJSON_ArrayForEach(a, v)
+		{
+			if (!cJSON_IsString(a) || a->valuestring == NULL)
+				continue;
+			if (any && used < AGENT_COMMAND_MAX)
+				buf[used++] = ' ';
+			any = 1;
+			n = strlen(a->valuestring);
+			if (n > AGENT_COMMAND_MAX - used)
+				n = AGENT_COMMAND_MAX - used;
+			memcpy(buf + used, a->valuestring, n);
+			used += n;
+			if (used >= AGENT_COMMAND_MAX)
+				break;
+		}
+	}
+	if (!any)
+		return xstrdup(none);
+	if (used >= AGENT_COMMAND_MAX) {
+		memcpy(buf + AGENT_COMMAND_MAX, "...", 3);
+		used = AGENT_COMMAND_MAX + 3;
+	}
+	buf[used] = '\0';
+	return str_printable(buf, 0);
 }

@@ -78,8 +78,8 @@ beneath_open(const char *root, const char *path, char **cause)
 	}
 	rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rootfd < 0) {
-		xasprintf(cause, "allowed mount root %s: %s", root,
-		    strerror(errno));
+		xasprintf(
+		    cause, "allowed mount root %s: %s", root, strerror(errno));
 		return -1;
 	}
 	rel = path + (strcmp(root, "/") == 0 ? 1 : strlen(root));
@@ -87,8 +87,8 @@ beneath_open(const char *root, const char *path, char **cause)
 		rel++;
 	memset(&how, 0, sizeof how);
 	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-	    RESOLVE_NO_MAGICLINKS;
+	how.resolve =
+	    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 	fd = (int)syscall(
 	    SYS_openat2, rootfd, *rel != '\0' ? rel : ".", &how, sizeof how);
 	if (fd < 0) {

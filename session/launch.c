@@ -251,7 +251,8 @@ launch_extra_args(char **argv)
  * The guest's policy as kernel command line words for vmux-init: the
  * user's processes get a cgroup with vmux.pids_max and vmux.mem_max (MiB:
  * the VM's memory less what the kernel and the agent need), vmux.ro=1 makes
- * the root file system read-only. Free it.
+ * the root file system read-only, vmux.hostname is the session's name (so
+ * prompts tell VMs apart; at most 63 bytes). Free it.
  */
 static char *
 launch_append(const struct session_record *r)
@@ -261,9 +262,9 @@ launch_append(const struct session_record *r)
 
 	if (r->pids_max > 0)
 		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
-	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s", r->memory_mb - reserve, pids,
-	    r->read_only_root ? " vmux.ro=1" : "", net, fs,
-	    r->root_image != NULL ? " vmux.root=1" : "");
+	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s vmux.hostname=%.63s",
+	    r->memory_mb - reserve, pids, r->read_only_root ? " vmux.ro=1" : "",
+	    net, fs, r->root_image != NULL ? " vmux.root=1" : "", r->name);
 	free(net);
 	free(fs);
 	return s;

@@ -361,7 +361,15 @@ int wait_fd(int fd, short events, uint64_t deadline);
 int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
 
 /* agent_client.c */
-#define AGENT_MAX_REPLY (256u * 1024 * 1024)
+/*
+ * The most one JSON reply may hold. Replies are control answers (ping,
+ * list_shells, close, kill, paths; output travels in framed streams), a
+ * few KiB; a hostile guest must not make the host parse more.
+ */
+#define AGENT_MAX_REPLY (1024u * 1024)
+/* The longest shell command shown (the rest is "..."). */
+#define AGENT_COMMAND_MAX 256
+char *agent_shell_command(const cJSON *shell, const char *none);
 
 cJSON *agent_parse_reply(const char *buf, size_t len, char **cause);
 int agent_send_request(

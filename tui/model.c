@@ -1,10 +1,13 @@
 /*
  * model.c: what the sessions and their shells are, as the sidebar, the
  * status bar and the grid show them. model_fetch reads the session records
- * and asks each running agent for its shells; it blocks, so model_refresh
- * runs it on the thread pool and swaps the result in on the loop. The TUI
- * owns the current model; a fetch builds a new one.
+ * and asks each running agent for its shells, all at once, each under its
+ * own deadline, so one hung or hostile guest delays nobody else by more
+ * than that deadline and marks only its own session. It blocks, so
+ * model_refresh runs it on the thread pool and swaps the result in on the
+ * loop. The TUI owns the current model; a fetch builds a new one.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +16,9 @@
 #include "common/common.h"
 #include "tui.h"
 
-#define MODEL_CONNECT_MS 2000
-#define MODEL_REPLY_MS   4000
+#define MODEL_CONNECT_MS 1500
+#define MODEL_REPLY_MS   2500
+#define MODEL_THREADS    32 /* agents asked at once */
 
 /* Free what m holds (m itself is the caller's). */
 void
@@ -58,34 +62,6 @@ json_num(const cJSON *o, const char *key, double def)
 	return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
-/* A shell's command as one line: a string, an argv joined, or a path. */
-static char *
-shell_command(const cJSON *o)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "command"), *a;
-	char *s = NULL, *t;
-
-	if (cJSON_IsString(v))
-		return str_printable(v->valuestring, 0);
-	if (!cJSON_IsArray(v))
-		return xstrdup("");
-	cJSON_ArrayForEach(a, v)
-	{
-		if (!cJSON_IsString(a))
-			continue;
-		if (s == NULL)
-			s = xstrdup(a->valuestring);
-		else {
-			xasprintf(&t, "%s %s", s, a->valuestring);
-			free(s);
-			s = t;
-		}
-	}
-	t = str_printable(s != NULL ? s : "", 0);
-	free(s);
-	return t;
-}
-
 /* Ask a running session's agent for its shells. */
 static void
 fetch_shells(struct msession *ms, const struct session_record *r)
@@ -116,7 +92,7 @@ fetch_shells(struct msession *ms, const struct session_record *r)
 		if ((sh->id = json_str(s, "shell_id", NULL)) == NULL)
 			continue;
 		sh->state = json_str(s, "state", "?");
-		sh->command = shell_command(s);
+		sh->command = agent_shell_command(s, "");
 		sh->clients = (int)json_num(s, "clients", 0);
 		sh->cols = (int)json_num(s, "cols", 80);
 		sh->rows = (int)json_num(s, "rows", 24);
@@ -167,20 +143,61 @@ session_detail(const struct session_record *r, const char *state)
 	return s;
 }
 
+/* One agent to ask: where to put the answer, whom to ask. */
+struct fetch_job {
+	struct msession *ms;
+	const struct session_record *rec;
+	pthread_t thread;
+	int started;
+};
+
+/* Thread: ask one agent. */
+static void *
+fetch_thread(void *arg)
+{
+	struct fetch_job *j = arg;
+
+	fetch_shells(j->ms, j->rec);
+	return NULL;
+}
+
+/* Ask the agents of jobs[0..n) at once, MODEL_THREADS at a time. */
+static void
+fetch_all(struct fetch_job *jobs, size_t n)
+{
+	for (size_t at = 0; at < n; at += MODEL_THREADS) {
+		size_t end = at + MODEL_THREADS < n ? at + MODEL_THREADS : n;
+
+		for (size_t i = at; i < end; i++) {
+			jobs[i].started = pthread_create(&jobs[i].thread, NULL,
+			                      fetch_thread, &jobs[i]) == 0;
+			if (!jobs[i].started) /* no thread: ask it here */
+				fetch_shells(jobs[i].ms, jobs[i].rec);
+		}
+		for (size_t i = at; i < end; i++) {
+			if (jobs[i].started)
+				pthread_join(jobs[i].thread, NULL);
+		}
+	}
+}
+
 /*
  * Read every session under home into m (which must be empty), with the
- * shells of the running ones. Blocks up to a few seconds per hung agent.
+ * shells of the running ones. Blocks up to MODEL_CONNECT_MS +
+ * MODEL_REPLY_MS however many agents hang.
  */
 static int
 model_fetch(const char *home, struct model *m, char **cause)
 {
 	struct session_entry *e;
-	size_t n;
+	struct fetch_job *jobs;
+	size_t n, njobs = 0;
 
 	memset(m, 0, sizeof *m);
 	if (session_list(home, &e, &n, cause) != 0)
 		return -1;
 	m->sessions = xcalloc(n + 1, sizeof *m->sessions);
+	jobs = xcalloc(n + 1, sizeof *jobs);
 	for (size_t i = 0; i < n; i++) {
 		struct msession *ms = &m->sessions[m->n++];
 		ms->name = xstrdup(e[i].name);
@@ -194,9 +211,13 @@ model_fetch(const char *home, struct model *m, char **cause)
 		ms->accel = xstrdup(e[i].rec.accel ? e[i].rec.accel : "?");
 		ms->cpus = e[i].rec.cpus;
 		ms->memory_mb = e[i].rec.memory_mb;
-		if (strcmp(ms->state, "running") == 0)
-			fetch_shells(ms, &e[i].rec);
+		if (strcmp(ms->state, "running") == 0) {
+			jobs[njobs].ms = ms;
+			jobs[njobs++].rec = &e[i].rec;
+		}
 	}
+	fetch_all(jobs, njobs);
+	free(jobs);
 	session_list_free(e, n);
 	return 0;
 }

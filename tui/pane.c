@@ -271,10 +271,19 @@ pane_cell(struct pane *p, int row, int col, VTermScreenCell *c)
 	return 0;
 }
 
-/* Set the VTerm's size (the PTY's); rows are redrawn. */
+/*
+ * Set the VTerm's size (the PTY's); rows are redrawn. The size comes from
+ * the guest: it is clamped to PANE_MAX_COLS x PANE_MAX_ROWS, as libvterm's
+ * buffers grow with it (65535x65535 crashes libvterm 0.1.4; 4096x4096
+ * takes 1.2 GB). A larger PTY is shown cropped, as a tile is.
+ */
 static void
 pane_set_size(struct pane *p, int cols, int rows)
 {
+	if (cols > PANE_MAX_COLS)
+		cols = PANE_MAX_COLS;
+	if (rows > PANE_MAX_ROWS)
+		rows = PANE_MAX_ROWS;
 	if (cols < 1 || rows < 1 || (cols == p->cols && rows == p->rows))
 		return;
 	p->dirty = xrealloc(p->dirty, (size_t)rows);

@@ -273,6 +273,8 @@ enum pane_state {
 
 #define PANE_REPLAY_BYTES (256 * 1024) /* repainted on (re)attach */
 #define PANE_FEED_US      8000 /* parsing per wake-up before keys' turn */
+#define PANE_MAX_COLS     512  /* a guest's PTY size is clamped to these */
+#define PANE_MAX_ROWS     256
 
 struct pane {
 	struct tui *tui;

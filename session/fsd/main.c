@@ -117,8 +117,8 @@ clone_tree(int dirfd, int ro)
 	    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
 	if (tree < 0)
 		die(1, "cannot clone the folder's mount: %s", strerror(errno));
-	attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-	    (ro ? MOUNT_ATTR_RDONLY : 0);
+	attr.attr_set =
+	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (ro ? MOUNT_ATTR_RDONLY : 0);
 	if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
 	        sizeof attr) != 0)
 		die(1, "cannot set the folder's mount flags: %s",
@@ -244,8 +244,9 @@ main(int argc, char **argv)
 			die(2, "unknown argument '%s'", argv[i]);
 	}
 	if (sock == NULL || root == NULL || dir == NULL || i + 1 >= argc)
-		die(2, "usage: vmux-fsd --socket-path=SOCK --root=ROOT "
-		       "--dir=DIR [--ro] -- VIRTIOFSD");
+		die(2,
+		    "usage: vmux-fsd --socket-path=SOCK --root=ROOT "
+		    "--dir=DIR [--ro] -- VIRTIOFSD");
 	if ((dirfd = beneath_open(root, dir, &cause)) < 0)
 		die(1, "%s", cause);
 	if (fstat(dirfd, &st) != 0)

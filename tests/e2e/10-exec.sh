@@ -7,6 +7,11 @@ need_session ex
 t_stdout() {
 	expect_eq stdout "$(vmux exec ex -- echo hello vmux)" "hello vmux"
 }
+# Prompts tell VMs apart: the guest's host name is the session's name.
+t_hostname_is_the_session_name() {
+	expect_eq hostname "$(vmux exec ex -- hostname)" ex || return 1
+	expect_eq /etc/hostname "$(vmux exec ex -- cat /etc/hostname)" ex
+}
 t_stderr_separate() {
 	local out err
 	out=$(vmux exec ex -- sh -c 'echo to-out; echo to-err >&2' 2>"$TMP/err")
@@ -79,6 +84,7 @@ t_ping() {
 }
 
 check "exec prints stdout" t_stdout
+check "the guest's host name is the session's name" t_hostname_is_the_session_name
 check "exec keeps stderr apart" t_stderr_separate
 check "exec exits with the command's status" t_exit_code
 check "exec passes argv unchanged" t_argv_kept

@@ -91,6 +91,44 @@ shows() {
 	cat "$TMP/show.out"
 	no_controls "$TMP/show.out"
 }
+# peak_kib FILE CMD...: run CMD (output to $TMP/peak.out), its peak RSS
+# in KiB into FILE; CMD's status.
+peak_kib() {
+	local f=$1
+	shift
+	/usr/bin/time -o "$f" -f %M "$@" >"$TMP/peak.out" 2>&1 </dev/null
+}
+
+# A 64 MiB list_shells reply is refused at the cap, costing the host
+# little: vmux shells stays within 64 MiB of its normal peak.
+t_huge_reply_refused_cheaply() {
+	local base big
+	need_session hbig --initrd "$IMG"
+	peak_kib "$TMP/base" "$VMUX" shells h || return 1
+	base=$(tail -n 1 "$TMP/base")
+	peak_kib "$TMP/big" "$VMUX" shells hbig
+	expect_eq status $? 125 || return 1
+	grep -q "agent reply too large" "$TMP/peak.out" || fail "said: $(cat "$TMP/peak.out")" || return 1
+	big=$(tail -n 1 "$TMP/big")
+	echo "vmux shells peak RSS: ${base} KiB normal, ${big} KiB facing a 64 MiB reply"
+	((big - base < 65536)) || fail "peak ${big} KiB vs ${base} KiB" || return 1
+	vmux rm -f hbig
+}
+
+# 200000 arguments in a shell's command (under the cap) take linear time:
+# the table shows the first AGENT_COMMAND_MAX bytes and "...".
+t_wide_reply_linear() {
+	local peak
+	need_session hwide --initrd "$IMG"
+	peak_kib "$TMP/wide" timeout 30 "$VMUX" shells hwide || fail "vmux shells: $(cat "$TMP/peak.out")" || return 1
+	grep -Eq '^w .* a x x x.*\.\.\.$' "$TMP/peak.out" || fail "table: $(head -c 600 "$TMP/peak.out")" || return 1
+	peak=$(tail -n 1 "$TMP/wide")
+	echo "vmux shells peak RSS facing 200000 arguments: ${peak} KiB"
+	peak_kib "$TMP/wide" timeout 30 "$VMUX" shells hwide --json || return 1
+	expect_eq "json keeps them" "$(jq '.[0].command | length' "$TMP/peak.out")" 229377 || return 1
+	vmux rm -f hwide
+}
+
 t_exec_error() {
 	shows exec h -- true || return 1
 	grep -qF 'cwd /no\x1b[2Jdir' "$TMP/show.out" || fail "error not shown escaped"
@@ -135,3 +173,5 @@ check "ping --json: escaped, data kept" t_ping_json
 check "shells: table shown escaped" t_shells
 check "shells --json: escaped, data kept" t_shells_json
 check "shell: attach ERROR frame shown escaped" t_attach_error
+check "a 64 MiB list_shells reply: refused at the cap, little memory" t_huge_reply_refused_cheaply
+check "200000 arguments in a command: linear, cut with ..." t_wide_reply_linear

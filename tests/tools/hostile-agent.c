@@ -13,6 +13,14 @@
  * through a symlink to /tmp, /x-esc a name with an escape sequence, /x-slow
  * sends part of the archive and then nothing; any other path gets its
  * honest top-level entry only. Each connection is served by its own child.
+ *
+ * The session's name (vmux.hostname= on the kernel command line) picks
+ * what list_shells and attach_shell do, for replies meant to cost the host:
+ *   hbig   list_shells answers 64 MiB of one JSON string
+ *   hwide  list_shells answers a shell whose command has ~200000 arguments
+ *          (under the host's 1 MiB cap: it must be handled in linear time)
+ *   hhang  list_shells never answers (the connection stays open)
+ *   hsize  attach_shell sends a RESIZE frame of 65535x65535, then text
  */
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -160,6 +168,84 @@ static void export(int fd, const char *path)
 	send_all(fd, t.p, t.len);
 }
 
+static char mode[64]; /* the session's name, from /proc/cmdline */
+
+/* Read vmux.hostname= from the kernel command line into mode. */
+static void
+read_mode(void)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/cmdline", "r");
+	const char *p;
+	size_t n = 0;
+
+	if (f == NULL)
+		return;
+	if (fgets(line, sizeof line, f) != NULL &&
+	    (p = strstr(line, "vmux.hostname=")) != NULL) {
+		p += 14;
+		while (p[n] != '\0' && p[n] != ' ' && p[n] != '\n' &&
+		    n + 1 < sizeof mode)
+			n++;
+		memcpy(mode, p, n);
+	}
+	fclose(f);
+}
+
+/* list_shells as the mode says: huge, wide, hung, or escapes. */
+static void
+list_shells(int fd)
+{
+	static char chunk[65536];
+
+	if (strcmp(mode, "hbig") == 0) {
+		send_all(fd, "{\"shells\":[],\"x\":\"", 20);
+		memset(chunk, 'x', sizeof chunk);
+		for (int i = 0; i < 1024; i++)
+			send_all(fd, chunk, sizeof chunk);
+		send_all(fd, "\"}\n", 3);
+	} else if (strcmp(mode, "hwide") == 0) {
+		static const char head[] =
+		    "{\"shells\":[{\"shell_id\":\"w\",\"state\":\"running\","
+		    "\"cols\":80,\"rows\":24,\"clients\":0,\"command\":[\"a\"";
+		send_all(fd, head, sizeof head - 1);
+		for (size_t i = 0; i < sizeof chunk / 4; i++)
+			memcpy(chunk + 4 * i, ",\"x\"", 4);
+		for (int i = 0; i < 14; i++) /* 14 * 16384 arguments */
+			send_all(fd, chunk, sizeof chunk);
+		send_all(fd, "]}]}\n", 5);
+	} else if (strcmp(mode, "hhang") == 0)
+		sleep(3600);
+	else
+		send_all(fd, shells_reply, sizeof shells_reply - 1);
+}
+
+/* hsize's attach: a RESIZE of 65535x65535, then text, then the stream
+ * stays open. */
+static void
+attach_resize(int fd)
+{
+	static const char line[] =
+	    "{\"shell_id\":\"s\",\"cursor\":0,\"attached\":true,"
+	    "\"state\":\"running\",\"cols\":80,\"rows\":24,"
+	    "\"output_bytes\":0,\"oldest_cursor\":0}\n";
+	static const unsigned char resize[] = {
+	    3, 4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+	static const char text[] = "hostile-still-alive\r\n";
+	unsigned char frame[5 + 8 + sizeof text];
+	size_t n = 8 + sizeof text - 1;
+
+	send_all(fd, line, sizeof line - 1);
+	send_all(fd, resize, sizeof resize);
+	frame[0] = 1; /* VMUX_ATTACH_DATA: u64 cursor, then bytes */
+	frame[1] = (unsigned char)n;
+	frame[2] = frame[3] = frame[4] = 0;
+	memset(frame + 5, 0, 8);
+	memcpy(frame + 13, text, sizeof text - 1);
+	send_all(fd, frame, 5 + n);
+	sleep(3600);
+}
+
 /* An attach_shell answer, then an ERROR frame with escapes, then close. */
 static void
 attach(int fd)
@@ -201,11 +287,14 @@ serve(int fd)
 		send_all(fd, "{\"ok\":true,\"poweroff\":true}\n", 28);
 		kill(1, SIGUSR2);
 	} else if (strstr(req, "\"list_shells\"") != NULL)
-		send_all(fd, shells_reply, sizeof shells_reply - 1);
+		list_shells(fd);
 	else if (strstr(req, "\"export_archive\"") != NULL) {
 		request_path(req, path, sizeof path);
 		export(fd, path);
-	} else if (strstr(req, "\"attach_shell\"") != NULL)
+	} else if (strstr(req, "\"attach_shell\"") != NULL &&
+	    strcmp(mode, "hsize") == 0)
+		attach_resize(fd);
+	else if (strstr(req, "\"attach_shell\"") != NULL)
 		attach(fd);
 	else {
 		static const char err[] =
@@ -227,7 +316,8 @@ main(void)
 	int ls = -1, fd;
 
 	signal(SIGPIPE, SIG_IGN);
-	signal(SIGCHLD, SIG_IGN);       /* children reap themselves */
+	signal(SIGCHLD, SIG_IGN); /* children reap themselves */
+	read_mode();
 	for (int i = 0; i < 100; i++) { /* the transport may still load */
 		ls = socket(AF_VSOCK, SOCK_STREAM, 0);
 		if (ls >= 0 &&

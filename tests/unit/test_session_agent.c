@@ -158,11 +158,13 @@ TEST(exchange_sends_one_line_reads_to_eof)
 	close(sv[0]);
 }
 
-TEST(exchange_large_reply)
+/* A reply of size bytes ({"stdout":"xxx..."}), or NULL with cause. */
+static cJSON *
+exchange_sized(size_t big, char **cause)
 {
-	size_t big = 3 * 1024 * 1024, i;
-	char *reply = xmalloc(big + 64), *cause = NULL;
+	char *reply = xmalloc(big + 64);
 	cJSON *req = cJSON_CreateObject(), *o;
+	size_t i;
 	int sv[2];
 	pid_t pid;
 
@@ -170,18 +172,35 @@ TEST(exchange_large_reply)
 	for (i = strlen(reply); i < big; i++)
 		reply[i] = 'x';
 	strcpy(reply + big, "\",\"exit_code\":0}");
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+		fatal("socketpair");
 	pid = fake_agent(sv[1], NULL, reply, 65536);
 	close(sv[1]);
-	o = agent_exchange(sv[0], req, mono_ms() + 10000, NULL, NULL, &cause);
-	CHECK(o != NULL);
-	CHECK_INT(strlen(cJSON_GetObjectItem(o, "stdout")->valuestring),
-	    big - strlen("{\"stdout\":\""));
-	CHECK_INT(reap(pid), 0);
-	cJSON_Delete(o);
+	o = agent_exchange(sv[0], req, mono_ms() + 10000, NULL, NULL, cause);
+	close(sv[0]);
+	kill(pid, SIGKILL);
+	reap(pid);
 	cJSON_Delete(req);
 	free(reply);
-	close(sv[0]);
+	return o;
+}
+
+/* Up to AGENT_MAX_REPLY is parsed; past it, refused without parsing. */
+TEST(exchange_reply_capped)
+{
+	size_t ok = AGENT_MAX_REPLY - 1024;
+	char *cause = NULL;
+	cJSON *o;
+
+	o = exchange_sized(ok, &cause);
+	CHECK(o != NULL);
+	CHECK_INT(strlen(cJSON_GetObjectItem(o, "stdout")->valuestring),
+	    ok - strlen("{\"stdout\":\""));
+	cJSON_Delete(o);
+	o = exchange_sized(64 * 1024 * 1024, &cause);
+	CHECK(o == NULL);
+	CHECK(cause != NULL && strstr(cause, "agent reply too large") != NULL);
+	free(cause);
 }
 
 TEST(exchange_error_reply_maps_cause)
@@ -392,4 +411,36 @@ TEST(reply_bytes_malformed_never_crash)
 	char *b = field(full, "x", &n);
 	CHECK(b != NULL && n == 5);
 	free(b);
+}
+
+/* A shell's command: joined, cut at AGENT_COMMAND_MAX, escaped, linear. */
+TEST(shell_command_joined_capped_escaped)
+{
+	cJSON *s = cJSON_CreateObject(), *argv;
+	char *c;
+	int i;
+
+	c = agent_shell_command(s, "-");
+	CHECK_STR(c, "-");
+	free(c);
+	cJSON_AddStringToObject(s, "command", "top\033[2J");
+	c = agent_shell_command(s, "-");
+	CHECK(strchr(c, '\033') == NULL && strncmp(c, "top", 3) == 0);
+	free(c);
+	cJSON_DeleteItemFromObject(s, "command");
+	argv = cJSON_AddArrayToObject(s, "command");
+	cJSON_AddItemToArray(argv, cJSON_CreateString("ls"));
+	cJSON_AddItemToArray(argv, cJSON_CreateNumber(3));
+	cJSON_AddItemToArray(argv, cJSON_CreateString("-l"));
+	c = agent_shell_command(s, "-");
+	CHECK_STR(c, "ls -l");
+	free(c);
+	/* a million arguments: one pass, AGENT_COMMAND_MAX bytes and "..." */
+	for (i = 0; i < 1000000; i++)
+		cJSON_AddItemToArray(argv, cJSON_CreateString("x"));
+	c = agent_shell_command(s, "-");
+	CHECK_INT(strlen(c), AGENT_COMMAND_MAX + 3);
+	CHECK(strcmp(c + AGENT_COMMAND_MAX, "...") == 0);
+	free(c);
+	cJSON_Delete(s);
 }

@@ -21,8 +21,9 @@ beneath_tree(void)
 
 	if (mkdtemp(d) == NULL)
 		fatal("mkdtemp");
-	xasprintf(&p, "mkdir -p %s/a/b && ln -s /etc %s/link && "
-	              "ln -s .. %s/a/up && touch %s/f",
+	xasprintf(&p,
+	    "mkdir -p %s/a/b && ln -s /etc %s/link && "
+	    "ln -s .. %s/a/up && touch %s/f",
 	    d, d, d, d);
 	if (system(p) != 0)
 		fatal("%s", p);
@@ -72,8 +73,8 @@ TEST(beneath_refuses_symlinks_and_outside)
 
 	/* a symlink at the end, or on the way, even one staying inside */
 	CHECK_INT(open_st(root, "/link", &st, &cause), -1);
-	CHECK(strstr(cause, "/link is a symlink or has one on its path") !=
-	    NULL);
+	CHECK(
+	    strstr(cause, "/link is a symlink or has one on its path") != NULL);
 	free(cause);
 	CHECK_INT(open_st(root, "/a/up/a", &st, &cause), -1);
 	CHECK(strstr(cause, "symlink") != NULL);
