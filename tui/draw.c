@@ -298,14 +298,23 @@ static void
 draw_sidebar(struct tui *t)
 {
 	const struct rect *r = &t->lay.sidebar;
-	int y = r->y, row = 0;
+	int y = r->y, row = 0, first;
 	char buf[256], mem[16];
 
+	if (t->sidebar_lines != r->h) {
+		t->sidebar_line_row = xreallocarray(t->sidebar_line_row,
+		    (size_t)(r->h > 0 ? r->h : 1), sizeof *t->sidebar_line_row);
+		t->sidebar_lines = r->h;
+	}
+	for (int k = 0; k < r->h; k++)
+		t->sidebar_line_row[k] = -1;
 	draw_style(t, TH_SIDEBAR_HEAD);
 	put_text(y++, r->x, r->w, t->opts.local ? " local" : " SESSIONS");
 	for (size_t i = 0; i < t->model.n && y < r->y + r->h; i++) {
 		struct msession *s = &t->model.sessions[i];
 		int sel = row == t->sel;
+
+		first = y;
 		mem_str(s->memory_mb, mem, sizeof mem);
 		draw_style(t, sel ? TH_SIDEBAR_SEL : TH_SIDEBAR_HEAD);
 		snprintf(buf, sizeof buf, "%s %s", sel ? ">" : " ", s->name);
@@ -329,7 +338,17 @@ draw_sidebar(struct tui *t)
 			put_text(y + 1, r->x + 3, r->w - 3, s->detail);
 			y++;
 		}
+		/* its agent did not answer (this session only) */
+		if (s->error != NULL && *s->error != '\0' &&
+		    y + 1 < r->y + r->h) {
+			draw_style(t, sel ? TH_SIDEBAR_SEL : TH_ERROR);
+			put_text(y + 1, r->x, r->w, "");
+			put_text(y + 1, r->x + 3, r->w - 3, s->error);
+			y++;
+		}
 		y++;
+		for (int k = first; k < y && k < r->y + r->h; k++)
+			t->sidebar_line_row[k - r->y] = row;
 		row++;
 		for (size_t j = 0; j < s->nshells && y < r->y + r->h; j++) {
 			struct mshell *sh = &s->shells[j];
@@ -345,6 +364,7 @@ draw_sidebar(struct tui *t)
 			        : (strcmp(sh->state, "running") == 0
 			                  ? TH_SIDEBAR
 			                  : TH_STOPPED));
+			t->sidebar_line_row[y - r->y] = row;
 			put_text(y++, r->x, r->w, buf);
 			row++;
 		}

@@ -151,7 +151,12 @@ input_mouse(struct tui *t)
 		return;
 	if (ev.x < t->lay.sidebar.x + t->lay.sidebar.w &&
 	    (ev.bstate & BUTTON1_PRESSED)) {
-		tui_sidebar_pick(t, ev.y - 1);
+		int line = ev.y - t->lay.sidebar.y;
+
+		/* the row drawn on that line, as draw_sidebar recorded it */
+		if (line >= 0 && line < t->sidebar_lines &&
+		    t->sidebar_line_row[line] >= 0)
+			tui_sidebar_pick(t, t->sidebar_line_row[line]);
 		return;
 	}
 	if (p == NULL)

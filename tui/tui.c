@@ -405,6 +405,7 @@ tui_free(struct tui *t)
 	for (size_t i = 0; i < t->npanes; i++)
 		pane_free(t->panes[i]);
 	free(t->panes);
+	free(t->sidebar_line_row);
 	for (size_t i = 0; i < t->ntiles; i++)
 		pane_free(t->tiles[i]);
 	free(t->tiles);

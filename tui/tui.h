@@ -555,7 +555,11 @@ struct tui {
 	char *cur_session;  /* selected session */
 	char *cur_shell;    /* selected shell (of cur_session) */
 	int sel;            /* sidebar selection: row index */
-	int want_shell;     /* open a shell in cur_session when none exists */
+	/* What each drawn sidebar line selects: a row index or -1. Filled by
+	 * draw_sidebar, read by the mouse, so a click picks what it hit. */
+	int *sidebar_line_row;
+	int sidebar_lines;
+	int want_shell; /* open a shell in cur_session when none exists */
 
 	struct pane **panes;
 	size_t npanes;

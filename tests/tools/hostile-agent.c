@@ -20,7 +20,8 @@
  *   hwide  list_shells answers a shell whose command has ~200000 arguments
  *          (under the host's 1 MiB cap: it must be handled in linear time)
  *   hhang  list_shells never answers (the connection stays open)
- *   hsize  attach_shell sends a RESIZE frame of 65535x65535, then text
+ *   hsize  open_shell answers shell "s"; attach_shell sends a RESIZE frame
+ *          of 65535x65535, then text
  */
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -291,6 +292,12 @@ serve(int fd)
 	else if (strstr(req, "\"export_archive\"") != NULL) {
 		request_path(req, path, sizeof path);
 		export(fd, path);
+	} else if (strstr(req, "\"open_shell\"") != NULL &&
+	    strcmp(mode, "hsize") == 0) {
+		static const char opened[] =
+		    "{\"shell_id\":\"s\",\"state\":\"running\",\"cols\":80,"
+		    "\"rows\":24,\"pid\":9}\n";
+		send_all(fd, opened, sizeof opened - 1);
 	} else if (strstr(req, "\"attach_shell\"") != NULL &&
 	    strcmp(mode, "hsize") == 0)
 		attach_resize(fd);

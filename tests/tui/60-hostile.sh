@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# 60-hostile: one hostile or hung guest never stalls the TUI for the others
+# (tests/tools/hostile-agent.c, picked by session name): while hhang's agent
+# never answers list_shells, its row says so and the other session's shell
+# still types and echoes; hsize's RESIZE of 65535x65535 is clamped, the TUI
+# stays alive and small; a mouse click selects the row drawn under it.
+source "$(dirname "$0")/../e2e/lib.sh"
+source "$(dirname "$0")/tmux.sh"
+
+tui_cleanup() {
+	local rc=$?
+	tui_tmux_kill
+	(exit $rc)
+	e2e_cleanup
+}
+trap tui_cleanup EXIT
+
+IMG=$BUILD/tests/hostile-initrd.img
+[[ -f $IMG ]] || { echo "FAIL $IMG missing (make test builds it)"; exit 1; }
+need_session ok
+need_session hhang --initrd "$IMG"
+need_session hsize --initrd "$IMG"
+
+wait_screen() { wait_on main "$1" "${2:-20}"; }
+type_line() { tm send-keys -t main -l -- "$1" && tm send-keys -t main Enter; }
+prefix() { tm send-keys -t main C-b && tm send-keys -t main "$@"; }
+
+# click X Y: a left click (press, release) at 0-based column X, line Y, as
+# the X10 mouse protocol tmux-256color's kmous names.
+click() {
+	local b=' ' r='#' x y
+	x=$(printf "\\x$(printf %x $(($1 + 33)))")
+	y=$(printf "\\x$(printf %x $(($2 + 33)))")
+	tm send-keys -t main -l -- $'\e[M'"$b$x$y" && tm send-keys -t main -l -- $'\e[M'"$r$x$y"
+}
+
+HOSTENV="env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME"
+mkdir -p "$TMP/home"
+tm new-session -d -s main -x 100 -y 30 \
+	"cd $TMP; $HOSTENV PS1='host\$ ' bash --norc --noprofile"
+wait_on main '^host\$' 10 || exit 1
+type_line "$VMUX tui ok; echo TUI-EXIT=\$?"
+
+t_hung_guest_stalls_nobody() {
+	wait_screen 'ok:shell-1 live' 30 || return 1
+	# hhang's row says its agent does not answer ...
+	wait_screen '^ +hhang' 30 && wait_screen 'timed out waiting' 30 || return 1
+	# ... and ok's shell answers keys meanwhile, again and again
+	for i in 1 2 3; do
+		type_line "echo alive-\$((6*7))-$i" || return 1
+		wait_screen "alive-42-$i" 10 || return 1
+	done
+}
+
+t_huge_resize_clamped() {
+	local pid hwm
+	prefix : && tm send-keys -t main -l 'select hsize' && tm send-keys -t main Enter || return 1
+	prefix c || return 1
+	wait_screen 'hostile-still-alive' 30 || return 1
+	wait_screen 'hsize:s live' 10 || return 1
+	prefix '?' || return 1
+	wait_screen 'help: q or Esc closes' 10 || return 1
+	tm send-keys -t main q || return 1
+	pid=$(pgrep -f "$VMUX tui ok" | head -n 1)
+	hwm=$(awk '/^VmHWM/ { print $2 }' /proc/"$pid"/status)
+	echo "TUI peak RSS after a 65535x65535 RESIZE and a hung guest: ${hwm} KiB"
+	((hwm > 0 && hwm < 262144)) || fail "TUI peak RSS ${hwm} KiB"
+}
+
+t_click_selects_the_row_under_it() {
+	local y
+	# the line where ok's shell-1 is drawn, below the " ok" header
+	y=$(screen main | awk '/^ .? ok /{ s = 1 } s && /shell-1 running/ { print NR - 1; exit }')
+	[[ $y =~ ^[0-9]+$ ]] || fail "no ok:shell-1 row: $(screen main)" || return 1
+	click 4 "$y" || return 1
+	wait_screen 'ok:shell-1 live' 10
+}
+
+check "a hung guest is marked; the other shell still answers" t_hung_guest_stalls_nobody
+check "a 65535x65535 RESIZE is clamped; the TUI stays alive and small" t_huge_resize_clamped
+check "a click selects the sidebar row drawn under it" t_click_selects_the_row_under_it
