@@ -63,6 +63,7 @@ launch_cleanup(struct session_record *r)
 	if (!r->vsock_kernel)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
 	fs_stop(r, 1000);
+	net_stop(r, 1000);
 	if (r->sock_dir != NULL)
 		rmtree(r->sock_dir);
 	rmtree(r->dir);
@@ -405,6 +406,7 @@ launch_qemu(
 	struct qemu_config cfg;
 	struct settings st;
 	char **argv, *exit_path, *append, *netdev, *limiter = NULL;
+	int net_fd = -1;
 
 	if (r->nallow_hosts > 0) { /* see net.c: --fwd-limit */
 		limiter = r->bridge_bin != NULL
@@ -487,7 +489,13 @@ launch_qemu(
 	watch.boot_ms = mono_ms();
 	watch.ttl_s = r->ttl_s;
 	watch.idle_s = r->idle_s;
-	*pid = proc_spawn_watched(argv, -1, r->qemu_log, exit_path, &w, cause);
+	if (net_start(r, &net_fd, cause) == 0) {
+		*pid = proc_spawn_watched(
+		    argv, net_fd, r->qemu_log, exit_path, &w, cause);
+		if (net_fd >= 0) /* QEMU has it (or failed: passt ends) */
+			close(net_fd);
+	} else
+		*pid = -1;
 	argv_free(argv);
 	free(exit_path);
 	free(append);
@@ -596,6 +604,7 @@ launch_reset(struct session_record *r)
 	if (!r->vsock_kernel)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
 	fs_stop(r, 1000);
+	net_stop(r, 1000);
 	for (size_t i = 0; i < r->nmounts; i++)
 		r->mounts[i].pid = 0;
 	r->qemu_pid = r->bridge_pid = 0;

@@ -1,9 +1,16 @@
 /*
- * net.c: a session's network, QEMU's user-mode stack (libslirp) on the host.
+ * net.c: a session's network, a user-mode stack on the host: passt for
+ * --net, QEMU's own (libslirp) for the restricted modes.
  *
  * No flag, no NIC: the guest has only loopback and vsock. --net gives a
- * virtio-net NIC with outbound NAT (guest 10.0.2.15, gateway and host
- * 10.0.2.2, DNS 10.0.2.3). --allow-host NAME:PORT instead gives a NIC on a
+ * virtio-net NIC with outbound NAT by passt (guest 10.0.2.15, gateway
+ * 10.0.2.2, DNS 10.0.2.3 forwarded to the host's resolver), started by
+ * vmux with one end of a socketpair, QEMU holding the other (-netdev
+ * stream, fd 3); passt ends when QEMU does. passt runs with --no-map-gw
+ * and vmux-netguard.so preloaded, so no address a guest can use reaches a
+ * service on the host's loopback (libslirp maps 10.0.2.2 to it, and a
+ * guest's root can route 127.0.0.0/8 out of its NIC): the outside world,
+ * not the host. --allow-host NAME:PORT instead gives a NIC on a
  * restricted stack (slirp restrict=on: nothing leaves the VM) where each
  * allowed destination is a guestfwd: the guest connects to a private
  * address (10.0.2.100 and up, which its /etc/hosts names NAME) and the
@@ -13,9 +20,13 @@
  * session holds at most NET_FWD_CONNS of them at once. --publish H:G
  * forwards host port H (on 127.0.0.1 only) to guest port G.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session.h"
@@ -104,6 +115,155 @@ net_has_nic(const struct session_record *r)
 	return r->net || r->nallow_hosts > 0 || r->npublish > 0;
 }
 
+/* Is r's network passt's (--net without --allow-host)? */
+int
+net_uses_passt(const struct session_record *r)
+{
+	return r->net && r->nallow_hosts == 0;
+}
+
+/* passt's pid file in r's directory. Free it. */
+static char *
+net_pid_path(const struct session_record *r)
+{
+	char *p;
+
+	xasprintf(&p, "%s/passt.pid", r->dir);
+	return p;
+}
+
+/*
+ * Start passt for r when its network is passt's: *qemu_fd is the socket
+ * end QEMU gets as fd 3 (the caller closes it once QEMU has it), -1 when
+ * there is no passt. 0, or -1 with cause.
+ */
+int
+net_start(const struct session_record *r, int *qemu_fd, char **cause)
+{
+	char *argv[40], *passt = NULL, *guard = NULL, *preload = NULL;
+	char *log = NULL, *exit_path = NULL, *pidp, **ports = NULL, buf[32];
+	int n = 0, sv[2] = {-1, -1}, rc = -1, fd;
+	size_t i, nports = 0;
+	pid_t pid;
+
+	*qemu_fd = -1;
+	if (!net_uses_passt(r))
+		return 0;
+	if ((passt = find_program("passt", "VMUX_PASST", cause)) == NULL) {
+		free(*cause);
+		xasprintf(cause,
+		    "--net needs passt (apt-get install passt, "
+		    "or set VMUX_PASST)");
+		return -1;
+	}
+	if ((guard = find_program(
+	         "vmux-netguard.so", "VMUX_NETGUARD", cause)) == NULL)
+		goto out;
+	xasprintf(&preload, "LD_PRELOAD=%s", guard);
+	argv[n++] = "/usr/bin/env";
+	argv[n++] = preload;
+	argv[n++] = passt;
+	argv[n++] = "--foreground";
+	argv[n++] = "--fd";
+	argv[n++] = "3";
+	argv[n++] = "-4";
+	argv[n++] = "--address";
+	argv[n++] = "10.0.2.15";
+	argv[n++] = "--netmask";
+	argv[n++] = "24";
+	argv[n++] = "--gateway";
+	argv[n++] = "10.0.2.2";
+	argv[n++] = "--dns-forward";
+	argv[n++] = "10.0.2.3";
+	argv[n++] = "--no-map-gw";
+	argv[n++] = "--udp-ports";
+	argv[n++] = "none";
+	ports = xcalloc(r->npublish + 1, sizeof *ports);
+	for (i = 0; i < r->npublish && n + 3 < (int)nitems(argv); i++) {
+		char *why = NULL;
+		if (net_publish_check(r->publish[i], &why) != 0) {
+			free(why); /* checked at creation; a record is data */
+			continue;
+		}
+		xasprintf(&ports[nports], "127.0.0.1/%s", r->publish[i]);
+		argv[n++] = "--tcp-ports";
+		argv[n++] = ports[nports++];
+	}
+	if (nports == 0) {
+		argv[n++] = "--tcp-ports";
+		argv[n++] = "none";
+	}
+	argv[n] = NULL;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		goto out;
+	}
+	xasprintf(&log, "%s/passt.log", r->dir);
+	xasprintf(&exit_path, "%s/passt.exit", r->dir);
+	unlink(exit_path);
+	if ((pid = proc_spawn(argv, sv[1], log, exit_path, cause)) < 0)
+		goto out;
+	pidp = net_pid_path(r);
+	snprintf(buf, sizeof buf, "%ld\n", (long)pid);
+	fd = open(pidp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		write_all(fd, buf, strlen(buf));
+		close(fd);
+	}
+	free(pidp);
+	*qemu_fd = sv[0];
+	sv[0] = -1;
+	rc = 0;
+out:
+	if (sv[0] >= 0)
+		close(sv[0]);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	for (i = 0; i < nports; i++)
+		free(ports[i]);
+	free(ports);
+	free(log);
+	free(exit_path);
+	free(preload);
+	free(guard);
+	free(passt);
+	return rc;
+}
+
+/*
+ * End r's passt, if it has one (it ends by itself once QEMU is gone: this
+ * waits for that, then insists), and wait for its reaper's record.
+ */
+void
+net_stop(const struct session_record *r, int term_ms)
+{
+	char *pidp, *exit_path, buf[32];
+	long pid = 0;
+	int fd;
+	ssize_t got;
+
+	if (!net_uses_passt(r))
+		return;
+	pidp = net_pid_path(r);
+	if ((fd = open(pidp, O_RDONLY | O_CLOEXEC)) >= 0) {
+		got = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (got > 0) {
+			buf[got] = '\0';
+			pid = strtol(buf, NULL, 10);
+		}
+	}
+	xasprintf(&exit_path, "%s/passt.exit", r->dir);
+	if (pid > 0 && proc_matches((pid_t)pid, "passt")) {
+		proc_wait_gone((pid_t)pid, "passt", mono_ms() + 1000);
+		proc_terminate((pid_t)pid, "passt", term_ms);
+		proc_exit_wait(exit_path, mono_ms() + 2000);
+	}
+	unlink(pidp);
+	free(exit_path);
+	free(pidp);
+}
+
 /* Do allowed hosts i and j name the same host? */
 static int
 same_host(const struct session_record *r, size_t i, size_t j)
@@ -176,8 +336,10 @@ net_netdev(const struct session_record *r, const char *limiter)
 
 	if (!net_has_nic(r))
 		return NULL;
-	xasprintf(&s, "user,id=net0,ipv6=off,restrict=%s",
-	    r->net && r->nallow_hosts == 0 ? "off" : "on");
+	if (net_uses_passt(r)) /* net_start gives QEMU its socket as fd 3 */
+		return xstrdup(
+		    "stream,id=net0,server=off,addr.type=fd,addr.str=3");
+	xasprintf(&s, "user,id=net0,ipv6=off,restrict=on");
 	for (i = 0; i < r->npublish; i++) {
 		const char *v = r->publish[i], *colon = strchr(v, ':');
 		if (net_publish_check(v, &cause) != 0) {

@@ -259,6 +259,9 @@ int net_has_nic(const struct session_record *);
 #define NET_FWD_CONNS 64 /* allowed hosts' connections at once, per session */
 int net_cmd_path_ok(const char *path);
 char *net_netdev(const struct session_record *, const char *limiter);
+int net_uses_passt(const struct session_record *);
+int net_start(const struct session_record *, int *qemu_fd, char **cause);
+void net_stop(const struct session_record *, int term_ms);
 char *net_cmdline(const struct session_record *);
 
 /* logcap.c: logs kept bounded (the current part and the one before) */

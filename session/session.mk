@@ -33,3 +33,13 @@ $(BIN)/vmux-fsd: $(patsubst %.c,$(BUILD)/obj/%.o,$(FSD_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^
+
+# vmux-netguard.so: preloaded into passt so a --net guest never reaches the
+# host's loopback (session/netguard/).
+PROGRAMS += $(BIN)/vmux-netguard.so
+
+$(BIN)/vmux-netguard.so: session/netguard/netguard.c
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  SO      $@")
+	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -shared \
+	    -o $@ $< -ldl

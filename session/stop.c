@@ -275,6 +275,7 @@ session_stop(const struct session_record *r, int force, int power_ms)
 	if (proc_terminate(r->qemu_pid, needle, force ? 0 : STOP_TERM_MS) != 0)
 		rc = -1;
 	fs_stop(r, STOP_TERM_MS);
+	net_stop(r, STOP_TERM_MS);
 	/* The bridge exits by itself once QEMU is gone; help it along. */
 	if (!r->vsock_kernel) {
 		proc_wait_gone(r->bridge_pid, r->vsock_uds,

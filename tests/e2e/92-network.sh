@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# 92-network: no NIC by default; --net reaches a server on the host;
+# 92-network: no NIC by default; --net reaches an outside host (a network
+# namespace on a TEST-NET address, made and removed here) and no service on
+# the host's loopback by any address, even when the guest's root routes
+# 127.0.0.0/8 out of its NIC;
 # --allow-host reaches exactly the allowed destination (forwarded by the
 # host) and nothing else; --publish forwards a host port in; a profile that
 # locks the network off refuses all of them; a guest's connections cost
@@ -22,6 +25,30 @@ free_port() {
 	done
 }
 
+# An outside host: a network namespace behind a veth pair, 198.51.100.2,
+# with a server; removed at the end (never 192.0.2.x: this machine's own).
+NS=vmux-e2e-$$
+VH=vx$$h VN=vx$$n
+net_cleanup() {
+	local rc=$?
+	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+	ip link del "$VH" 2>/dev/null
+	(exit $rc)
+	e2e_cleanup
+}
+trap net_cleanup EXIT
+ip netns add "$NS" && ip link add "$VH" type veth peer name "$VN" &&
+	ip link set "$VN" netns "$NS" && ip addr add 198.51.100.1/30 dev "$VH" &&
+	ip link set "$VH" up && ip netns exec "$NS" ip addr add 198.51.100.2/30 dev "$VN" &&
+	ip netns exec "$NS" ip link set "$VN" up && ip netns exec "$NS" ip link set lo up ||
+	{ echo "FAIL cannot make the outside host (ip netns)"; exit 1; }
+PO=$(free_port)
+ip netns exec "$NS" socat TCP-LISTEN:"$PO",bind=198.51.100.2,fork,reuseaddr SYSTEM:"echo outside-server" &
+bg_track $!
+wait_for 10 bash -c "echo | socat -T2 - TCP:198.51.100.2:$PO 2>/dev/null | grep -q outside-server" ||
+	{ echo "FAIL outside server"; exit 1; }
+
 P1=$(free_port)
 P2=$(free_port)
 serve "$P1" allowed-server || { echo "FAIL server on $P1"; exit 1; }
@@ -36,11 +63,45 @@ t_no_nic_by_default() {
 	[[ $? -ne 0 && $out != *allowed-server* ]] || fail "reached the host: $out"
 }
 
-t_net_reaches_the_host() {
+# gnc HOST PORT: in session nat, what a connection to HOST:PORT answers
+# (bounded: a refused guest connection may never complete).
+gnc() { vmux exec nat -- sh -c "timeout 5 nc $1 $2 </dev/null" 2>/dev/null; }
+
+t_net_reaches_outside_not_the_host() {
+	local a pid
 	need_session nat --net
 	expect_eq network "$(session_field nat network)" nat || return 1
-	expect_eq "server 1" "$(vmux exec nat -- nc -w 5 10.0.2.2 "$P1" </dev/null)" allowed-server || return 1
-	expect_eq "server 2" "$(vmux exec nat -- nc -w 5 10.0.2.2 "$P2" </dev/null)" other-server
+	expect_eq outside "$(gnc 198.51.100.2 "$PO")" outside-server || return 1
+	# the host's loopback services: by no address the guest can use
+	for a in 10.0.2.2 10.0.2.3 10.0.2.15 198.51.100.1 0.0.0.0; do
+		[[ $(gnc $a "$P1") != *server* ]] || fail "reached the host's loopback via $a" || return 1
+	done
+	# the guest's root routes 127.0.0.0/8 out of its NIC: still nothing
+	vmux exec nat -- sh -c 'ip route del 127.0.0.0/8 table local; ip addr del 127.0.0.1/8 dev lo;
+		ip route add 127.0.0.0/8 via 10.0.2.2 &&
+		for f in /proc/sys/net/ipv4/conf/*/route_localnet; do echo 1 > $f; done' || return 1
+	expect_match "routed" "$(vmux exec nat -- ip route)" "127.0.0.0/8 via 10.0.2.2" || return 1
+	[[ $(gnc 127.0.0.1 "$P1") != *server* ]] || fail "reached the host's 127.0.0.1" || return 1
+	[[ $(gnc 127.0.0.1 "$P2") != *server* ]] || fail "reached the host's 127.0.0.1" || return 1
+	# and the outside still answers
+	expect_match "outside after" "$(gnc 198.51.100.2 "$PO")" outside-server || return 1
+	# passt ends with the session
+	pid=$(cat "$(session_field nat dir)/passt.pid")
+	[[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" || fail "no passt running: $pid" || return 1
+	vmux rm -f nat || return 1
+	! kill -0 "$pid" 2>/dev/null || fail "passt $pid left running"
+}
+
+# --net with --publish: passt forwards the host's 127.0.0.1:H in.
+t_net_publish_forwards_in() {
+	local hp
+	hp=$(free_port)
+	need_session np --net --publish "$hp:8080"
+	vmux exec np -- sh -c 'nc -l -p 8080 -e echo net-published-ok >/dev/null 2>&1 &' || return 1
+	wait_for 20 bash -c "echo | socat -T2 - TCP:127.0.0.1:$hp 2>/dev/null | grep -q net-published-ok" ||
+		fail "no answer on host port $hp" || return 1
+	! ss -ltn "sport = :$hp" | grep -Eq "(0.0.0.0|\*):$hp " || fail "published on every address" || return 1
+	vmux rm -f np
 }
 
 t_allowlist_both_ways() {
@@ -118,7 +179,8 @@ t_bad_values_and_locked_profile() {
 }
 
 check "no NIC by default: the host is unreachable" t_no_nic_by_default
-check "--net: outbound NAT reaches servers on the host" t_net_reaches_the_host
+check "--net: the outside world, never the host's loopback" t_net_reaches_outside_not_the_host
+check "--net --publish: a host port (loopback) forwards in through passt" t_net_publish_forwards_in
 check "--allow-host: the allowed destination only, enforced by the host" t_allowlist_both_ways
 check "--allow-host: at most 64 host forwarders per session, freed on close" t_allowlist_connections_bounded
 check "--publish: a host port (loopback) forwards to the guest" t_publish_forwards_in

@@ -30,8 +30,10 @@ TEST(net_nat)
 
 	memset(&r, 0, sizeof r);
 	r.net = 1;
+	/* passt's, never libslirp's (which maps 10.0.2.2 to the host) */
+	CHECK(net_uses_passt(&r));
 	s = net_netdev(&r, "/usr/lib/vmux/vmux-bridge");
-	CHECK_STR(s, "user,id=net0,ipv6=off,restrict=off");
+	CHECK_STR(s, "stream,id=net0,server=off,addr.type=fd,addr.str=3");
 	free(s);
 	s = net_cmdline(&r);
 	CHECK_STR(s, " vmux.net=nat");
