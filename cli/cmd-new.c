@@ -8,6 +8,7 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -284,6 +285,21 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		        WORKSPACE_MAX_MB, &v, cause) != 0)
 			return -1;
 		p->disk_mb = v;
+	}
+	/* An image of one's own is a disk too: no larger than a lock allows. */
+	if ((s = args_get(a, "workspace")) != NULL &&
+	    profile_locked(p, PROFILE_DISK)) {
+		struct stat st;
+
+		if (stat(s, &st) == 0 &&
+		    st.st_size > (off_t)p->disk_mb * 1024 * 1024) {
+			xasprintf(cause,
+			    "--workspace %s: 'disk' is locked by profile '%s' "
+			    "to %lld MiB; this image is %lld MiB",
+			    s, p->name, (long long)p->disk_mb,
+			    (long long)(st.st_size / (1024 * 1024)));
+			return -1;
+		}
 	}
 	host_limits(&host_cpus, &host_mb);
 	if (p->cpus > host_cpus) {

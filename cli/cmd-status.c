@@ -193,7 +193,7 @@ status_print(const cJSON *o)
 	const cJSON *s = cJSON_GetObjectItem(o, "sessions");
 	const cJSON *r = cJSON_GetObjectItem(o, "resources");
 	const cJSON *e, *errs = cJSON_GetObjectItem(o, "recent_errors");
-	char *safe;
+	char *safe, *sess, *cmd;
 
 	printf("vmux %s, home %s\n", str(o, "version"), str(o, "home"));
 	printf("backend: %s (%s), accel %s%s%s%s\n", str(b, "version"),
@@ -216,9 +216,15 @@ status_print(const cJSON *o)
 	printf("recent errors: %.0f\n", num(o, "recent_error_count"));
 	cJSON_ArrayForEach(e, errs)
 	{
+		/* argv as typed and messages: newlines and escapes shown
+		 * escaped, so no line can pass for vmux's own */
 		safe = str_printable(str(e, "message"), 0);
-		printf("  %s  %-12s %-8s %s\n", str(e, "time"),
-		    str(e, "session"), str(e, "command"), safe);
+		sess = str_printable(str(e, "session"), 0);
+		cmd = str_printable(str(e, "command"), 0);
+		printf(
+		    "  %s  %-12s %-8s %s\n", str(e, "time"), sess, cmd, safe);
+		free(cmd);
+		free(sess);
 		free(safe);
 	}
 }

@@ -423,6 +423,15 @@ launch_qemu(
 			free(limiter);
 			return -1;
 		}
+		if (!net_cmd_path_ok(r->dir)) {
+			xasprintf(cause,
+			    "--allow-host: the session's directory %s has "
+			    "spaces, commas or quotes QEMU cannot pass on; "
+			    "set VMUX_HOME to a plain path",
+			    r->dir);
+			free(limiter);
+			return -1;
+		}
 	}
 	if (settings_load(&st, cause) != 0) { /* console-log-max, each boot */
 		free(limiter);

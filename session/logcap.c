@@ -34,6 +34,36 @@ logcap_prev_path(const char *path)
 }
 
 /*
+ * The first offset in [cut, end) that starts a line (the byte before it is
+ * a newline), or end. Reads 64 KiB at a time.
+ */
+static off_t
+logcap_line_start(int fd, off_t cut, off_t end)
+{
+	char buf[65536];
+	off_t at = cut - 1; /* the byte before a candidate start */
+
+	if (cut <= 0)
+		return 0;
+	while (at < end - 1) {
+		size_t want = end - 1 - at > (off_t)sizeof buf
+		    ? sizeof buf
+		    : (size_t)(end - 1 - at);
+		ssize_t n = pread(fd, buf, want, at);
+		char *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return end;
+		if ((nl = memchr(buf, '\n', (size_t)n)) != NULL)
+			return at + (nl - buf) + 1;
+		at += n;
+	}
+	return end;
+}
+
+/*
  * Append in[off..end) to out; the offset reached (end, or where in ended
  * early), or -errno.
  */
@@ -70,7 +100,7 @@ int
 logcap_rotate(const char *path, off_t max)
 {
 	struct stat st;
-	char *prev, *tmp, c;
+	char *prev, *tmp;
 	off_t from, end;
 	int fd, out, rc = 0, pass;
 
@@ -78,11 +108,9 @@ logcap_rotate(const char *path, off_t max)
 		return 0;
 	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return -errno;
-	/* start at a line: the first one after the cut */
-	for (from = st.st_size - max; from < st.st_size; from++) {
-		if (pread(fd, &c, 1, from - 1) != 1 || c == '\n')
-			break;
-	}
+	/* start at a line: the first one after the cut, found a block at a
+	 * time (a console without newlines must not cost a syscall a byte) */
+	from = logcap_line_start(fd, st.st_size - max, st.st_size);
 	if (from >= st.st_size)
 		from = st.st_size - max; /* one endless line: cut it */
 	prev = logcap_prev_path(path);

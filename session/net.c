@@ -16,8 +16,9 @@
  * address (10.0.2.100 and up, which its /etc/hosts names NAME) and the
  * host, not the guest, opens the connection to NAME:PORT, with socat. So
  * the allowlist is enforced outside the guest's reach. QEMU starts one
- * socat per connection; each runs under vmux-bridge --fwd-limit, so a
- * session holds at most NET_FWD_CONNS of them at once. --publish H:G
+ * socat per connection; each runs under vmux-bridge --fwd-limit with the
+ * session's own directory (its slots are locks there), so a session holds
+ * at most NET_FWD_CONNS of them at once. --publish H:G
  * forwards host port H (on 127.0.0.1 only) to guest port G.
  */
 #include <errno.h>
@@ -360,9 +361,9 @@ net_netdev(const struct session_record *r, const char *limiter)
 			continue;
 		}
 		xasprintf(&t,
-		    "%s,guestfwd=tcp:10.0.2.%zu:%s-cmd:%s --fwd-limit %u %d "
+		    "%s,guestfwd=tcp:10.0.2.%zu:%s-cmd:%s --fwd-limit %s %d "
 		    "socat STDIO TCP:%.*s:%s",
-		    s, NET_FWD_BASE + slot, colon + 1, limiter, r->cid,
+		    s, NET_FWD_BASE + slot, colon + 1, limiter, r->dir,
 		    NET_FWD_CONNS, (int)(colon - v), v, colon + 1);
 		free(s);
 		s = t;

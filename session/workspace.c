@@ -229,15 +229,15 @@ workspace_in_use(
 
 /*
  * Move session name's workspace image out of its state directory before
- * the directory is removed: to <home>/workspaces/NAME.img (or NAME-TIME.img
- * when that exists). The new path, or NULL with cause.
+ * the directory is removed: to <home>/workspaces/NAME.img, or NAME-2.img,
+ * NAME-3.img ... when that exists (never over a kept one, however fast
+ * they come). The new path, or NULL with cause.
  */
 char *
 workspace_keep(
     const char *home, const char *name, const char *path, char **cause)
 {
-	char *dir, *dst;
-	struct stat st;
+	char *dir, *dst = NULL;
 
 	xasprintf(&dir, "%s/workspaces", home);
 	if (mkdir_p(dir, 0700) != 0) {
@@ -245,17 +245,32 @@ workspace_keep(
 		free(dir);
 		return NULL;
 	}
-	xasprintf(&dst, "%s/%s.img", dir, name);
-	if (lstat(dst, &st) == 0) {
+	/* never over a kept one: NAME.img, else NAME-2.img, NAME-3.img ... */
+	for (int i = 1; i <= 10000; i++) {
+		if (i == 1)
+			xasprintf(&dst, "%s/%s.img", dir, name);
+		else
+			xasprintf(&dst, "%s/%s-%d.img", dir, name, i);
+		if (renameat2(
+		        AT_FDCWD, path, AT_FDCWD, dst, RENAME_NOREPLACE) == 0)
+			break;
+		if (errno != EEXIST) {
+			xasprintf(cause,
+			    "cannot keep the workspace %s as %s: %s", path, dst,
+			    strerror(errno));
+			free(dst);
+			free(dir);
+			return NULL;
+		}
 		free(dst);
-		xasprintf(
-		    &dst, "%s/%s-%lld.img", dir, name, (long long)time(NULL));
+		dst = NULL;
 	}
 	free(dir);
-	if (rename(path, dst) != 0) {
-		xasprintf(cause, "cannot keep the workspace %s as %s: %s", path,
-		    dst, strerror(errno));
-		free(dst);
+	if (dst == NULL) {
+		xasprintf(cause,
+		    "cannot keep the workspace %s: too many kept "
+		    "workspaces of that name",
+		    path);
 		return NULL;
 	}
 	return dst;

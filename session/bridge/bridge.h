@@ -295,7 +295,7 @@ int connect_parse(const char *, size_t, uint32_t *port, size_t *linelen);
 #define FWD_LIMIT_MAX  1024
 #define FWD_LIMIT_FULL 75 /* every slot taken: the connection is refused */
 
-int fwd_slot_take(uint32_t cid, unsigned n);
+int fwd_slot_take(const char *dir, unsigned n);
 int fwd_limit_main(int argc, char **argv);
 
 /* pump.c */

@@ -3,7 +3,7 @@
  *
  *   vmux-bridge --vhost-user PATH --uds PATH --guest-cid N
  *       [--allow-port P]... [--connect-timeout MS] [--ready-fd FD]
- *   vmux-bridge --fwd-limit CID N PROGRAM [ARG...]    (fwdlimit.c)
+ *   vmux-bridge --fwd-limit DIR N PROGRAM [ARG...]    (fwdlimit.c)
  *
  * Creates both listening sockets, writes "ready\n" to --ready-fd and closes
  * it, then serves until QEMU disconnects or SIGTERM/SIGINT (exit 0). A bad

@@ -78,7 +78,8 @@ refused(const struct sockaddr *sa, socklen_t len)
 	if (sa->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
 		const struct sockaddr_in *in = (const void *)sa;
 
-		if (dns_v4.s_addr != 0 && in->sin_addr.s_addr == dns_v4.s_addr &&
+		if (dns_v4.s_addr != 0 &&
+		    in->sin_addr.s_addr == dns_v4.s_addr &&
 		    ntohs(in->sin_port) == 53)
 			return 0;
 		return v4_is_host(ntohl(in->sin_addr.s_addr));
@@ -109,8 +110,8 @@ connect(int fd, const struct sockaddr *sa, socklen_t len)
 }
 
 ssize_t
-sendto(int fd, const void *buf, size_t n, int flags,
-    const struct sockaddr *sa, socklen_t len)
+sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *sa,
+    socklen_t len)
 {
 	if (refused(sa, len)) {
 		errno = ECONNREFUSED;

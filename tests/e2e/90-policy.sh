@@ -50,6 +50,13 @@ t_user_profile_and_locks() {
 	[[ $? -eq 2 ]] && expect_match locked "$out" "--cpus: 'cpus' is locked by profile 'teach'" || return 1
 	out=$(vmux new t1 --profile teach --pids 65 2>&1)
 	[[ $? -eq 2 ]] && expect_match locked "$out" "'pids' is locked by profile 'teach'" || return 1
+	# a workspace image of one's own is held to a locked disk size too
+	printf 'inherit default\ndisk 1024\nlock disk\n' >"$XDG_CONFIG_HOME/vmux/profiles/small.profile"
+	truncate -s 2G "$TMP/big.img"
+	out=$(vmux new t3 --profile small --workspace "$TMP/big.img" 2>&1)
+	[[ $? -eq 2 ]] && expect_match "disk lock" "$out" "--workspace $TMP/big.img: 'disk' is locked by profile 'small' to 1024 MiB; this image is 2048 MiB" || return 1
+	[[ ! -e $VMUX_HOME/sessions/t3 ]] || fail "t3 left behind" || return 1
+	rm -f "$TMP/big.img"
 	# the locked value itself is fine
 	need_session t1 --profile teach --pids 64
 	expect_eq pids "$(vmux exec t1 -- cat /sys/fs/cgroup/vmux-user/pids.max)" 64 || return 1

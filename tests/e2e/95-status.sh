@@ -38,6 +38,17 @@ t_error_ring_keeps_last_50() {
 	expect_match table "$(vmux status)" "nosuch59 +exec +no session named 'nosuch59'"
 }
 
+# A session name (argv as typed) holding a newline and an escape cannot
+# forge a line of vmux's own in the table.
+t_error_fields_printed_escaped() {
+	local out
+	vmux exec $'evil\nvmux: forged line\e[2J' -- true 2>/dev/null && return 1
+	out=$(vmux status)
+	[[ $out != *$'\nvmux: forged line'* ]] || fail "a forged line: $out" || return 1
+	[[ $out != *$'\e'* ]] || fail "an escape reached the terminal" || return 1
+	expect_match escaped "$out" 'evil\\x0avmux: forged line\\x1b\[2J'
+}
+
 t_concurrent_errors_all_kept() {
 	local i
 	for i in $(seq 1 20); do
@@ -64,5 +75,6 @@ t_sessions_by_state() {
 
 check "status: version, backend, profiles, resources; QEMU missing said" t_status_fields
 check "error ring keeps the last 50 with time, session, command, message" t_error_ring_keeps_last_50
+check "error fields print escaped: no forged line, no escape" t_error_fields_printed_escaped
 check "20 concurrent failures: all recorded, ring still 50" t_concurrent_errors_all_kept
 check "sessions by state and resources in use" t_sessions_by_state

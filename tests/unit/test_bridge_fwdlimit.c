@@ -4,16 +4,41 @@
  */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "test_bridge_fake.h"
 
-/* A CID no real session of this host uses at the same time. */
-static uint32_t
-test_cid(void)
+/* A private directory for one test's slots (two: two sessions). */
+static char slot_dirs[2][64];
+
+/* Remove the slot directories (at the end of each test). */
+static void
+remove_dirs(void)
 {
-	return 4000000000u + (uint32_t)getpid() % 100000u;
+	char cmd[200];
+
+	for (int i = 0; i < 2; i++) {
+		if (slot_dirs[i][0] == '\0')
+			continue;
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", slot_dirs[i]);
+		if (system(cmd) != 0)
+			fprintf(stderr, "cannot remove %s\n", slot_dirs[i]);
+		slot_dirs[i][0] = '\0';
+	}
+}
+
+static const char *
+test_dir(int i)
+{
+	if (slot_dirs[i][0] == '\0') {
+		snprintf(
+		    slot_dirs[i], sizeof slot_dirs[i], "/tmp/vmux-fwd-XXXXXX");
+		if (mkdtemp(slot_dirs[i]) == NULL)
+			abort();
+	}
+	return slot_dirs[i];
 }
 
 /* Run fwd_limit_main(argv) in a child; its exit status, or -1. */
@@ -37,61 +62,60 @@ run_limit(char **argv)
 
 TEST(fwd_slots_are_taken_and_freed)
 {
-	uint32_t cid = test_cid();
+	const char *dir = test_dir(0);
 	int a, b, c;
 
-	a = fwd_slot_take(cid, 2);
-	b = fwd_slot_take(cid, 2);
+	a = fwd_slot_take(dir, 2);
+	b = fwd_slot_take(dir, 2);
 	CHECK(a >= 0);
 	CHECK(b >= 0);
-	CHECK_INT(fwd_slot_take(cid, 2), -1); /* both taken */
+	CHECK_INT(fwd_slot_take(dir, 2), -1); /* both taken */
 	/* another session's slots are its own */
-	c = fwd_slot_take(cid + 1, 2);
+	c = fwd_slot_take(test_dir(1), 2);
 	CHECK(c >= 0);
 	close(c);
-	close(a); /* the kernel frees it with the socket */
-	a = fwd_slot_take(cid, 2);
+	close(a); /* the kernel frees it with the file */
+	a = fwd_slot_take(dir, 2);
 	CHECK(a >= 0);
 	close(a);
 	close(b);
+	CHECK(fwd_slot_take("/no/such/dir", 2) < -1);
+	remove_dirs();
 }
 
 TEST(fwd_limit_runs_the_program_in_a_slot_or_refuses)
 {
-	char cid[16];
-	char *run[] = {"vmux-bridge", "--fwd-limit", cid, "1", "/bin/sh", "-c",
-	    "exit 5", NULL};
+	char *run[] = {"vmux-bridge", "--fwd-limit", (char *)test_dir(0), "1",
+	    "/bin/sh", "-c", "exit 5", NULL};
 	int held;
 
-	snprintf(cid, sizeof cid, "%u", test_cid());
 	CHECK_INT(run_limit(run), 5);
 	/* the slot is free again once the program ended */
 	CHECK_INT(run_limit(run), 5);
-	held = fwd_slot_take(test_cid(), 1);
+	held = fwd_slot_take(test_dir(0), 1);
 	CHECK(held >= 0);
 	CHECK_INT(run_limit(run), FWD_LIMIT_FULL);
 	close(held);
 	CHECK_INT(run_limit(run), 5);
+	remove_dirs();
 }
 
 TEST(fwd_limit_bad_arguments)
 {
-	char *few[] = {"vmux-bridge", "--fwd-limit", "5", "1", NULL};
-	char *cid[] = {
-	    "vmux-bridge", "--fwd-limit", "2", "1", "/bin/true", NULL};
-	char *cid2[] = {
-	    "vmux-bridge", "--fwd-limit", "5x", "1", "/bin/true", NULL};
-	char *n0[] = {
-	    "vmux-bridge", "--fwd-limit", "5", "0", "/bin/true", NULL};
+	char *d = (char *)test_dir(0);
+	char *few[] = {"vmux-bridge", "--fwd-limit", d, "1", NULL};
+	char *rel[] = {
+	    "vmux-bridge", "--fwd-limit", "rel/dir", "1", "/bin/true", NULL};
+	char *n0[] = {"vmux-bridge", "--fwd-limit", d, "0", "/bin/true", NULL};
 	char *nbig[] = {
-	    "vmux-bridge", "--fwd-limit", "5", "1025", "/bin/true", NULL};
+	    "vmux-bridge", "--fwd-limit", d, "1025", "/bin/true", NULL};
 	char *noexec[] = {
-	    "vmux-bridge", "--fwd-limit", "5", "1", "/no/such/program", NULL};
+	    "vmux-bridge", "--fwd-limit", d, "1", "/no/such/program", NULL};
 
 	CHECK_INT(run_limit(few), 2);
-	CHECK_INT(run_limit(cid), 2);
-	CHECK_INT(run_limit(cid2), 2);
+	CHECK_INT(run_limit(rel), 2);
 	CHECK_INT(run_limit(n0), 2);
 	CHECK_INT(run_limit(nbig), 2);
 	CHECK_INT(run_limit(noexec), 127);
+	remove_dirs();
 }

@@ -54,16 +54,17 @@ TEST(net_allowlist_is_restricted_one_address_per_host)
 	r.publish = pub;
 	r.npublish = 1;
 	r.cid = 7;
+	r.dir = "/s/al";
 	s = net_netdev(&r, "/usr/lib/vmux/vmux-bridge");
 	CHECK_STR(s,
 	    "user,id=net0,ipv6=off,restrict=on,"
 	    "hostfwd=tcp:127.0.0.1:8080-:80,"
 	    "guestfwd=tcp:10.0.2.100:5432-cmd:/usr/lib/vmux/vmux-bridge "
-	    "--fwd-limit 7 64 socat STDIO TCP:db.local:5432,"
+	    "--fwd-limit /s/al 64 socat STDIO TCP:db.local:5432,"
 	    "guestfwd=tcp:10.0.2.101:6379-cmd:/usr/lib/vmux/vmux-bridge "
-	    "--fwd-limit 7 64 socat STDIO TCP:cache:6379,"
+	    "--fwd-limit /s/al 64 socat STDIO TCP:cache:6379,"
 	    "guestfwd=tcp:10.0.2.100:5433-cmd:/usr/lib/vmux/vmux-bridge "
-	    "--fwd-limit 7 64 socat STDIO TCP:db.local:5433");
+	    "--fwd-limit /s/al 64 socat STDIO TCP:db.local:5433");
 	free(s);
 	s = net_cmdline(&r);
 	CHECK_STR(s,

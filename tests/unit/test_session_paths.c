@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -287,4 +288,35 @@ TEST(fnv1a_known_values)
 {
 	CHECK(hash_fnv1a("") == 0xcbf29ce484222325ULL);
 	CHECK(hash_fnv1a("a") == 0xaf63dc4c8601ec8cULL);
+}
+
+/* rm --keep-workspace twice, in the same second: both kept, none lost. */
+TEST(workspace_keep_never_overwrites)
+{
+	char *home = tmpdir(), *a, *b, *k1, *k2, *k3, *cause = NULL, *cmd;
+
+	xasprintf(&a, "%s/a.img", home);
+	xasprintf(&b, "%s/b.img", home);
+	touch(a, 0);
+	touch(b, 0);
+	k1 = workspace_keep(home, "dev", a, &cause);
+	k2 = workspace_keep(home, "dev", b, &cause);
+	CHECK(k1 != NULL && k2 != NULL);
+	CHECK(strcmp(k1, k2) != 0);
+	CHECK(strstr(k1, "/workspaces/dev.img") != NULL);
+	CHECK(strstr(k2, "/workspaces/dev-2.img") != NULL);
+	CHECK_INT(access(k1, F_OK), 0);
+	CHECK_INT(access(k2, F_OK), 0);
+	/* a missing image: an error naming it, nothing moved */
+	k3 = workspace_keep(home, "dev", a, &cause);
+	CHECK(k3 == NULL && strstr(cause, "a.img") != NULL);
+	free(cause);
+	xasprintf(&cmd, "rm -rf '%s'", home);
+	CHECK_INT(system(cmd), 0);
+	free(cmd);
+	free(k1);
+	free(k2);
+	free(a);
+	free(b);
+	free(home);
 }

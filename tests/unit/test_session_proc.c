@@ -287,6 +287,18 @@ TEST(logcap_keeps_a_log_bounded)
 	got = slurp(prev);
 	CHECK_STR(got, "cdefghij");
 	free(got);
+	/* a newline 200 KiB past the cut (blocks of 64 KiB): found */
+	{
+		static char big[300000];
+
+		memset(big, 'x', sizeof big);
+		big[250000] = '\n';
+		CHECK(write_all(fd, big, sizeof big) == sizeof big);
+		CHECK_INT(logcap_rotate(log, 260000), 1);
+		got = slurp(prev);
+		CHECK_INT(strlen(got), sizeof big - 250001);
+		free(got);
+	}
 	close(fd);
 	free(log);
 	free(prev);
