@@ -672,7 +672,21 @@ launch_check(
 	if (guest_image_find(
 	        o->kernel, o->initrd, &r->kernel, &r->initrd, cause) != 0)
 		return -1;
-	if (o->accel != NULL)
+	if (o->accel != NULL && strcmp(o->accel, "kvm") == 0) {
+		/* asked for by name: no usable KVM is an error, not TCG */
+		const char *a = accel_detect(&why);
+		if (a == NULL || strcmp(a, "kvm") != 0) {
+			xasprintf(cause,
+			    "--accel kvm: KVM is not usable on this host (%s); "
+			    "use --accel tcg, or leave --accel out to use what "
+			    "works",
+			    why != NULL ? why : "no /dev/kvm");
+			free(why);
+			return -1;
+		}
+		free(why);
+		r->accel = xstrdup("kvm");
+	} else if (o->accel != NULL)
 		r->accel = xstrdup(o->accel);
 	else {
 		const char *a = accel_detect(&why);
@@ -694,7 +708,8 @@ launch_run(const struct launch_opts *o, struct session_record *r, char **cause)
 {
 	enum boot_result res;
 	uint64_t deadline, boot_ms = (uint64_t)o->boot_timeout_s * 1000;
-	int fallback = strcmp(r->accel, "kvm") == 0;
+	/* only a choice of ours falls back: --accel kvm given is kept to */
+	int fallback = strcmp(r->accel, "kvm") == 0 && o->accel == NULL;
 
 	r->status = SESSION_STARTING;
 	r->started = (int64_t)time(NULL);

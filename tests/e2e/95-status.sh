@@ -49,6 +49,22 @@ t_error_fields_printed_escaped() {
 	expect_match escaped "$out" 'evil\\x0avmux: forged line\\x1b\[2J'
 }
 
+# --accel kvm by name on a host without usable KVM is an error with the
+# reason, never a silent TCG guest; where KVM works it is KVM.
+t_explicit_kvm_is_kept_to() {
+	local out
+	if [[ $(vmux status --json | jq -r .backend.accel) == tcg ]]; then
+		out=$(vmux new k1 --accel kvm 2>&1)
+		expect_eq status $? 125 || return 1
+		expect_match reason "$out" "--accel kvm: KVM is not usable on this host \\(.+\\)" || return 1
+		[[ ! -e $VMUX_HOME/sessions/k1 ]] || fail "k1 left behind"
+	else
+		need_session k1 --accel kvm
+		expect_eq accel "$(session_field k1 accel)" kvm || return 1
+		vmux rm -f k1
+	fi
+}
+
 t_concurrent_errors_all_kept() {
 	local i
 	for i in $(seq 1 20); do
@@ -76,5 +92,6 @@ t_sessions_by_state() {
 check "status: version, backend, profiles, resources; QEMU missing said" t_status_fields
 check "error ring keeps the last 50 with time, session, command, message" t_error_ring_keeps_last_50
 check "error fields print escaped: no forged line, no escape" t_error_fields_printed_escaped
+check "--accel kvm without usable KVM: an error with the reason" t_explicit_kvm_is_kept_to
 check "20 concurrent failures: all recorded, ring still 50" t_concurrent_errors_all_kept
 check "sessions by state and resources in use" t_sessions_by_state
