@@ -323,9 +323,13 @@ spawn_start(const struct spawn *sp, char **cause)
 
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (n == sizeof msg && sp->fail_errno != NULL &&
-	    (msg[0] == STEP_CWD || msg[0] == STEP_EXEC))
+	/* exec's errno says not found (127) or cannot run (126); a missing
+	 * cwd is "cannot run", never "command not found" */
+	if (n == sizeof msg && sp->fail_errno != NULL && msg[0] == STEP_EXEC)
 		*sp->fail_errno = msg[1];
+	else if (n == sizeof msg && sp->fail_errno != NULL &&
+	    msg[0] == STEP_CWD)
+		*sp->fail_errno = msg[1] == ENOENT ? ENOTDIR : msg[1];
 	if (n != sizeof msg)
 		xasprintf(cause, "spawn %s: child failed", sp->path);
 	else if (msg[0] == STEP_CWD)

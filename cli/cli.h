@@ -78,6 +78,8 @@ char **args_values(const struct args *, const char *name, int *n);
 int args_number(const char *what, const char *s, long long min, long long max,
     long long *out, char **cause);
 int args_env_valid(const char *kv, char **cause);
+int args_shell_id_valid(const char *id, char **cause);
+const char *args_signal(const char *s, char **cause);
 int args_duration(
     const char *what, const char *s, long long *out, char **cause);
 int args_size_mb(const char *what, const char *s, long long min_mb,

@@ -6,7 +6,7 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/cp-place.c \
             cli/progress.c cli/output.c cli/exec-stream.c cli/cmd-tui.c \
             cli/cmd-stop.c cli/cmd-start.c cli/cmd-logs.c cli/cmd-run.c \
-            cli/cmd-status.c cli/cmd-images.c
+            cli/cmd-status.c cli/cmd-images.c agent/signame.c
 
 PROGRAMS += $(BIN)/vmux
 
@@ -23,7 +23,7 @@ $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
 # code they use (not launch.c, so the test does not need QEMU command lines).
 UNIT_TESTS += cli
 UNIT_cli_SRCS := tests/unit/test_cli_args.c tests/unit/test_cli_print.c \
-                 cli/args.c cli/cmd.c cli/output.c \
+                 cli/args.c cli/cmd.c cli/output.c agent/signame.c \
                  cli/cmd-exec.c cli/exec-stream.c $(SESSION_UNIT_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
 

@@ -65,6 +65,13 @@ cmd_close_exec(struct args *a)
 	char *cause = NULL;
 	int rc;
 
+	for (int i = 1; i < a->argc; i++) {
+		if (args_shell_id_valid(a->argv[i], &cause) != 0) {
+			rc = cli_usage_error(a->entry, "%s", cause);
+			free(cause);
+			return rc;
+		}
+	}
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
 	res = cJSON_CreateObject();

@@ -76,6 +76,12 @@ cmd_exec_request(
 		    "CMD [ARG...])");
 		return -1;
 	}
+	if (*a->argv[1] == '\0') {
+		xasprintf(cause,
+		    "empty command name (usage: vmux exec NAME -- "
+		    "CMD [ARG...])");
+		return -1;
+	}
 	if (s != NULL &&
 	    args_number("--timeout", s, 1, EXEC_TIMEOUT_MAX, &v, cause) != 0)
 		return -1;

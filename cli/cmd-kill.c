@@ -3,7 +3,6 @@
  * runs in the foreground of a shell's terminal, like kill(1). The shell
  * itself stays; `vmux close` ends it.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +49,16 @@ cmd_kill_exec(struct args *a)
 	char *cause = NULL, *name;
 	int rc;
 
-	name = xstrdup(sig != NULL ? sig : "TERM");
-	for (char *p = name; *p != '\0'; p++)
-		*p = (char)toupper((unsigned char)*p);
+	const char *known;
+
+	/* usage errors are found here, not in the guest (exit 2) */
+	if (args_shell_id_valid(a->argv[1], &cause) != 0 ||
+	    (known = args_signal(sig != NULL ? sig : "TERM", &cause)) == NULL) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	name = xstrdup(known);
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0) {
 		free(name);
 		return rc;

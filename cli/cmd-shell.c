@@ -65,24 +65,6 @@ struct shell_req {
 	cJSON *open; /* the open_shell request */
 };
 
-/* A shell id as the agent accepts it. */
-static int
-shell_id_valid(const char *id, char **cause)
-{
-	size_t n = strspn(id,
-	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
-	    "-");
-
-	if (n == 0 || id[n] != '\0' || n > 64) {
-		xasprintf(cause,
-		    "invalid shell id '%s': want 1-64 letters, digits, '.', "
-		    "'_' or '-'",
-		    id);
-		return -1;
-	}
-	return 0;
-}
-
 /* Is t a plausible terminal name to pass on (letters, digits, ._+-)? */
 static int
 term_name_ok(const char *t)
@@ -111,7 +93,7 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	r->detach_key = DETACH_KEY_DEFAULT;
 	if (session_name_valid(r->name, cause) != 0)
 		return -1;
-	if (r->id != NULL && shell_id_valid(r->id, cause) != 0)
+	if (r->id != NULL && args_shell_id_valid(r->id, cause) != 0)
 		return -1;
 	if (key != NULL && detach_key_parse(key, &r->detach_key, cause) != 0)
 		return -1;
@@ -220,7 +202,7 @@ shell_open(const struct vsock_target *t, cJSON *req, char **cause)
 	id = cJSON_GetObjectItemCaseSensitive(reply, "shell_id");
 	if (!cJSON_IsString(id))
 		xasprintf(cause, "agent's open_shell answer has no shell_id");
-	else if (shell_id_valid(id->valuestring, cause) == 0)
+	else if (args_shell_id_valid(id->valuestring, cause) == 0)
 		s = xstrdup(id->valuestring); /* printed as is from here on */
 	cJSON_Delete(reply);
 	return s;

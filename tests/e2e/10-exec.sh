@@ -51,8 +51,16 @@ t_bad_cwd_is_error() {
 	local err rc
 	err=$(vmux exec ex --cwd /no/such/dir -- pwd 2>&1)
 	rc=$?
-	[[ $rc -ne 0 ]] || fail "exit 0 with a missing cwd"
+	# "cannot run" (126), as Docker says for a missing workdir; never
+	# 127, which says the command does not exist
+	expect_eq status "$rc" 126 || return 1
 	expect_match error "$err" 'no/such/dir'
+}
+t_empty_command_is_a_usage_error() {
+	local err
+	err=$(vmux exec ex -- '' 2>&1)
+	expect_eq status $? 2 || return 1
+	expect_match error "$err" 'empty command name'
 }
 t_missing_command_is_error() {
 	local err
@@ -84,6 +92,7 @@ t_ping() {
 }
 
 check "exec prints stdout" t_stdout
+check "exec -- '': a usage error found on the host (2)" t_empty_command_is_a_usage_error
 check "the guest's host name is the session's name" t_hostname_is_the_session_name
 check "exec keeps stderr apart" t_stderr_separate
 check "exec exits with the command's status" t_exit_code

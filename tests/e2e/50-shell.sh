@@ -290,7 +290,21 @@ t_errors() {
 	expect_match "bad id" "$err" 'invalid shell id' || return 1
 	err=$(vmux shells nosuch 2>&1)
 	expect_eq "bad session" $? 125 || return 1
-	expect_match "bad session" "$err" "nosuch"
+	expect_match "bad session" "$err" "nosuch" || return 1
+	# usage errors are found on the host: exit 2, in the user's words
+	err=$(vmux kill sh 'bad id!' 2>&1)
+	expect_eq "kill bad id" $? 2 || return 1
+	expect_match "kill bad id" "$err" "invalid shell id 'bad id!'" || return 1
+	err=$(vmux close sh raw 'x y' 2>&1)
+	expect_eq "close bad id" $? 2 || return 1
+	expect_match "close bad id" "$err" "invalid shell id 'x y'" || return 1
+	err=$(vmux kill sh raw -s BOGUS 2>&1)
+	expect_eq "bad signal" $? 2 || return 1
+	expect_match "bad signal" "$err" "invalid signal 'BOGUS'" || return 1
+	err=$(vmux kill sh raw -s 99 2>&1)
+	expect_eq "bad number" $? 2 || return 1
+	# numbers as kill(1) takes them: 18 is CONT, harmless to the shell
+	expect_eq "numeric signal" "$(vmux kill sh raw -s 18 --json | jq -r .signal)" CONT
 }
 
 t_idle_timeout() {
