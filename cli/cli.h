@@ -313,6 +313,7 @@ struct exec_outcome {
 	int capture; /* keep the output (--json) instead of writing it */
 	struct exec_capture out, err;
 	int code, sig, timed_out;
+	int broken_pipe; /* our stdout's reader left */
 };
 int exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
     int forward_stdin, struct exec_outcome *, char **cause);

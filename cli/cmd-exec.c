@@ -8,6 +8,7 @@
  * 126 when it could not run, 127 when it was not found, 128+N when signal
  * N killed it, 125 for vmux's own errors. The agent enforces the timeout.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,7 +285,10 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 	fflush(stdout);
 	rc = exec_stream_run(sock, rest, rest_len, forward, &o, &cause);
 	free(rest);
-	if (rc != 0) {
+	if (rc != 0 && o.broken_pipe) {
+		free(cause); /* quiet, as SIGPIPE is for any tool */
+		rc = 128 + SIGPIPE;
+	} else if (rc != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		rc = EXIT_VMUX;

@@ -221,7 +221,8 @@ cp_upload(const struct vsock_target *t, struct cp_spec *spec, char **cause)
 		goto out;
 	}
 	progress_init(&pr, "upload", (uint64_t)size);
-	pr.on = pr.on && !spec->quiet;
+	if (spec->quiet) /* pr.on is 2 for --progress-lines: keep it */
+		pr.on = 0;
 	if (cp_send_archive(sock, fd, (uint64_t)size, &pr, cause) != 0) {
 		progress_done(&pr, 0);
 		goto out;
@@ -387,7 +388,8 @@ cp_download(const struct vsock_target *t, struct cp_spec *spec, char **cause)
 	set_nonblock(sock, 1);
 	progress_init(&pr, "download",
 	    cJSON_IsNumber(size) ? (uint64_t)size->valuedouble : 0);
-	pr.on = pr.on && !spec->quiet;
+	if (spec->quiet) /* pr.on is 2 for --progress-lines: keep it */
+		pr.on = 0;
 	if (rest_len > 0) {
 		progress_add(&pr, rest_len);
 		if (tar_extract_feed(te, rest, rest_len, cause) != 0)

@@ -73,6 +73,9 @@ exec_output(const struct attach_frame *f, struct exec_outcome *o, char **cause)
 	if (f->len > 0 &&
 	    write_all(out ? STDOUT_FILENO : STDERR_FILENO, f->payload, f->len) <
 	        0) {
+		/* a reader that left (| head) ends us quietly, as it ends any
+		 * Unix tool: status 141, no message */
+		o->broken_pipe = errno == EPIPE;
 		xasprintf(cause, "writing the command's %s: %s",
 		    out ? "output" : "errors", strerror(errno));
 		return -1;

@@ -75,14 +75,22 @@ t_guest_dir_both_ways() {
 	[[ -x $W/down-renamed/run.sh ]] || fail "mode lost"
 }
 t_big_file_both_ways() {
-	local sum
+	local sum done total
 	head -c $((16 << 20)) /dev/urandom >"$W/big"
 	sum=$(md5sum <"$W/big" | cut -d' ' -f1)
 	vmux cp "$W/big" cp:/tmp/big 2>"$TMP/err" || return 1
 	[[ ! -s $TMP/err ]] || fail "stderr not a tty but got: $(cat "$TMP/err")" || return 1
 	expect_eq "guest sum" "$(gsh 'md5sum < /tmp/big' | cut -d' ' -f1)" "$sum" || return 1
 	vmux cp cp:/tmp/big "$W/big.back" || return 1
-	expect_eq "host sum" "$(md5sum <"$W/big.back" | cut -d' ' -f1)" "$sum"
+	expect_eq "host sum" "$(md5sum <"$W/big.back" | cut -d' ' -f1)" "$sum" || return 1
+	# --progress-lines without a terminal: lines for a program, no escapes
+	vmux cp --progress-lines "$W/big" cp:/tmp/big2 2>"$TMP/err" || return 1
+	! grep -q $'\e' "$TMP/err" || fail "escapes: $(od -c "$TMP/err" | head -n 3)" || return 1
+	grep -Eq '^vmux-progress [0-9]+ [0-9]+$' "$TMP/err" || fail "no lines: $(cat "$TMP/err")" || return 1
+	read -r _ done total < <(tail -n 1 "$TMP/err")
+	expect_eq "last line: all of it" "$done" "$total" || return 1
+	vmux cp --progress-lines cp:/tmp/big2 "$W/big.2" 2>"$TMP/err" || return 1
+	grep -Eq '^vmux-progress [0-9]+ [0-9]+$' "$TMP/err" || fail "download: no lines: $(cat "$TMP/err")"
 }
 t_progress_on_a_tty() {
 	# stderr on a terminal: the progress line with bytes and rate
