@@ -105,6 +105,8 @@ void cmd_print_overview(int to_stderr);
 char *cmd_usage(const struct cmd_entry *);
 void cmd_print_help(const struct cmd_entry *);
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *cli_item_error(int many, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 struct cJSON;
 void cli_json_printable(struct cJSON *);
 void cli_json_print(FILE *, const struct cJSON *, int pretty);

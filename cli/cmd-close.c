@@ -61,7 +61,8 @@ cmd_close_exec(struct args *a)
 {
 	struct session_record r;
 	struct vsock_target t;
-	cJSON *req, *reply, *res, *closed;
+	cJSON *req, *reply, *res, *closed, *failed;
+	int many = a->argc > 2;
 	char *cause = NULL;
 	int rc;
 
@@ -77,21 +78,35 @@ cmd_close_exec(struct args *a)
 	res = cJSON_CreateObject();
 	cJSON_AddStringToObject(res, "session", a->argv[0]);
 	closed = cJSON_AddArrayToObject(res, "closed");
+	failed = cJSON_CreateArray();
 	for (int i = 1; i < a->argc; i++) {
 		req = cJSON_CreateObject();
 		cJSON_AddStringToObject(req, "action", "close_shell");
 		cJSON_AddStringToObject(req, "shell_id", a->argv[i]);
 		reply = cli_agent(&t, req, CLOSE_REQUEST_S, &cause);
 		if (reply == NULL) {
-			cli_error("%s", cause);
+			char *msg = cli_item_error(many, "%s", cause);
+			cJSON *o = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(o, "shell_id", a->argv[i]);
+			cJSON_AddStringToObject(o, "error", msg);
+			cJSON_AddItemToArray(failed, o);
+			free(msg);
 			free(cause);
 			cause = NULL;
 			rc = EXIT_VMUX;
-		} else
+		} else {
 			cJSON_AddItemToArray(closed, close_json(reply));
+			if (many && !cli_json())
+				printf("closed %s\n", a->argv[i]);
+		}
 		cJSON_Delete(reply);
 	}
 	record_free(&r);
+	if (many) /* each shell's fate, not one error hiding the rest */
+		cJSON_AddItemToObject(res, "failed", failed);
+	else
+		cJSON_Delete(failed);
 	cli_result(res);
 	return rc;
 }

@@ -46,8 +46,8 @@ cmd_rm_exec(struct args *a)
 {
 	char *home, *cause = NULL, *kept;
 	int i, rc = 0, force = args_has(a, "force");
-	int keep = args_has(a, "keep-workspace");
-	cJSON *removed = cJSON_CreateArray(), *res;
+	int keep = args_has(a, "keep-workspace"), many = a->argc > 1;
+	cJSON *removed = cJSON_CreateArray(), *res, *results;
 
 	for (i = 0; i < a->argc; i++) {
 		if (session_name_valid(a->argv[i], &cause) != 0) {
@@ -62,20 +62,35 @@ cmd_rm_exec(struct args *a)
 		cJSON_Delete(removed);
 		return EXIT_VMUX;
 	}
+	results = cJSON_CreateArray();
 	for (i = 0; i < a->argc; i++) {
+		cJSON *item = cJSON_CreateObject();
+		char *msg;
+
 		kept = NULL;
+		cJSON_AddStringToObject(item, "name", a->argv[i]);
 		if (session_remove(
 		        home, a->argv[i], force, keep, &kept, &cause) != 0) {
-			cli_error("%s", cause);
+			msg = cli_item_error(many, "%s", cause);
+			cJSON_AddBoolToObject(item, "removed", 0);
+			cJSON_AddStringToObject(item, "error", msg);
+			free(msg);
 			free(cause);
 			cause = NULL;
 			rc = EXIT_VMUX;
-		} else
+		} else {
 			cJSON_AddItemToArray(
 			    removed, cJSON_CreateString(a->argv[i]));
-		if (kept != NULL)
+			cJSON_AddBoolToObject(item, "removed", 1);
+			if (many && !cli_json()) /* say each, as docker rm */
+				printf("removed %s\n", a->argv[i]);
+		}
+		if (kept != NULL) {
 			cli_noticef(
 			    "workspace of '%s' kept as %s", a->argv[i], kept);
+			cJSON_AddStringToObject(item, "workspace_kept", kept);
+		}
+		cJSON_AddItemToArray(results, item);
 		free(kept);
 	}
 	free(home);
@@ -86,6 +101,10 @@ cmd_rm_exec(struct args *a)
 	else
 		cJSON_AddItemToObject(
 		    res, "removed", cJSON_Duplicate(removed, 1));
+	if (many)
+		cJSON_AddItemToObject(res, "results", results);
+	else
+		cJSON_Delete(results);
 	cJSON_Delete(removed);
 	cli_result(res);
 	return rc;

@@ -62,16 +62,31 @@ cmd_stop_exec(struct args *a)
 		goto out;
 	}
 	for (i = 0; i < a->argc; i++) {
+		char *msg;
+
 		got = session_halt(home, a->argv[i], "user", (int)secs * 1000,
 		    cli_notice, &cause);
+		o = cJSON_CreateObject();
 		if (got < 0) {
-			cli_error("%s", cause);
+			msg = cli_item_error(a->argc > 1, "%s", cause);
 			free(cause);
 			cause = NULL;
 			rc = EXIT_VMUX;
+			if (a->argc > 1) { /* each name gets its result */
+				cJSON_AddStringToObject(o, "name", a->argv[i]);
+				cJSON_AddStringToObject(o, "error", msg);
+				cJSON_AddItemToArray(arr, o);
+			} else
+				cJSON_Delete(o);
+			free(msg);
 			continue;
 		}
-		o = cJSON_CreateObject();
+		if (a->argc > 1) {
+			cJSON_AddStringToObject(o, "name", a->argv[i]);
+			if (!cli_json()) /* say each, as docker stop */
+				printf("stopped %s%s\n", a->argv[i],
+				    got == 1 ? " (forced)" : "");
+		}
 		cJSON_AddStringToObject(o, "stopped", a->argv[i]);
 		cJSON_AddBoolToObject(o, "forced", got == 1);
 		cJSON_AddItemToArray(arr, o);

@@ -153,6 +153,31 @@ cli_error(const char *fmt, ...)
 	free(msg);
 }
 
+/*
+ * One of several names failed (rm a b, stop a b, close s 1 2): like
+ * cli_error, except that under --json, when each name gets a result of its
+ * own (many), the message stays in that result, not in one error object
+ * that would hide what was done for the others. Returns the message for
+ * the result (the caller frees it).
+ */
+char *
+cli_item_error(int many, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg;
+
+	va_start(ap, fmt);
+	xvasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (!many || !cli_json()) {
+		cli_error("%s", msg);
+		return msg;
+	}
+	free(cli_last_error);
+	cli_last_error = xstrdup(msg);
+	return msg;
+}
+
 /* The last error reported (for the error ring), or NULL. */
 char *cli_last_error;
 

@@ -73,7 +73,28 @@ t_crash_then_rm() {
 		fail "state not crashed after QEMU died" || return 1
 	# The bridge notices QEMU is gone and exits by itself.
 	wait_for 15 bash -c "! kill -0 $b 2>/dev/null" || fail "bridge outlived QEMU" || return 1
-	vmux rm cr && no_session_dir cr
+	# several names, one failing: each is said, in --json a result each
+	local j
+	j=$(vmux rm cr nosuch --json)
+	expect_eq status $? 125 || return 1
+	expect_eq "cr removed" "$(jq -r '.results[0] | "\(.name) \(.removed)"' <<<"$j")" "cr true" || return 1
+	expect_eq "nosuch said" "$(jq -r '.results[1].error' <<<"$j")" "no session named 'nosuch'" || return 1
+	no_session_dir cr
+}
+
+# Human output of several names: what was done on stdout, each failure on
+# stderr (as docker stop/rm).
+t_several_names_say_each() {
+	local out
+	need_session two
+	out=$(vmux stop two nosuch 2>"$TMP/err")
+	expect_eq status $? 125 || return 1
+	expect_eq stdout "$out" "stopped two" || return 1
+	expect_match stderr "$(cat "$TMP/err")" "no session named 'nosuch'" || return 1
+	out=$(vmux rm two nosuch2 2>"$TMP/err")
+	expect_eq status $? 125 || return 1
+	expect_eq stdout "$out" "removed two" || return 1
+	no_session_dir two
 }
 t_rm_leaves_nothing() {
 	local q b uds
@@ -96,4 +117,5 @@ check "bad flags exit 2 and create nothing" t_bad_flags
 check "missing QEMU: clear error, nothing left" t_missing_qemu
 check "missing guest image: clear error, nothing left" t_missing_image
 check "crashed VM shows crashed, bridge exits, rm works" t_crash_then_rm
+check "stop and rm of several names say each" t_several_names_say_each
 check "rm leaves no process, socket or state" t_rm_leaves_nothing
