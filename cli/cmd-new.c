@@ -49,7 +49,7 @@ static volatile int new_interrupted;
 static void
 new_signal(int sig)
 {
-	new_interrupted = 1;
+	new_interrupted = sig; /* 128 + it is the exit status */
 }
 
 /* Print a launch notice (e.g. the TCG fallback) on stderr. */
@@ -382,11 +382,19 @@ cmd_new_exec(struct args *a)
 	o.notice = new_notice;
 	o.interrupted = &new_interrupted;
 	cli_trap_interrupts(new_signal);
+	transport_cancel_on(&new_interrupted);
 
 	if (session_launch(&o, &r, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
-		rc = EXIT_VMUX;
+		rc = new_interrupted ? 128 + new_interrupted : EXIT_VMUX;
+	} else if (new_interrupted) {
+		/* booted just as the signal came: undo it, as asked */
+		record_free(&r);
+		if (session_remove(home, a->argv[0], 1, 0, NULL, &cause) != 0)
+			free(cause);
+		cli_error("interrupted: session '%s' not created", a->argv[0]);
+		rc = 128 + new_interrupted;
 	} else {
 		struct session_entry e = {.name = r.name, .ok = 1, .rec = r};
 		if (cli_json())

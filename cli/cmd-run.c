@@ -63,7 +63,7 @@ static void
 run_signal(int sig)
 {
 	(void)sig;
-	run_interrupted = 1;
+	run_interrupted = sig; /* 128 + it is the exit status */
 }
 
 /* A fresh name: run- and 8 hex digits. */
@@ -227,6 +227,7 @@ cmd_run_exec(struct args *a)
 	o.notice = cli_notice;
 	o.interrupted = &run_interrupted;
 	cli_trap_interrupts(run_signal);
+	transport_cancel_on(&run_interrupted);
 	dir = session_dir(home, name);
 	if (args_get(a, "name") != NULL && stat(dir, &st) == 0) {
 		free(dir);

@@ -57,7 +57,7 @@ static void
 start_signal(int sig)
 {
 	(void)sig;
-	start_interrupted = 1;
+	start_interrupted = sig; /* 128 + it is the exit status */
 }
 
 /* Boot the session (stopping it first for restart). */
@@ -97,10 +97,18 @@ cmd_start_exec(struct args *a)
 	o.notice = cli_notice;
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);
+	transport_cancel_on(&start_interrupted);
 	if (session_start(&o, &r, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
-		rc = EXIT_VMUX;
+		rc = start_interrupted ? 128 + start_interrupted : EXIT_VMUX;
+	} else if (start_interrupted) {
+		/* booted just as the signal came: stop it, as asked */
+		record_free(&r);
+		if (session_halt(home, a->argv[0], "user", 0, NULL, &cause) < 0)
+			free(cause);
+		cli_error("interrupted: session '%s' left stopped", a->argv[0]);
+		rc = 128 + start_interrupted;
 	} else {
 		struct session_entry e = {.name = r.name, .ok = 1, .rec = r};
 		cli_result(ls_session_json(&e));

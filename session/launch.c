@@ -561,6 +561,12 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		rd = now + PING_REPLY_MS < deadline ? now + PING_REPLY_MS
 		                                    : deadline;
 		reply = agent_call(&t, req, cd, rd, NULL, NULL, &why);
+		if (reply != NULL && o->interrupted != NULL &&
+		    *o->interrupted) {
+			/* ready, but the user asked to stop: still stop */
+			cJSON_Delete(reply);
+			continue;
+		}
 		if (reply != NULL) {
 			cJSON_Delete(reply);
 			res = BOOT_READY;
@@ -585,6 +591,10 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 	pid_t pid = 0;
 	int rc;
 
+	if (o->interrupted != NULL && *o->interrupted) {
+		xasprintf(cause, "interrupted before booting '%s'", r->name);
+		return BOOT_FAILED;
+	}
 	if (!r->vsock_kernel) {
 		/* keep the pid even when it never got ready: cleanup needs it
 		 */

@@ -361,6 +361,8 @@ int transport_handshake(int fd, unsigned port, uint64_t deadline,
 int transport_connect(const struct vsock_target *, unsigned port,
     uint64_t deadline, char **cause);
 int wait_fd(int fd, short events, uint64_t deadline);
+void transport_cancel_on(volatile int *flag);
+int transport_cancelled(void);
 int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
 
 /* agent_client.c */

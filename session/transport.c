@@ -39,6 +39,26 @@ session_target(const struct session_record *r, struct vsock_target *t)
 	t->uds = r->vsock_kernel ? NULL : r->vsock_uds;
 }
 
+static volatile int *cancel_flag; /* see transport_cancel_on */
+
+/*
+ * From now on, every wait here ends early (-ECANCELED, or "interrupted")
+ * once *flag is non-zero: a signal handler sets it, so Ctrl-C during a
+ * boot stops it at once instead of after a connect's deadline. NULL: off.
+ */
+void
+transport_cancel_on(volatile int *flag)
+{
+	cancel_flag = flag;
+}
+
+/* Has the caller's flag asked every wait to end? */
+int
+transport_cancelled(void)
+{
+	return cancel_flag != NULL && *cancel_flag != 0;
+}
+
 /* poll one fd until events or deadline: 1 ready, 0 timed out, -errno. */
 int
 wait_fd(int fd, short events, uint64_t deadline)
@@ -49,6 +69,8 @@ wait_fd(int fd, short events, uint64_t deadline)
 		uint64_t now = mono_ms();
 		int left, n;
 
+		if (transport_cancelled())
+			return -ECANCELED;
 		if (now >= deadline)
 			return 0;
 		left = deadline - now > 60000 ? 60000 : (int)(deadline - now);
@@ -306,6 +328,10 @@ transport_connect(const struct vsock_target *t, unsigned port,
 			    "guest port %u is not accepting connections "
 			    "(nothing listening, or the guest is not up)",
 			    port);
+			return -1;
+		}
+		if (transport_cancelled()) {
+			xasprintf(cause, "interrupted");
 			return -1;
 		}
 		if (backoff > deadline - now)

@@ -82,6 +82,34 @@ t_crash_then_rm() {
 	no_session_dir cr
 }
 
+# Ctrl-C (or SIGTERM) to vmux new while the VM boots stops the boot at
+# once and cleans up: status 128+N, no session, no process left; at any
+# moment, including the very start.
+t_interrupt_during_boot() {
+	local p rc sig n
+	for sig in INT TERM; do
+		"$VMUX" new "i$sig" >/dev/null 2>"$TMP/err" &
+		p=$!
+		wait_for 60 pgrep -f "$VMUX_HOME/sessions/i$sig/console.log" >/dev/null ||
+			fail "no QEMU for i$sig" || return 1
+		kill -"$sig" "$p"
+		wait "$p"
+		rc=$?
+		n=$(kill -l "$sig")
+		expect_eq "$sig status" "$rc" $((128 + n)) || return 1
+		expect_match "$sig said" "$(cat "$TMP/err")" "interrupted" || return 1
+		no_session_dir "i$sig" || fail "i$sig left a session" || return 1
+	done
+	# at once, before anything started
+	"$VMUX" new iearly >/dev/null 2>&1 &
+	p=$!
+	kill -TERM "$p"
+	wait "$p"
+	no_session_dir iearly || fail "iearly left a session" || return 1
+	# nothing of theirs runs (lc's processes are the only ones left)
+	[[ -z $(pgrep -f "$VMUX_HOME/sessions/i(INT|TERM|early)/") ]] || fail "left running"
+}
+
 # Human output of several names: what was done on stdout, each failure on
 # stderr (as docker stop/rm).
 t_several_names_say_each() {
@@ -118,4 +146,5 @@ check "missing QEMU: clear error, nothing left" t_missing_qemu
 check "missing guest image: clear error, nothing left" t_missing_image
 check "crashed VM shows crashed, bridge exits, rm works" t_crash_then_rm
 check "stop and rm of several names say each" t_several_names_say_each
+check "Ctrl-C or SIGTERM during new stops the boot and cleans up" t_interrupt_during_boot
 check "rm leaves no process, socket or state" t_rm_leaves_nothing
