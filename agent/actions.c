@@ -17,10 +17,11 @@
 #include "agent.h"
 
 /* Reply with an error formatted like printf. */
-static void reply_errorf(struct agent *a, struct conn *c, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void reply_errorf(struct agent *a, struct conn *c, const char *code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static void
-reply_errorf(struct agent *a, struct conn *c, const char *fmt, ...)
+reply_errorf(
+    struct agent *a, struct conn *c, const char *code, const char *fmt, ...)
 {
 	va_list ap;
 	char *msg;
@@ -28,7 +29,7 @@ reply_errorf(struct agent *a, struct conn *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	xvasprintf(&msg, fmt, ap);
 	va_end(ap);
-	conn_reply_error(a, c, msg);
+	conn_reply_code(a, c, code, msg);
 	free(msg);
 }
 
@@ -81,7 +82,7 @@ do_read(
 	int truncated = 0;
 
 	if (req->has_cursor && req->cursor > s->ring.end) {
-		reply_errorf(a, c,
+		reply_errorf(a, c, VMUX_E_BAD_REQUEST,
 		    "cursor %llu is past the end of the output (%llu)",
 		    (unsigned long long)req->cursor,
 		    (unsigned long long)s->ring.end);
@@ -114,7 +115,7 @@ actions_wait_check(struct agent *a, struct conn *c)
 	int truncated = 0;
 
 	if (s == NULL || s->dead) {
-		conn_reply_error(a, c, "shell was closed");
+		conn_reply_code(a, c, VMUX_E_NOT_RUNNING, "shell was closed");
 		return;
 	}
 	if (s->ring.end == from && s->state == SHELL_RUNNING && !s->exited &&
@@ -144,11 +145,13 @@ do_write(
 	rc = shell_input(a, s, b.data, b.len);
 	buf_free(&b);
 	if (rc == -EPIPE) {
-		reply_errorf(a, c, "shell \"%s\" is not running", s->id);
+		reply_errorf(a, c, VMUX_E_NOT_RUNNING,
+		    "shell \"%s\" is not running", s->id);
 		return;
 	}
 	if (rc < 0) {
-		reply_errorf(a, c, "shell \"%s\" input buffer is full", s->id);
+		reply_errorf(a, c, VMUX_E_LIMIT,
+		    "shell \"%s\" input buffer is full", s->id);
 		return;
 	}
 	obj = shell_record(s);
@@ -168,15 +171,15 @@ do_attach(
 	cJSON *obj;
 
 	if (req->has_cursor && req->cursor > s->ring.end) {
-		reply_errorf(a, c,
+		reply_errorf(a, c, VMUX_E_BAD_REQUEST,
 		    "cursor %llu is past the end of the output (%llu)",
 		    (unsigned long long)req->cursor,
 		    (unsigned long long)s->ring.end);
 		return;
 	}
 	if (a->nattach >= AGENT_MAX_ATTACH) {
-		reply_errorf(
-		    a, c, "too many attached clients (%d)", AGENT_MAX_ATTACH);
+		reply_errorf(a, c, VMUX_E_LIMIT,
+		    "too many attached clients (%d)", AGENT_MAX_ATTACH);
 		return;
 	}
 	from = req->has_cursor ? req->cursor : oldest;
@@ -205,6 +208,11 @@ actions_dispatch(struct agent *a, struct conn *c, struct agent_request *req)
 
 	c->after = AFTER_CLOSE;
 	if (req->action == ACTION_OPEN_SHELL) {
+		if (req->shell_id != NULL && shell_find(a, req->shell_id)) {
+			reply_errorf(a, c, VMUX_E_SHELL_EXISTS,
+			    "shell \"%s\" already exists", req->shell_id);
+			return;
+		}
 		if ((s = shell_open(a, req, &cause)) == NULL) {
 			conn_reply_error(a, c, cause);
 			free(cause);
@@ -225,7 +233,7 @@ actions_dispatch(struct agent *a, struct conn *c, struct agent_request *req)
 	}
 	if (req->shell_id == NULL ||
 	    (s = shell_find(a, req->shell_id)) == NULL) {
-		reply_errorf(a, c, "no shell \"%s\"",
+		reply_errorf(a, c, VMUX_E_NO_SHELL, "no shell \"%s\"",
 		    req->shell_id ? req->shell_id : "");
 		return;
 	}
@@ -238,8 +246,9 @@ actions_dispatch(struct agent *a, struct conn *c, struct agent_request *req)
 		break;
 	case ACTION_SIGNAL_SHELL:
 		if ((rc = shell_signal(s, req->signal)) < 0) {
-			reply_errorf(a, c, "shell \"%s\" is not running%s%s",
-			    s->id, rc == -ESRCH ? "" : ": ",
+			reply_errorf(a, c, VMUX_E_NOT_RUNNING,
+			    "shell \"%s\" is not running%s%s", s->id,
+			    rc == -ESRCH ? "" : ": ",
 			    rc == -ESRCH ? "" : strerror(-rc));
 			break;
 		}

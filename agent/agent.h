@@ -215,6 +215,7 @@ int files_serve_active(void);
 /* response.c: JSON replies. */
 typedef int (*response_sink)(void *, const void *, size_t);
 char *response_error(const char *, size_t *);
+char *response_error_code(const char *code, const char *, size_t *);
 char *response_error_status(const char *, int, size_t *);
 int response_exec(const struct exec_result *, response_sink, void *);
 char *response_print(cJSON *, size_t *);
@@ -335,6 +336,10 @@ struct agent {
 int agent_serve(int, const struct agent_opts *);
 void conn_reply(struct agent *, struct conn *, cJSON *);
 void conn_reply_error(struct agent *, struct conn *, const char *);
+void conn_reply_code(
+    struct agent *, struct conn *, const char *code, const char *msg);
+void conn_reply_code(
+    struct agent *, struct conn *, const char *code, const char *msg);
 void conn_kill(struct agent *, struct conn *);
 
 /* actions.c: the shell actions. */

@@ -149,13 +149,22 @@ conn_reply(struct agent *a, struct conn *c, cJSON *obj)
 	conn_write(a, c);
 }
 
-/* Send {"error": msg} and close. */
+/* Send {"error": msg, "code": VMUX_E_FAILED} and close. */
 void
 conn_reply_error(struct agent *a, struct conn *c, const char *msg)
+{
+	conn_reply_code(a, c, VMUX_E_FAILED, msg);
+}
+
+/* Send {"error": msg, "code": code} (a VMUX_E_*) and close. */
+void
+conn_reply_code(
+    struct agent *a, struct conn *c, const char *code, const char *msg)
 {
 	cJSON *obj = cJSON_CreateObject();
 
 	json_add_str(obj, "error", msg);
+	cJSON_AddStringToObject(obj, "code", code);
 	c->after = AFTER_CLOSE;
 	conn_reply(a, c, obj);
 }
@@ -222,7 +231,7 @@ conn_parse(struct agent *a, struct conn *c, size_t len, size_t skip)
 	buf_drain(&c->in, len + skip);
 	if (req == NULL) {
 		log_debug("bad request: %s", cause);
-		conn_reply_error(a, c, cause);
+		conn_reply_code(a, c, VMUX_E_BAD_REQUEST, cause);
 		free(cause);
 		return;
 	}
@@ -262,7 +271,7 @@ conn_read(struct agent *a, struct conn *c)
 	if (c->in.len > VMUX_MAX_REQUEST) {
 		xasprintf(&msg, "request is over %d bytes", VMUX_MAX_REQUEST);
 		c->in.len = 0;
-		conn_reply_error(a, c, msg);
+		conn_reply_code(a, c, VMUX_E_BAD_REQUEST, msg);
 		free(msg);
 	}
 }
@@ -377,7 +386,7 @@ conn_timers(struct agent *a, struct conn *c)
 	if (c->state == CONN_READ) {
 		xasprintf(&msg, "no complete request within %d ms",
 		    a->opts->idle_timeout_ms);
-		conn_reply_error(a, c, msg);
+		conn_reply_code(a, c, VMUX_E_BAD_REQUEST, msg);
 		free(msg);
 	} else if (c->state == CONN_WRITE)
 		conn_kill(a, c);

@@ -32,14 +32,22 @@ response_print(cJSON *obj, size_t *len)
 	return line;
 }
 
-/* {"error": msg}\n; the caller frees it. */
+/* {"error": msg, "code": VMUX_E_FAILED}\n; the caller frees it. */
 char *
 response_error(const char *msg, size_t *len)
+{
+	return response_error_code(VMUX_E_FAILED, msg, len);
+}
+
+/* {"error": msg, "code": code}\n (code: a VMUX_E_*); the caller frees it. */
+char *
+response_error_code(const char *code, const char *msg, size_t *len)
 {
 	cJSON *obj = cJSON_CreateObject();
 	char *line;
 
 	json_add_str(obj, "error", msg);
+	cJSON_AddStringToObject(obj, "code", code);
 	line = response_print(obj, len);
 	cJSON_Delete(obj);
 	return line;
@@ -56,6 +64,10 @@ response_error_status(const char *msg, int status, size_t *len)
 	char *line;
 
 	json_add_str(obj, "error", msg);
+	cJSON_AddStringToObject(obj, "code",
+	    status == 127     ? VMUX_E_NOT_FOUND
+	        : status != 0 ? VMUX_E_CANNOT_RUN
+	                      : VMUX_E_FAILED);
 	if (status != 0)
 		cJSON_AddNumberToObject(obj, "exit_code", status);
 	line = response_print(obj, len);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/proto.h"
 #include "session/session.h"
 #include "cli.h"
 
@@ -330,8 +331,8 @@ cmd_shell_exec(struct args *a)
 		found = shell_find(&t, r.id, &cursor, &cause);
 	if (found == 0) {
 		id = shell_open(&t, r.open, &cause);
-		if (id == NULL && r.id != NULL && cause != NULL &&
-		    strstr(cause, "already exists") != NULL) {
+		if (id == NULL && r.id != NULL &&
+		    strcmp(agent_error_code(), VMUX_E_SHELL_EXISTS) == 0) {
 			/* opened by someone else meanwhile: attach to it */
 			free(cause);
 			cause = NULL;

@@ -24,6 +24,20 @@
 /* Largest request line the agent accepts (bulk data never travels in JSON). */
 #define VMUX_MAX_REQUEST (1024 * 1024)
 
+/*
+ * What went wrong, in an error reply's "code" (beside the "error" text for
+ * people): the host switches on these, never on the English text.
+ */
+#define VMUX_E_FAILED       "failed"       /* anything else */
+#define VMUX_E_BAD_REQUEST  "bad_request"  /* the request is malformed */
+#define VMUX_E_NO_SHELL     "no_shell"     /* no shell of that id */
+#define VMUX_E_SHELL_EXISTS "shell_exists" /* open_shell: the id is taken */
+#define VMUX_E_NOT_RUNNING  "not_running"  /* the shell has ended */
+#define VMUX_E_LIMIT        "limit"        /* too many shells, clients */
+#define VMUX_E_NOT_FOUND    "not_found"    /* exec: no such command */
+#define VMUX_E_CANNOT_RUN   "cannot_run"   /* exec: found, cannot run */
+#define VMUX_E_CODE_MAX     32             /* a code's length, at most */
+
 /* Exit status of `vmux exec` when the command timed out, as timeout(1). */
 #define VMUX_EXIT_TIMEOUT 124
 

@@ -22,6 +22,36 @@
 #include "proto/proto.h"
 #include "session.h"
 
+/* The code of the last error reply parsed on this thread ("" if none). */
+static __thread char last_code[VMUX_E_CODE_MAX];
+
+/*
+ * What the last failed reply on this thread said went wrong: a VMUX_E_*
+ * code (proto/proto.h) when the agent gave one, else "". Callers switch on
+ * it, never on the error's English text.
+ */
+const char *
+agent_error_code(void)
+{
+	return last_code;
+}
+
+/* Keep an error reply's "code" if it is one a code may be ([a-z_]). */
+static void
+keep_code(const cJSON *o)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "code");
+	size_t n;
+
+	last_code[0] = '\0';
+	if (!cJSON_IsString(v) || v->valuestring == NULL)
+		return;
+	n = strspn(v->valuestring, "abcdefghijklmnopqrstuvwxyz_");
+	if (n == 0 || v->valuestring[n] != '\0' || n >= sizeof last_code)
+		return;
+	memcpy(last_code, v->valuestring, n + 1);
+}
+
 /* Parse one reply; the object on success, NULL with cause otherwise. */
 cJSON *
 agent_parse_reply(const char *buf, size_t len, char **cause)
@@ -31,6 +61,7 @@ agent_parse_reply(const char *buf, size_t len, char **cause)
 	cJSON *o;
 	size_t i;
 
+	last_code[0] = '\0';
 	for (i = 0; i < len && strchr(" \t\r\n", buf[i]) != NULL; i++)
 		;
 	if (i == len) {
@@ -63,6 +94,7 @@ agent_parse_reply(const char *buf, size_t len, char **cause)
 	}
 	err = cJSON_GetObjectItemCaseSensitive(o, "error");
 	if (err != NULL && !cJSON_IsNull(err)) {
+		keep_code(o);
 		if (cJSON_IsString(err) && err->valuestring != NULL)
 			xasprintf(cause, "agent: %s", err->valuestring);
 		else {

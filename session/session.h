@@ -377,6 +377,7 @@ int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
 char *agent_shell_command(const cJSON *shell, const char *none);
 
 cJSON *agent_parse_reply(const char *buf, size_t len, char **cause);
+const char *agent_error_code(void);
 int agent_send_request(
     int fd, const cJSON *req, uint64_t deadline, char **cause);
 ssize_t agent_read_reply(int fd, uint64_t deadline, int to_newline, size_t max,

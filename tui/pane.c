@@ -700,9 +700,9 @@ attach_after(struct tui *t, struct work *w)
 		return;
 	}
 	if (w->rc != 0) {
-		if (w->cause != NULL &&
-		    (strstr(w->cause, "no shell") != NULL ||
-		        strstr(w->cause, "no session") != NULL)) {
+		/* gone for good (not a network hiccup): say so, no retry */
+		if (strcmp(w->code, VMUX_E_NO_SHELL) == 0 ||
+		    strcmp(w->code, WORK_NO_SESSION) == 0) {
 			free(p->error);
 			p->error = str_printable(w->cause, 0);
 			p->state = PANE_FAILED;

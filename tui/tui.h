@@ -223,6 +223,7 @@ const char *const *theme_builtin_names(void);
 
 #include <uv.h>
 
+#include "proto/proto.h"
 #include "session/session.h"
 
 struct tui;
@@ -491,6 +492,9 @@ struct work;
 typedef void (*work_fn)(struct work *);                  /* on a pool thread */
 typedef void (*work_after)(struct tui *, struct work *); /* on the loop */
 
+/* work.code when the session itself is gone (the agent never asked). */
+#define WORK_NO_SESSION "no_session"
+
 struct work {
 	uv_work_t req;
 	struct tui *tui;
@@ -504,6 +508,7 @@ struct work {
 	struct attach_client ac;
 	int rc;
 	char *cause;
+	char code[VMUX_E_CODE_MAX]; /* a failure's VMUX_E_* (or no_session) */
 	struct model model;
 };
 

@@ -118,10 +118,14 @@ work_attach(struct work *w)
 	struct vsock_target t;
 
 	w->rc = -1;
-	if (work_target(w, &r, &t) != 0)
+	if (work_target(w, &r, &t) != 0) {
+		snprintf(w->code, sizeof w->code, "%s", WORK_NO_SESSION);
 		return;
+	}
 	if (attach_shell_open(&t, w->shell, w->cursor,
 	        mono_ms() + WORK_REPLY_MS, &w->ac, &w->reply, &w->cause) == 0)
 		w->rc = 0;
+	else /* the agent's code travels to the loop thread with w */
+		snprintf(w->code, sizeof w->code, "%s", agent_error_code());
 	record_free(&r);
 }

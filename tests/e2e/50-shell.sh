@@ -275,6 +275,12 @@ t_errors() {
 	local r err
 	r=$(raw '{"action":"read_shell","shell_id":"nope"}')
 	[[ $(jqr "$r" .error) == *'no shell "nope"'* ]] || fail "unknown shell: $r" || return 1
+	# each error carries a code a program switches on
+	expect_eq "no_shell code" "$(jqr "$r" .code)" no_shell || return 1
+	r=$(raw '{"action":"open_shell","shell_id":"raw"}')
+	expect_eq "shell_exists code" "$(jqr "$r" .code)" shell_exists || return 1
+	r=$(raw '{"action":"frobnicate"}')
+	expect_eq "bad_request code" "$(jqr "$r" .code)" bad_request || return 1
 	r=$(raw '[]')
 	[[ $(jqr "$r" .error) == *"JSON object"* ]] || fail "non-object: $r" || return 1
 	r=$(raw '{"action":"signal_shell","shell_id":"raw","signal":"BOGUS"}')

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/proto.h"
 #include "session/session.h"
 #include "unit.h"
 
@@ -443,4 +444,25 @@ TEST(shell_command_joined_capped_escaped)
 	CHECK(strcmp(c + AGENT_COMMAND_MAX, "...") == 0);
 	free(c);
 	cJSON_Delete(s);
+}
+
+/* An error reply's code is kept for callers to switch on; junk is not. */
+TEST(error_code_kept_from_the_reply)
+{
+	static const char ok[] = "{\"error\":\"no shell \\\"x\\\"\","
+	                         "\"code\":\"no_shell\"}";
+	static const char junk[] =
+	    "{\"error\":\"x\",\"code\":\"NO\\u001b[2J\"}";
+	static const char none[] = "{\"error\":\"x\"}";
+	char *cause = NULL;
+
+	CHECK(agent_parse_reply(ok, strlen(ok), &cause) == NULL);
+	CHECK_STR(agent_error_code(), VMUX_E_NO_SHELL);
+	free(cause);
+	CHECK(agent_parse_reply(junk, strlen(junk), &cause) == NULL);
+	CHECK_STR(agent_error_code(), "");
+	free(cause);
+	CHECK(agent_parse_reply(none, strlen(none), &cause) == NULL);
+	CHECK_STR(agent_error_code(), "");
+	free(cause);
 }
