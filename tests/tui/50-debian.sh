@@ -35,7 +35,7 @@ t_debian_boots_with_vmux_agent() {
 
 t_login_bash_with_term() {
 	tm new-session -d -s main -x 100 -y 30 "$VMUX shell deb" || return 1
-	wait_screen 'root@vmux:~# ?$' 30 || return 1
+	wait_screen 'root@deb:~# ?$' 30 || return 1
 	type_line 'echo "sh=$0 term=$TERM"'
 	wait_screen '^sh=-bash term=tmux-256color$'
 }
@@ -47,7 +47,7 @@ t_vim_edits_a_file() {
 	tm send-keys -t main i && tm send-keys -t main -l 'hello from vim' &&
 		tm send-keys -t main Escape && tm send-keys -t main -l ':wq' &&
 		tm send-keys -t main Enter || return 1
-	wait_screen 'root@vmux:~# ?$' 20 || return 1
+	wait_screen 'root@deb:~# ?$' 20 || return 1
 	expect_eq file "$(vmux exec deb -- cat /workspace/v.txt)" 'hello from vim'
 }
 
@@ -56,7 +56,7 @@ t_htop_draws_and_quits() {
 	wait_screen 'Tasks: [0-9]+' 30 || return 1
 	wait_screen 'F10Quit' 10 || return 1
 	tm send-keys -t main q || return 1
-	wait_screen 'root@vmux:~# ?$' 20 || return 1
+	wait_screen 'root@deb:~# ?$' 20 || return 1
 	type_line 'exit'
 }
 
