@@ -128,6 +128,8 @@ attach_client_next(struct attach_client *c, struct attach_frame *f)
 	uint8_t type;
 	ssize_t n;
 
+	if (c->in == NULL) /* nothing received yet */
+		return 0;
 	n = vmux_attach_parse(
 	    c->in + c->in_off, c->in_len - c->in_off, &type, &len);
 	if (n <= 0)

@@ -43,3 +43,8 @@ $(BIN)/vmux-netguard.so: session/netguard/netguard.c
 	$(if $(V),,@echo "  SO      $@")
 	$(Q)$(CC) -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -fPIC -shared \
 	    -o $@ $< -ldl
+
+# fuzz/fuzz_reply.c: the host's reading of a hostile guest's replies and
+# attach streams.
+FUZZ_fuzz_reply_SRCS := $(SESSION_UNIT_SRCS)
+FUZZ_fuzz_reply_LIBS := $(SESSION_LIBS)
