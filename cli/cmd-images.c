@@ -1,6 +1,8 @@
 /*
- * cmd-images.c: `vmux images [--json]`: the guest images vmux new --image
- * can name (NAME.img in $VMUX_HOME/images and beside vmux's build).
+ * cmd-images.c: `vmux images [--prune] [--json]`: the guest images vmux
+ * new --image can name (NAME.img in $VMUX_HOME/images and beside vmux's
+ * build); --prune removes the images cached from directories and tars
+ * that no session uses.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +14,12 @@
 static int cmd_images_exec(struct args *);
 
 static const struct cmd_opt cmd_images_opts[] = {
-    {"json", 0, NULL, 0, "print a JSON array of {name, path, size_bytes}"},
+    {"prune", 0, NULL, 0,
+        "remove the images made from directories and tars (the cache) that "
+        "no session uses"},
+    {"json", 0, NULL, 0,
+        "print a JSON array of {name, path, size_bytes} ({\"pruned\": "
+        "[PATH...]} with --prune)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -35,9 +42,29 @@ cmd_images_exec(struct args *a)
 	const cJSON *e;
 	cJSON *arr;
 
-	(void)a;
 	if (home == NULL)
 		return EXIT_VMUX;
+	if (args_has(a, "prune")) {
+		cJSON *res = cJSON_CreateObject(), *pruned;
+		char *cause = NULL;
+
+		pruned = cJSON_AddArrayToObject(res, "pruned");
+		if (image_prune(home, pruned, &cause) != 0) {
+			cli_error("%s", cause);
+			free(cause);
+			cJSON_Delete(res);
+			free(home);
+			return EXIT_VMUX;
+		}
+		free(home);
+		cJSON_ArrayForEach(e, pruned)
+		{
+			if (!cli_json())
+				printf("removed %s\n", e->valuestring);
+		}
+		cli_result(res);
+		return 0;
+	}
 	arr = image_list(home);
 	free(home);
 	if (cli_json()) {

@@ -35,7 +35,8 @@ reply(const uint8_t *data, size_t size)
 	if (o == NULL) {
 		const char *code = agent_error_code();
 		if (cause == NULL ||
-		    strspn(code, "abcdefghijklmnopqrstuvwxyz_") != strlen(code) ||
+		    strspn(code, "abcdefghijklmnopqrstuvwxyz_") !=
+		        strlen(code) ||
 		    strlen(code) >= VMUX_E_CODE_MAX)
 			abort();
 		free(cause);
@@ -48,7 +49,8 @@ reply(const uint8_t *data, size_t size)
 		if (strlen(cmd) > AGENT_COMMAND_MAX * 4 + 3)
 			abort(); /* escaping at most quadruples a byte */
 		for (const char *p = cmd; *p != '\0'; p++) {
-			if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f)
+			if (((unsigned char)*p < 0x20 && *p != '\t') ||
+			    *p == 0x7f)
 				abort();
 		}
 		free(cmd);
@@ -75,7 +77,8 @@ frames(const uint8_t *data, size_t size)
 		switch (f.type) {
 		case VMUX_ATTACH_DATA:
 			if (attach_decode_data(&f, &cur, &bytes, &len) == 0 &&
-			    (bytes < f.payload || bytes + len > f.payload + f.len))
+			    (bytes < f.payload ||
+			        bytes + len > f.payload + f.len))
 				abort();
 			break;
 		case VMUX_ATTACH_TRUNCATED:
@@ -83,7 +86,8 @@ frames(const uint8_t *data, size_t size)
 			break;
 		case VMUX_ATTACH_RESIZE:
 			if (attach_decode_resize(&f, &cols, &rows) == 0 &&
-			    (cols < 0 || rows < 0 || cols > 65535 || rows > 65535))
+			    (cols < 0 || rows < 0 || cols > 65535 ||
+			        rows > 65535))
 				abort();
 			break;
 		case VMUX_ATTACH_EXIT:

@@ -175,6 +175,7 @@ struct settings {
 	size_t nroots;
 	char *profile;       /* default profile, or NULL */
 	int64_t console_max; /* console-log-max in bytes, or 0: default */
+	int64_t image_max;   /* image-max in bytes, or 0: default */
 };
 
 /* How QEMU last ended, as its reaper wrote it. */
@@ -251,6 +252,7 @@ char *fs_cmdline(const struct session_record *);
 int image_resolve(const char *home, const char *spec, char **out,
     void (*notice)(const char *), char **cause);
 cJSON *image_list(const char *home);
+int image_prune(const char *home, cJSON *removed, char **cause);
 
 /* net.c */
 int net_allow_check(const char *v, char **cause);

@@ -37,9 +37,10 @@ settings_path(void)
 	return path;
 }
 
-/* Bytes in "64K", "4M", "1G" or "4096" within the console log's bounds. */
+/* Bytes in "64K", "4M", "1G" or "4096", from min to max. */
 static int
-settings_size(const char *val, int64_t *out, char **why)
+settings_size(
+    const char *val, int64_t min, int64_t max, int64_t *out, char **why)
 {
 	char *end;
 	long long v;
@@ -54,8 +55,9 @@ settings_size(const char *val, int64_t *out, char **why)
 	else if (*end == 'G' || *end == 'g')
 		shift = 30, end++;
 	if (errno != 0 || end == val || *end != '\0' || v < 0 ||
-	    v > (LOGCAP_MAX >> shift) || (v << shift) < LOGCAP_MIN) {
-		xasprintf(why, "invalid size '%s' (4K to 1G)", val);
+	    v > (max >> shift) || (v << shift) < min) {
+		xasprintf(why, "invalid size '%s' (%lldK to %lldG)", val,
+		    (long long)(min >> 10), (long long)(max >> 30));
 		return -1;
 	}
 	*out = (int64_t)v << shift;
@@ -123,7 +125,12 @@ settings_load(struct settings *s, char **cause)
 			free(s->profile);
 			s->profile = xstrdup(val);
 		} else if (strcmp(key, "console-log-max") == 0) {
-			if (settings_size(val, &s->console_max, &why) != 0)
+			if (settings_size(val, LOGCAP_MIN, LOGCAP_MAX,
+			        &s->console_max, &why) != 0)
+				goto fail;
+		} else if (strcmp(key, "image-max") == 0) {
+			if (settings_size(val, 1LL << 20, 1LL << 42,
+			        &s->image_max, &why) != 0)
 				goto fail;
 		} else {
 			xasprintf(&why, "unknown setting '%s'", key);

@@ -53,6 +53,77 @@ t_image_is_shared_read_only() {
 		fail "the image file changed"
 }
 
+# A directory changed since its image was made is made again (the key is
+# its content, not its path and time in seconds).
+t_changed_directory_made_again() {
+	local first
+	first=$(session_field idir root_image)
+	echo "image-marker-2" >"$ROOTFS/etc/vmux-test"
+	need_session idir2 --image "$ROOTFS"
+	expect_eq "new content" "$(vmux exec idir2 -- cat /etc/vmux-test)" image-marker-2 || return 1
+	[[ $(session_field idir2 root_image) != "$first" ]] || fail "the old image was used" || return 1
+	echo "image-marker" >"$ROOTFS/etc/vmux-test"
+	vmux rm -f idir2
+}
+
+# A tar keeps owners, modes, setuid bits and device nodes in the image.
+t_tar_keeps_owners_modes_devices() {
+	local r=$TMP/ownroot out
+	cp -a "$ROOTFS" "$r"
+	cp "$r/bin/busybox" "$r/bin/suid" && chmod 4755 "$r/bin/suid"
+	echo secret >"$r/etc/shadow" && chown 0:42 "$r/etc/shadow" && chmod 0640 "$r/etc/shadow"
+	echo mine >"$r/etc/owned" && chown 1234:1235 "$r/etc/owned"
+	mkdir -p "$r/srv" && mknod "$r/srv/mynull" c 1 3 # /dev is devtmpfs
+	tar --numeric-owner -czf "$TMP/own.tar.gz" -C "$r" .
+	need_session iown --image "$TMP/own.tar.gz"
+	out=$(vmux exec iown -- sh -c 'busybox stat -c "%a %u %g %F" /bin/suid /etc/shadow /etc/owned /srv/mynull')
+	expect_eq "kept" "$out" $'4755 0 0 regular file
+640 0 42 regular file
+644 1234 1235 regular file
+644 0 0 character special file' || return 1
+	vmux rm -f iown
+}
+
+# Two new --image of one new tar at once: built once, both boot, nothing
+# half-made left in the cache.
+t_concurrent_builds_once() {
+	local r=$TMP/concroot p1 p2
+	cp -a "$ROOTFS" "$r"
+	echo concurrent >"$r/etc/vmux-test"
+	tar -czf "$TMP/conc.tar.gz" -C "$r" .
+	"$VMUX" new ic1 --image "$TMP/conc.tar.gz" >"$TMP/ic1" 2>&1 &
+	p1=$!
+	"$VMUX" new ic2 --image "$TMP/conc.tar.gz" >"$TMP/ic2" 2>&1 &
+	p2=$!
+	wait $p1 || fail "ic1: $(cat "$TMP/ic1")" || return 1
+	wait $p2 || fail "ic2: $(cat "$TMP/ic2")" || return 1
+	expect_eq "same image" "$(session_field ic1 root_image)" "$(session_field ic2 root_image)" || return 1
+	expect_eq ic1 "$(vmux exec ic1 -- cat /etc/vmux-test)" concurrent || return 1
+	expect_eq ic2 "$(vmux exec ic2 -- cat /etc/vmux-test)" concurrent || return 1
+	[[ -z $(ls "$VMUX_HOME/images/cache" | grep -E 'tmp|unpack') ]] ||
+		fail "left in the cache: $(ls "$VMUX_HOME/images/cache")" || return 1
+	vmux rm -f ic1 ic2 >/dev/null
+}
+
+# What a tar unpacks to is bounded; prune removes unused cached images.
+t_bounded_and_pruned() {
+	local out keep
+	mkdir -p "$XDG_CONFIG_HOME/vmux"
+	printf 'image-max 1M\n' >"$XDG_CONFIG_HOME/vmux/config"
+	echo big >"$ROOTFS/etc/big-marker"
+	tar -czf "$TMP/big.tar.gz" -C "$ROOTFS" .
+	out=$(vmux new ibig --image "$TMP/big.tar.gz" 2>&1)
+	expect_eq status $? 125 || return 1
+	expect_match bound "$out" "unpacks to [0-9]+ MiB, over image-max \\(1 MiB" || return 1
+	rm -f "$XDG_CONFIG_HOME/vmux/config" "$ROOTFS/etc/big-marker"
+	[[ ! -e $VMUX_HOME/sessions/ibig ]] || fail "ibig left" || return 1
+	keep=$(session_field itar root_image)
+	out=$(vmux images --prune --json) || return 1
+	[[ -e $keep ]] || fail "an image in use was pruned" || return 1
+	(($(jq '.pruned | length' <<<"$out") >= 1)) || fail "nothing pruned: $out" || return 1
+	[[ $(ls "$VMUX_HOME"/images/cache/*.img | wc -l) -ge 1 ]]
+}
+
 t_bad_images() {
 	local out
 	head -c 1M /dev/urandom >"$TMP/junk.bin"
@@ -69,4 +140,8 @@ check "--image DIR: the root switches, agent and workspace there" t_directory
 check "--image TAR.GZ" t_tar_gz
 check "--image NAME (an ext4 image) and vmux images" t_named_ext4_and_images_list
 check "images are shared read-only; changes last until stop" t_image_is_shared_read_only
+check "a changed directory is made into an image again" t_changed_directory_made_again
+check "a tar keeps owners, modes, setuid bits, device nodes" t_tar_keeps_owners_modes_devices
+check "two new --image at once: built once, both boot" t_concurrent_builds_once
+check "image-max bounds a tar; images --prune keeps what is used" t_bounded_and_pruned
 check "bad images: junk, unknown name, missing path" t_bad_images
