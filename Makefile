@@ -24,6 +24,7 @@ ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. \
              $(PKG_CFLAGS) -MMD -MP
 SAN_FLAGS  = -fsanitize=address,undefined -fno-omit-frame-pointer \
              -fno-sanitize-recover=undefined
+TSAN_FLAGS = -fsanitize=thread -fno-omit-frame-pointer
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 ALL_CFLAGS += -DVMUX_VERSION='"$(VERSION)"'
 
@@ -79,6 +80,11 @@ $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  CC-SAN  $<")
 	$(Q)$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -c -o $@ $<
+
+$(BUILD)/tsan/%.o: %.c
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  CC-TSAN $<")
+	$(Q)$(CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -c -o $@ $<
 
 objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 asan_objs = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
@@ -140,7 +146,7 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj $(BUILD)/asan -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/asan $(BUILD)/tsan -name '*.d' 2>/dev/null)
 
 # `make print-VAR` shows a variable's value (the build tests use it).
 print-%:

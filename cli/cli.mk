@@ -19,6 +19,22 @@ $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS)
 
+# The same vmux under ASan+UBSan and under TSan, beside it (so it finds the
+# bridge and the guest), for make test's sanitize layer (tests/run-all).
+VMUX_ALL_SRCS = $(CLI_SRCS) $(SESSION_SRCS) $(SESSION_QEMU_SRCS) \
+                $(ARCHIVE_SRCS) $(COMMON_SRCS) $(TUI_SRCS)
+TEST_EXTRA += $(BIN)/vmux-asan $(BIN)/vmux-tsan
+$(BIN)/vmux-asan: $(patsubst %.c,$(BUILD)/asan/%.o,$(VMUX_ALL_SRCS))
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD-SAN  $@")
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) \
+	    $(TUI_LIBS)
+$(BIN)/vmux-tsan: $(patsubst %.c,$(BUILD)/tsan/%.o,$(VMUX_ALL_SRCS))
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD-TSAN $@")
+	$(Q)$(CC) $(TSAN_FLAGS) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) \
+	    $(TUI_LIBS)
+
 # Argument parsing, request building and escaped printing, with the session
 # code they use (not launch.c, so the test does not need QEMU command lines).
 UNIT_TESTS += cli

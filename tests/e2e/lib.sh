@@ -8,7 +8,9 @@ set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${BUILD:-build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
-VMUX=$BUILD/bin/vmux
+# E2E_VMUX: the vmux under test (run-all's sanitize layer gives a
+# sanitizer build beside it), else the build's.
+VMUX=${E2E_VMUX:-$BUILD/bin/vmux}
 export VMUX_HOME
 VMUX_HOME=$(mktemp -d /tmp/vmux-e2e.XXXXXX)
 TMP=$VMUX_HOME/tmp
@@ -16,7 +18,7 @@ TMP=$VMUX_HOME/tmp
 export XDG_CONFIG_HOME=$VMUX_HOME/config
 mkdir -p "$TMP"
 E2E_NAME=$(basename "$0" .sh)
-e2e_pass=0 e2e_fail=0
+e2e_pass=0 e2e_fail=0 e2e_skip=0
 BG_PIDS=$TMP/bg.pids
 
 # bg_track PID: kill PID when the file ends (works from subshells too).
@@ -48,7 +50,7 @@ e2e_cleanup() {
 		e2e_fail=$((e2e_fail + 1))
 	fi
 	rm -rf "$VMUX_HOME"
-	echo "$E2E_NAME: $e2e_pass passed, $e2e_fail failed"
+	echo "$E2E_NAME: $e2e_pass passed, $e2e_fail failed, $e2e_skip skipped"
 	[[ $e2e_fail -eq 0 && $rc -eq 0 ]] || exit 1
 	exit 0
 }
@@ -71,6 +73,13 @@ check() {
 		echo "FAIL $name"
 		sed 's/^/    /' "$out" | tail -n 30
 	fi
+}
+
+# skip NAME WHY: a check that cannot run here, said and counted as skipped
+# (never as passed).
+skip() {
+	e2e_skip=$((e2e_skip + 1))
+	echo "skip $1: $2"
 }
 
 # fail MSG: print MSG and fail the current check, whatever follows.
