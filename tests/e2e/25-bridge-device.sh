@@ -110,6 +110,14 @@ qmp() {
 	printf '{"execute":"qmp_capabilities"}\n{"execute":"%s"}\n' "$1" |
 		socat -t 2 - UNIX-CONNECT:"$QMP" >/dev/null 2>&1
 }
+# qmp_status: the VM's run state as QMP says it ("paused", "running").
+qmp_status() {
+	printf '{"execute":"qmp_capabilities"}\n{"execute":"query-status"}\n' |
+		socat -t 2 - UNIX-CONNECT:"$QMP" 2>/dev/null |
+		jq -r 'select(.return.status != null) | .return.status' 2>/dev/null
+}
+# hwm_kib: the bridge's peak RSS in KiB.
+hwm_kib() { awk '/^VmHWM/ { print $2 }' /proc/"$BPID"/status; }
 
 t_cli() {
 	local err rc
@@ -243,21 +251,33 @@ t_300_held_open() {
 	local rc=$?
 	say "     $out"
 	say "     rss after 300 connections: $(rss)"
-	((rc == 0)) || fail "not all 300 echoed while held open"
+	((rc == 0)) || fail "not all 300 echoed while held open" || return 1
+	# the bound the figures above show: 300 connections cost little
+	(($(hwm_kib) < 16384)) || fail "bridge peak RSS $(hwm_kib) KiB over 16 MiB"
 }
 t_pause_resume() {
 	# A connection stays up across QMP stop/cont (GET_VRING_BASE, restart).
 	local out
-	out=$( { printf 'CONNECT 6000\nbefore\n'; sleep 1; qmp stop; sleep 1; qmp cont; sleep 1; printf 'after\n'; } |
+	out=$( { printf 'CONNECT 6000\nbefore\n'; sleep 1; qmp stop; qmp_status >"$TMP/paused"; sleep 1; qmp cont; sleep 1; printf 'after\n'; } |
 		timeout 30 socat -t 10 - UNIX-CONNECT:"$UDS")
+	# the pause happened (QMP said so in the middle), and the connection
+	# carried data on both sides of it
+	[[ $(cat "$TMP/paused") == paused ]] || fail "not paused: $(cat "$TMP/paused")" || return 1
+	[[ $(qmp_status) == running ]] || fail "not running again" || return 1
 	[[ $out == *before*after* ]] || fail "got: $out"
 }
 t_reboot() {
 	# The guest reboots (device reset): the bridge drops what it had and
 	# serves the new guest.
+	local before after
+	before=$(gexec 'cat /proc/sys/kernel/random/boot_id' | jq -r .stdout)
+	[[ -n $before ]] || fail "no boot id" || return 1
 	gexec 'kill -TERM 1' >/dev/null
 	sleep 2
 	wait_for 120 agent_up || fail "agent not back after reboot" || return 1
+	# the guest really rebooted: a new boot id
+	after=$(gexec 'cat /proc/sys/kernel/random/boot_id' | jq -r .stdout)
+	[[ -n $after && $after != "$before" ]] || fail "same boot ($before, $after): no reboot" || return 1
 	kill -0 "$BPID" || fail "bridge died"
 }
 t_qemu_gone() {

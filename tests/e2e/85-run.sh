@@ -65,12 +65,14 @@ t_sessions_cannot_see_each_other() {
 	local cid out
 	need_session iso2
 	vmux exec iso -- sh -c 'echo mine > /workspace/secret && sync' || return 1
-	out=$(vmux exec iso2 -- sh -c 'cat /workspace/secret 2>&1; ls /workspace') || true
-	[[ $out != *mine* ]] || fail "iso2 sees iso's workspace: $out" || return 1
+	# (each look must have run: an exec that failed would see nothing)
+	out=$(vmux exec iso2 -- sh -c 'cat /workspace/secret 2>&1; ls /workspace; echo looked') ||
+		fail "the look in iso2 did not run" || return 1
+	[[ $out == *looked* && $out != *mine* ]] || fail "iso2 sees iso's workspace: $out" || return 1
 	# vsock from one guest to the other's agent goes nowhere
 	cid=$(session_field iso cid)
-	out=$(vmux exec iso2 -- sh -c "echo '{\"action\":\"ping\"}' | timeout 5 /vmux/bin/vmux-nc $cid 5005" 2>&1)
-	[[ $out != *version* ]] || fail "iso2 reached iso's agent over vsock: $out"
+	out=$(vmux exec iso2 -- sh -c "echo '{\"action\":\"ping\"}' | timeout 5 /vmux/bin/vmux-nc $cid 5005; echo tried" 2>&1)
+	[[ $out == *tried* && $out != *version* ]] || fail "iso2 reached iso's agent over vsock: $out"
 }
 
 t_state_files_are_private() {

@@ -91,9 +91,12 @@ t_read_only_even_for_guest_root() {
 	expect_eq read "$(vmux exec mnt -- cat /mnt/ro/r)" read-only || return 1
 	out=$(vmux exec mnt -- sh -c 'echo x > /mnt/ro/x' 2>&1)
 	[[ $? -ne 0 ]] && expect_match ro "$out" "Read-only file system" || return 1
-	# root in the guest remounts it read-write: the host still refuses
-	vmux exec mnt -- mount -o remount,rw /mnt/ro 2>/dev/null
-	vmux exec mnt -- sh -c 'echo y > /mnt/ro/y' 2>/dev/null
+	# root in the guest remounts it read-write (that works in the
+	# guest): the host still refuses
+	vmux exec mnt -- mount -o remount,rw /mnt/ro || fail "the guest's remount failed" || return 1
+	expect_match "rw in the guest" "$(vmux exec mnt -- grep ' /mnt/ro ' /proc/mounts)" ' rw[, ]' || return 1
+	out=$(vmux exec mnt -- sh -c 'echo y > /mnt/ro/y' 2>&1)
+	[[ $? -ne 0 ]] && expect_match "still ro" "$out" "Read-only file system" || return 1
 	[[ ! -e $ROOTDIR/ro/x && ! -e $ROOTDIR/ro/y ]] || fail "the guest wrote to a read-only mount"
 }
 

@@ -260,7 +260,9 @@ t_vm_killed_under_the_tui() {
 
 t_grid_shows_every_session() {
 	prefix w || return 1
-	wait_screen '>?tv:shell-[0-9] live' 30 || return 1
+	# a tile's title (focus mark first, idle or active last): the status
+	# bar's "tv:shell-1 live" is on the screen before the grid opens
+	wait_screen '^>tv:shell-[0-9] live (idle|active)' 30 || return 1
 	tm send-keys -t main Enter || return 1
 	wait_screen 'SESSIONS'
 }
