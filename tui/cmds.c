@@ -377,7 +377,11 @@ c_confirm_remove_session(struct tui *t, int argc, char **argv)
 
 	if (name == NULL)
 		return;
-	xasprintf(&q, "stop and remove session %s (its VM and shells)?", name);
+	/* say what is lost: a hurried yes must not surprise anyone */
+	xasprintf(&q,
+	    "remove session %s: its VM, shells AND workspace (every file in "
+	    "/workspace)?",
+	    name);
 	confirm_open(t, q, rm_confirmed, xstrdup(name));
 	free(q);
 }
