@@ -18,7 +18,7 @@ BIN        = $(BUILD)/bin
 PKGS      := libcjson libuv vterm ncursesw zlib
 # Asked per package: one missing package must not empty the others' flags.
 PKG_CFLAGS := $(strip $(foreach p,$(PKGS),$(shell pkg-config --cflags $(p) 2>/dev/null)))
-WARN       = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter
+WARN       = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wformat-security
 CFLAGS    ?= -O2 -g
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -I. \
              $(PKG_CFLAGS) -MMD -MP

@@ -259,16 +259,16 @@ actions_dispatch(struct agent *a, struct conn *c, struct agent_request *req)
 		break;
 	case ACTION_RESIZE_SHELL:
 		if (shell_resize(a, s, req->cols, req->rows) < 0) {
-			reply_errorf(
-			    a, c, "shell \"%s\" is not running", s->id);
+			reply_errorf(a, c, VMUX_E_NOT_RUNNING,
+			    "shell \"%s\" is not running", s->id);
 			break;
 		}
 		conn_reply(a, c, shell_record(s));
 		break;
 	case ACTION_CLOSE_SHELL:
 		if (s->state == SHELL_CLOSING) {
-			reply_errorf(
-			    a, c, "shell \"%s\" is already closing", s->id);
+			reply_errorf(a, c, VMUX_E_NOT_RUNNING,
+			    "shell \"%s\" is already closing", s->id);
 			break;
 		}
 		shell_close_begin(a, s, c);
