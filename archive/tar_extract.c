@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +260,7 @@ tx_file_abandon(struct tar_extract *te)
 static int
 tx_file(struct tar_extract *te, const char *name, uint64_t size, char **cause)
 {
-	static unsigned serial;
+	static atomic_uint serial; /* uploads run on several threads */
 	const char *leaf;
 	struct stat st;
 	int dirfd, tries;

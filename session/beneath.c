@@ -12,11 +12,14 @@
  * was stopped gets the start refused, naming the path.
  *
  * Who owns what the guest writes: the file server runs in a user namespace
- * where guest root is the folder's owner (never host root), so whatever
- * the guest makes there is owned by that user, setuid bits included, and
- * device nodes cannot be made at all. A writable folder owned by root is
- * refused; a read-only one is read as nobody (65534).
+ * where guest root is the folder's owner, never root nor a system account
+ * (uid and gid below BENEATH_FIRST_ID), so whatever the guest makes there
+ * is owned by that user and group; device nodes cannot be made, and no
+ * mode with a setuid or setgid bit is let through (vmux-fsd's filter). A
+ * writable folder owned by a system account is refused; a read-only one
+ * is read as nobody (65534).
  */
+#include <pwd.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -118,16 +121,33 @@ beneath_open(const char *root, const char *path, char **cause)
 
 /*
  * The host ids guest root acts as in a folder whose status is st: its
- * owner, or nobody for a read-only folder owned by root. 0, or -1 with
- * cause for a writable folder owned by root.
+ * owner and group, or the owner's own group when the folder's is a system
+ * group (root, disk, shadow, ...); nobody for a read-only folder of a
+ * system account. 0, or -1 with cause for a writable folder a guest would
+ * write to as a system account.
  */
 int
 beneath_owner(const char *path, const struct stat *st, int ro, uid_t *uid,
     gid_t *gid, char **cause)
 {
-	if (st->st_uid != 0) {
+	struct passwd *pw;
+
+	if (st->st_uid >= BENEATH_FIRST_ID) {
 		*uid = st->st_uid;
 		*gid = st->st_gid;
+		if (*gid < BENEATH_FIRST_ID) {
+			pw = getpwuid(st->st_uid);
+			*gid = pw != NULL && pw->pw_gid >= BENEATH_FIRST_ID
+			    ? pw->pw_gid
+			    : BENEATH_NOBODY;
+		}
+		if (*gid == BENEATH_NOBODY && !ro) {
+			xasprintf(cause,
+			    "%s belongs to group %lu, a system group: a guest "
+			    "would write as it (chgrp it to the owner's group)",
+			    path, (unsigned long)st->st_gid);
+			return -1;
+		}
 		return 0;
 	}
 	if (ro) {
@@ -136,9 +156,10 @@ beneath_owner(const char *path, const struct stat *st, int ro, uid_t *uid,
 		return 0;
 	}
 	xasprintf(cause,
-	    "%s is owned by root: a guest writes to a host folder as the "
-	    "folder's owner, never as root (chown it to a user, or share it "
-	    ":ro)",
-	    path);
+	    "%s is owned by %s (uid %lu): a guest writes to a host folder as "
+	    "the folder's owner, never as root or a system account (chown it "
+	    "to a user, or share it :ro)",
+	    path, st->st_uid == 0 ? "root" : "a system account",
+	    (unsigned long)st->st_uid);
 	return -1;
 }

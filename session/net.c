@@ -27,13 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/common.h"
 #include "session.h"
 
-#define NET_FWD_BASE 100 /* first private address: 10.0.2.100 */
-#define NET_FWD_MAX  100 /* distinct allowed host names */
+#define NET_FWD_BASE 100   /* first private address: 10.0.2.100 */
+#define NET_FWD_MAX  100   /* distinct allowed host names */
+#define NET_GUARD_MS 10000 /* passt's loader says the guard is in */
 
 /* A host name or IPv4 address: letters, digits, '.', '-', 1-253 bytes. */
 static int
@@ -133,6 +135,44 @@ net_pid_path(const struct session_record *r)
 	return p;
 }
 
+/* The size of the file at path, 0 when there is none. */
+static off_t
+file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+/*
+ * Wait (NET_GUARD_MS at most) until passt's log, past offset from, says
+ * vmux-netguard.so loaded. 0, or -1.
+ */
+static int
+net_guard_loaded(const char *log, off_t from)
+{
+	uint64_t deadline = mono_ms() + NET_GUARD_MS;
+	char buf[4096];
+	ssize_t n;
+	int fd;
+
+	for (;;) {
+		if ((fd = open(log, O_RDONLY | O_CLOEXEC)) >= 0) {
+			n = pread(fd, buf, sizeof buf - 1, from);
+			close(fd);
+			if (n > 0) {
+				buf[n] = '\0';
+				if (strstr(buf, "vmux-netguard: loaded") !=
+				    NULL)
+					return 0;
+			}
+		}
+		if (mono_ms() >= deadline)
+			return -1;
+		usleep(5000);
+	}
+}
+
 /*
  * Start passt for r when its network is passt's: *qemu_fd is the socket
  * end QEMU gets as fd 3 (the caller closes it once QEMU has it), -1 when
@@ -143,7 +183,9 @@ net_start(const struct session_record *r, int *qemu_fd, char **cause)
 {
 	char *argv[40], *passt = NULL, *guard = NULL, *preload = NULL;
 	char *log = NULL, *exit_path = NULL, *pidp, **ports = NULL, buf[32];
+	char *tail;
 	int n = 0, sv[2] = {-1, -1}, rc = -1, fd;
+	off_t log_from;
 	size_t i, nports = 0;
 	pid_t pid;
 
@@ -202,8 +244,21 @@ net_start(const struct session_record *r, int *qemu_fd, char **cause)
 	xasprintf(&log, "%s/passt.log", r->dir);
 	xasprintf(&exit_path, "%s/passt.exit", r->dir);
 	unlink(exit_path);
+	log_from = file_size(log);
 	if ((pid = proc_spawn(argv, sv[1], log, exit_path, cause)) < 0)
 		goto out;
+	/* never an unguarded passt: the guard says it loaded, or no --net */
+	if (net_guard_loaded(log, log_from) != 0) {
+		proc_terminate(pid, "passt", 1000);
+		tail = file_tail(log, 5);
+		xasprintf(cause,
+		    "--net: %s was not loaded into passt (an AppArmor profile "
+		    "or a path the loader refuses?); not starting without "
+		    "it%s%s",
+		    guard, tail != NULL ? ":\n" : "", tail != NULL ? tail : "");
+		free(tail);
+		goto out;
+	}
 	pidp = net_pid_path(r);
 	snprintf(buf, sizeof buf, "%ld\n", (long)pid);
 	fd = open(pidp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

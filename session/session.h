@@ -236,7 +236,8 @@ void mount_free(struct session_mount *);
 long long mount_usage_bytes(const char *dir);
 
 /* beneath.c */
-#define BENEATH_NOBODY 65534
+#define BENEATH_NOBODY   65534
+#define BENEATH_FIRST_ID 1000 /* ids below are the system's (Debian) */
 const char *beneath_root(const char *path, char *const *roots, size_t n);
 int beneath_open(const char *root, const char *path, char **cause);
 int beneath_owner(const char *path, const struct stat *, int ro, uid_t *,

@@ -16,8 +16,11 @@
  *     namespace where uid and gid 0 are the folder's owner
  *     (beneath_owner): guest root acts on the host as that user, cannot
  *     make device nodes, and its setuid files are that user's;
- *  5. execs VIRTIOFSD --fd=N -o source=THAT -o cache=auto: no user string
- *     reaches virtiofsd's option syntax;
+ *  5. execs VIRTIOFSD --fd=N -o source=THAT -o cache=auto (no user string
+ *     reaches virtiofsd's option syntax) under a seccomp filter that
+ *     refuses every mode with a setuid or setgid bit (chmod, create,
+ *     mkdir, mknod): no host user can gain the owner's ids through a file
+ *     a guest made;
  *  6. relays virtiofsd's messages to its own stderr (vmux's log) and, once
  *     virtiofsd says it waits for QEMU, renames SOCK.part to SOCK, so vmux's
  *     readiness wait still means "virtiofsd is serving";
@@ -29,6 +32,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -50,6 +59,7 @@
 #define FSD_READY_LINE "Waiting for vhost-user socket connection"
 
 static pid_t fsd_child = -1;
+static sigset_t fsd_oldmask; /* the mask before vmux-fsd blocked signals */
 
 /* One line on stderr, exit status. */
 static __attribute__((noreturn, format(printf, 2, 3))) void
@@ -106,6 +116,61 @@ listen_at(const char *path)
 	return fd;
 }
 
+/* What the relay copies to the log at most (a guest can make it chatty). */
+#define FSD_LOG_MAX (4 * 1024 * 1024)
+
+/* A BPF step: refuse syscall sysno (EPERM) when argument arg has mode
+ * bits S_ISUID or S_ISGID. Five instructions. */
+#define DENY_SUID_ARG(sysno, arg)                                              \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)), \
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (sysno), 0, 3),                \
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,                                 \
+	        offsetof(struct seccomp_data, args[arg])),                     \
+	    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, S_ISUID | S_ISGID, 0, 1),     \
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452 /* Linux 6.6; older headers lack it */
+#endif
+
+/*
+ * No file virtiofsd makes or changes may get a setuid or setgid bit: every
+ * syscall that takes a mode is refused with EPERM when the mode has one
+ * (glibc passes 0 where no mode applies); openat2, whose mode hides in a
+ * struct, is refused as missing. virtiofsd's own filter stacks on this.
+ */
+static void
+deny_setid_modes(void)
+{
+	struct sock_filter f[] = {
+	    BPF_STMT(
+	        BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+	    DENY_SUID_ARG(__NR_chmod, 1),
+	    DENY_SUID_ARG(__NR_fchmod, 1),
+	    DENY_SUID_ARG(__NR_fchmodat, 2),
+	    DENY_SUID_ARG(__NR_fchmodat2, 2),
+	    DENY_SUID_ARG(__NR_open, 2),
+	    DENY_SUID_ARG(__NR_openat, 3),
+	    DENY_SUID_ARG(__NR_creat, 1),
+	    DENY_SUID_ARG(__NR_mkdir, 1),
+	    DENY_SUID_ARG(__NR_mkdirat, 2),
+	    DENY_SUID_ARG(__NR_mknod, 1),
+	    DENY_SUID_ARG(__NR_mknodat, 2),
+	    BPF_STMT(
+	        BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat2, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = nitems(f), .filter = f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+		die(1, "cannot install the mode filter: %s", strerror(errno));
+}
+
 /* A detached copy of directory dirfd's mount, flags set and locked. */
 static int
 clone_tree(int dirfd, int ro)
@@ -142,8 +207,9 @@ stage_dir(void)
 static __attribute__((noreturn)) void
 child(int tree, int lfd, int sync_wr, int sync_rd, char **vfs)
 {
-	/* Opened while privileged: its folder may be closed to the owner. */
-	int prog = open(vfs[0], O_PATH);
+	/* Opened while privileged: its folder may be closed to the owner.
+	 * Not CLOEXEC: a script (a test's stand-in) is run through it. */
+	int prog = open(vfs[0], O_PATH), prog_errno = errno;
 	const char *base = stage_dir();
 	char src[64], fdarg[32], srcarg[80], c = 0;
 	char *argv[8];
@@ -167,6 +233,10 @@ child(int tree, int lfd, int sync_wr, int sync_rd, char **vfs)
 		    strerror(errno));
 	if (fcntl(lfd, F_SETFD, 0) != 0)
 		die(1, "socket: %s", strerror(errno));
+	/* stdout too goes through the relay (and its cap), not to the log */
+	dup2(STDERR_FILENO, STDOUT_FILENO);
+	sigprocmask(SIG_SETMASK, &fsd_oldmask, NULL);
+	deny_setid_modes();
 	snprintf(fdarg, sizeof fdarg, "--fd=%d", lfd);
 	snprintf(srcarg, sizeof srcarg, "source=%s", src);
 	argv[0] = vfs[0];
@@ -176,9 +246,11 @@ child(int tree, int lfd, int sync_wr, int sync_rd, char **vfs)
 	argv[4] = "-o";
 	argv[5] = "cache=auto";
 	argv[6] = NULL;
-	if (prog >= 0)
+	if (prog >= 0) {
 		execveat(prog, "", argv, environ, AT_EMPTY_PATH);
-	die(127, "cannot run %s: %s", vfs[0], strerror(errno));
+		prog_errno = errno;
+	}
+	die(127, "cannot run %s: %s", vfs[0], strerror(prog_errno));
 }
 
 /*
@@ -189,7 +261,7 @@ static void
 relay(int fd, const char *part, const char *sock)
 {
 	char buf[4096];
-	size_t have = 0;
+	size_t have = 0, copied = 0;
 	int ready = 0;
 	ssize_t n;
 
@@ -199,7 +271,9 @@ relay(int fd, const char *part, const char *sock)
 			continue;
 		if (n <= 0)
 			break;
-		write_all(STDERR_FILENO, buf + have, (size_t)n);
+		if (copied < FSD_LOG_MAX) /* past it, read and dropped */
+			write_all(STDERR_FILENO, buf + have, (size_t)n);
+		copied += (size_t)n;
 		have += (size_t)n;
 		buf[have] = '\0';
 		if (!ready && strstr(buf, FSD_READY_LINE) != NULL) {
@@ -226,6 +300,7 @@ main(int argc, char **argv)
 	int ro = 0, i, dirfd, tree, lfd, to_child[2], to_parent[2], errp[2];
 	char *part, *cause = NULL, map[64], c;
 	struct sigaction sa;
+	sigset_t block;
 	struct stat st;
 	uid_t uid;
 	gid_t gid;
@@ -261,6 +336,17 @@ main(int argc, char **argv)
 	if (pipe2(to_child, O_CLOEXEC) != 0 ||
 	    pipe2(to_parent, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0)
 		die(1, "pipe: %s", strerror(errno));
+	/* no signal between fork and the handlers may orphan virtiofsd */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fsd_forward;
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	sigprocmask(SIG_BLOCK, &block, &fsd_oldmask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	fflush(stderr);
 	if ((fsd_child = fork()) < 0)
 		die(1, "fork: %s", strerror(errno));
@@ -275,11 +361,7 @@ main(int argc, char **argv)
 	close(errp[1]);
 	close(to_parent[1]); /* a child that dies early reads as EOF */
 	close(to_child[0]);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = fsd_forward;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	sigprocmask(SIG_SETMASK, &fsd_oldmask, NULL);
 	c = 0;
 	if (read(to_parent[0], &c, 1) == 1) {
 		snprintf(map, sizeof map, "0 %lu 1\n", (unsigned long)uid);

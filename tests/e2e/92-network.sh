@@ -93,6 +93,20 @@ t_net_reaches_outside_not_the_host() {
 	! kill -0 "$pid" 2>/dev/null || fail "passt $pid left running"
 }
 
+# A guard the loader did not load (here: another library in its place, as
+# an AppArmor profile refusing it would leave passt bare) fails the start:
+# never an unguarded passt.
+t_net_refused_without_the_guard() {
+	local out
+	echo 'void vmux_not_the_guard(void) {}' >"$TMP/noop.c"
+	cc -shared -fPIC -o "$TMP/noop.so" "$TMP/noop.c" || return 1
+	out=$(VMUX_NETGUARD=$TMP/noop.so vmux new ng --net 2>&1)
+	expect_eq status $? 125 || return 1
+	expect_match said "$out" "was not loaded into passt" || return 1
+	[[ ! -e $VMUX_HOME/sessions/ng ]] || fail "ng left behind" || return 1
+	[[ -z $(pgrep -f "$TMP/noop.so") ]] || fail "a passt left running"
+}
+
 # --net with --publish: passt forwards the host's 127.0.0.1:H in.
 t_net_publish_forwards_in() {
 	local hp
@@ -183,6 +197,7 @@ t_bad_values_and_locked_profile() {
 check "no NIC by default: the host is unreachable" t_no_nic_by_default
 check "--net: the outside world, never the host's loopback" t_net_reaches_outside_not_the_host
 check "--net --publish: a host port (loopback) forwards in through passt" t_net_publish_forwards_in
+check "--net without its guard loaded: refused, nothing left" t_net_refused_without_the_guard
 check "--allow-host: the allowed destination only, enforced by the host" t_allowlist_both_ways
 check "--allow-host: at most 64 host forwarders per session, freed on close" t_allowlist_connections_bounded
 check "--publish: a host port (loopback) forwards to the guest" t_publish_forwards_in

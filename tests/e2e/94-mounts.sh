@@ -31,7 +31,7 @@ t_refusals() {
 	out=$(vmux new x --mount "$ROOTDIR/missing:/mnt/x" 2>&1)
 	[[ $? -eq 2 ]] && expect_match missing "$out" "No such file or directory" || return 1
 	out=$(vmux new x --mount "$ROOTDIR/rootowned:/mnt/x" 2>&1)
-	[[ $? -eq 2 ]] && expect_match "root-owned" "$out" "rootowned is owned by root: a guest writes to a host folder as the folder's owner, never as root" || return 1
+	[[ $? -eq 2 ]] && expect_match "root-owned" "$out" "rootowned is owned by root \\(uid 0\\): a guest writes to a host folder as the folder's owner, never as root" || return 1
 	out=$(vmux new x --mount "$ROOTDIR/share:/proc" 2>&1)
 	[[ $? -eq 2 ]] && expect_match reserved "$out" "will not mount over /proc" || return 1
 	out=$(vmux new x --profile offline_readonly --mount "$ROOTDIR/share:/mnt/x" 2>&1)
@@ -100,19 +100,22 @@ t_read_only_even_for_guest_root() {
 	[[ ! -e $ROOTDIR/ro/x && ! -e $ROOTDIR/ro/y ]] || fail "the guest wrote to a read-only mount"
 }
 
-# Guest root through a writable mount: no device node, no setuid file
-# owned by root on the host; what it makes belongs to the folder's owner.
+# Guest root through a writable mount: no device node, no setuid or
+# setgid file at all on the host (nobody gains the owner's ids through
+# one); what it makes belongs to the folder's owner.
 t_guest_root_gets_nothing_beyond_the_folder() {
 	local out bad
 	out=$(vmux exec mnt -- sh -c 'cd /workspace/share && mknod blk b 8 0; mknod chr c 1 3;
-		cp /bin/busybox bb && chmod 4755 bb && cp /bin/busybox bb2 && chown 0:0 bb2 && chmod 6755 bb2;
-		echo made > made' 2>&1)
+		cp /bin/busybox bb; chmod 4755 bb; chmod 2755 bb; cp /bin/busybox bb2 && chown 0:0 bb2; chmod 6755 bb2;
+		mkdir sgid; chmod g+s sgid; echo made > made; echo done' 2>&1)
+	expect_match "ran" "$out" "done" || return 1
 	expect_match "mknod refused" "$out" "mknod: blk: Operation not permitted" || return 1
+	expect_match "setuid refused" "$out" "chmod: bb: Operation not permitted" || return 1
 	[[ ! -e $ROOTDIR/share/blk && ! -e $ROOTDIR/share/chr ]] || fail "a device node on the host" || return 1
-	bad=$(find "$ROOTDIR/share" \( -type b -o -type c \) -o \( -uid 0 -perm /6000 \) -o -uid 0 -newer "$ROOTDIR/share/h")
-	[[ -z $bad ]] || fail "root-owned or device files on the host: $(ls -ln $bad)" || return 1
+	bad=$(find "$ROOTDIR/share" \( -type b -o -type c \) -o -perm /6000 -o -uid 0 -newer "$ROOTDIR/share/h")
+	[[ -z $bad ]] || fail "setid, root-owned or device files on the host: $(ls -ldn $bad)" || return 1
 	expect_eq "owner of what the guest made" "$(stat -c %u:%g "$ROOTDIR/share/made")" $OWNER:$OWNER || return 1
-	expect_eq "setuid file's owner" "$(stat -c %u "$ROOTDIR/share/bb2")" $OWNER
+	expect_eq "a chown'ed file's owner" "$(stat -c %u:%g "$ROOTDIR/share/bb2")" $OWNER:$OWNER
 }
 
 # A comma in a host path under an allowed root is a name, not an option:

@@ -121,15 +121,26 @@ TEST(beneath_owner_never_root)
 	gid_t g;
 
 	memset(&st, 0, sizeof st);
-	st.st_uid = 1000;
-	st.st_gid = 100;
+	st.st_uid = 4242; /* no passwd entry: its group must do */
+	st.st_gid = 4243;
 	CHECK_INT(beneath_owner("/x", &st, 0, &u, &g, &cause), 0);
-	CHECK(u == 1000 && g == 100);
-	st.st_uid = 0;
+	CHECK(u == 4242 && g == 4243);
+	/* a system group (root's, shadow's) is never the guest's */
 	st.st_gid = 0;
+	CHECK_INT(beneath_owner("/x", &st, 0, &u, &g, &cause), -1);
+	CHECK(strstr(cause, "group 0, a system group") != NULL);
+	free(cause);
+	CHECK_INT(beneath_owner("/x", &st, 1, &u, &g, &cause), 0);
+	CHECK(u == 4242 && g == BENEATH_NOBODY);
+	/* root or a system account: refused writable, nobody read-only */
+	st.st_uid = 0;
 	CHECK_INT(beneath_owner("/x", &st, 1, &u, &g, &cause), 0);
 	CHECK(u == BENEATH_NOBODY && g == BENEATH_NOBODY);
 	CHECK_INT(beneath_owner("/x", &st, 0, &u, &g, &cause), -1);
 	CHECK(strstr(cause, "/x is owned by root") != NULL);
+	free(cause);
+	st.st_uid = 33; /* www-data */
+	CHECK_INT(beneath_owner("/x", &st, 0, &u, &g, &cause), -1);
+	CHECK(strstr(cause, "a system account (uid 33)") != NULL);
 	free(cause);
 }
