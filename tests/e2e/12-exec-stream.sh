@@ -81,7 +81,7 @@ t_256m_constant_memory() {
 	wait "$pid" || fail "exec failed" || return 1
 	expect_eq size "$(stat -c %s "$TMP/big")" 268435456 || return 1
 	rm -f "$TMP/big"
-	echo "vmux exec peak RSS for 256 MiB: ${hwm} KiB"
+	echo "figure: vmux exec peak RSS for 256 MiB: ${hwm} KiB"
 	((hwm > 0 && hwm < 32768)) || fail "peak RSS ${hwm} KiB"
 }
 t_json() {
@@ -109,7 +109,7 @@ t_json_output_capped() {
 		fail "stdout_bytes $(jq -r .stdout_bytes "$TMP/j")" || return 1
 	expect_eq kept "$(jq -r .stdout_base64 "$TMP/j" | base64 -d | wc -c)" 16777216 || return 1
 	expect_eq "stderr not cut" "$(jq -r '.stderr_truncated // "no"' "$TMP/j")" no || return 1
-	echo "vmux exec --json peak RSS facing cat /dev/zero: ${hwm} KiB"
+	echo "figure: vmux exec --json peak RSS facing cat /dev/zero: ${hwm} KiB"
 	((hwm > 0 && hwm < 131072)) || fail "peak RSS ${hwm} KiB"
 }
 t_seed_json_exec() {

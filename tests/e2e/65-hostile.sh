@@ -110,7 +110,7 @@ t_huge_reply_refused_cheaply() {
 	expect_eq status $? 125 || return 1
 	grep -q "agent reply too large" "$TMP/peak.out" || fail "said: $(cat "$TMP/peak.out")" || return 1
 	big=$(tail -n 1 "$TMP/big")
-	echo "vmux shells peak RSS: ${base} KiB normal, ${big} KiB facing a 64 MiB reply"
+	echo "figure: vmux shells peak RSS: ${base} KiB normal, ${big} KiB facing a 64 MiB reply"
 	((big - base < 65536)) || fail "peak ${big} KiB vs ${base} KiB" || return 1
 	vmux rm -f hbig
 }
@@ -123,7 +123,7 @@ t_wide_reply_linear() {
 	peak_kib "$TMP/wide" timeout 30 "$VMUX" shells hwide || fail "vmux shells: $(cat "$TMP/peak.out")" || return 1
 	grep -Eq '^w .* a x x x.*\.\.\.$' "$TMP/peak.out" || fail "table: $(head -c 600 "$TMP/peak.out")" || return 1
 	peak=$(tail -n 1 "$TMP/wide")
-	echo "vmux shells peak RSS facing 200000 arguments: ${peak} KiB"
+	echo "figure: vmux shells peak RSS facing 200000 arguments: ${peak} KiB"
 	peak_kib "$TMP/wide" timeout 30 "$VMUX" shells hwide --json || return 1
 	expect_eq "json keeps them" "$(jq '.[0].command | length' "$TMP/peak.out")" 229377 || return 1
 	vmux rm -f hwide

@@ -68,6 +68,8 @@ check() {
 	if ("$@") >"$out" 2>&1 && [[ ! -e $CHECK_FAILED ]]; then
 		e2e_pass=$((e2e_pass + 1))
 		echo "ok   $name"
+		# measured figures a check prints are kept in the log
+		grep '^figure: ' "$out" | sed 's/^/     /'
 	else
 		e2e_fail=$((e2e_fail + 1))
 		echo "FAIL $name"

@@ -2,8 +2,10 @@
 # 60-hostile: one hostile or hung guest never stalls the TUI for the others
 # (tests/tools/hostile-agent.c, picked by session name): while hhang's agent
 # never answers list_shells, its row says so and the other session's shell
-# still types and echoes; hsize's RESIZE of 65535x65535 is clamped, the TUI
-# stays alive and small; a mouse click selects the row drawn under it.
+# still types and echoes; hbig's 64 MiB reply is refused at the cap and
+# hwide's 200000-argument command is cut; hsize's RESIZE of 65535x65535 is
+# clamped, the TUI stays alive and small; a mouse click selects the row
+# drawn under it.
 source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/tmux.sh"
 
@@ -20,6 +22,8 @@ IMG=$BUILD/tests/hostile-initrd.img
 need_session ok
 need_session hhang --initrd "$IMG"
 need_session hsize --initrd "$IMG"
+need_session hbig --initrd "$IMG"
+need_session hwide --initrd "$IMG"
 
 wait_screen() { wait_on main "$1" "${2:-20}"; }
 type_line() { tm send-keys -t main -l -- "$1" && tm send-keys -t main Enter; }
@@ -45,6 +49,8 @@ t_hung_guest_stalls_nobody() {
 	wait_screen 'ok:shell-1 live' 30 || return 1
 	# hhang's row says its agent does not answer ...
 	wait_screen '^ +hhang' 30 && wait_screen 'timed out waiting' 30 || return 1
+	wait_screen 'agent reply too large' 30 || return 1
+	wait_screen ' w running 0v a x x x' 30 || return 1
 	# ... and ok's shell answers keys meanwhile, again and again
 	for i in 1 2 3; do
 		type_line "echo alive-\$((6*7))-$i" || return 1
@@ -63,15 +69,17 @@ t_huge_resize_clamped() {
 	tm send-keys -t main q || return 1
 	pid=$(pgrep -f "$VMUX tui ok" | head -n 1)
 	hwm=$(awk '/^VmHWM/ { print $2 }' /proc/"$pid"/status)
-	echo "TUI peak RSS after a 65535x65535 RESIZE and a hung guest: ${hwm} KiB"
+	echo "figure: TUI peak RSS facing hhang, hbig (64 MiB reply), hwide (200000 arguments), hsize (65535x65535): ${hwm} KiB"
 	((hwm > 0 && hwm < 262144)) || fail "TUI peak RSS ${hwm} KiB"
 }
 
 t_click_selects_the_row_under_it() {
 	local y
+	wait_screen '^ +ok ' 30 || return 1
+	wait_screen 'shell-1 running' 30 || return 1
 	# the line where ok's shell-1 is drawn, below the " ok" header
 	y=$(screen main | awk '/^ .? ok /{ s = 1 } s && /shell-1 running/ { print NR - 1; exit }')
-	[[ $y =~ ^[0-9]+$ ]] || fail "no ok:shell-1 row: $(screen main)" || return 1
+	[[ $y =~ ^[0-9]+$ ]] || fail "no ok:shell-1 row: $(screen main); vmux shells ok: $(vmux shells ok 2>&1)" || return 1
 	click 4 "$y" || return 1
 	wait_screen 'ok:shell-1 live' 10
 }
