@@ -9,13 +9,7 @@
 source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/tmux.sh"
 
-tui_cleanup() {
-	local rc=$?
-	tui_tmux_kill
-	(exit $rc)
-	e2e_cleanup
-}
-trap tui_cleanup EXIT
+tui_trap
 
 IMG=$BUILD/tests/hostile-initrd.img
 [[ -f $IMG ]] || { echo "FAIL $IMG missing (make test builds it)"; exit 1; }
@@ -26,8 +20,6 @@ need_session hbig --initrd "$IMG"
 need_session hwide --initrd "$IMG"
 
 wait_screen() { wait_on main "$1" "${2:-20}"; }
-type_line() { tm send-keys -t main -l -- "$1" && tm send-keys -t main Enter; }
-prefix() { tm send-keys -t main C-b && tm send-keys -t main "$@"; }
 
 # click X Y: a left click (press, release) at 0-based column X, line Y, as
 # the X10 mouse protocol tmux-256color's kmous names.
@@ -38,11 +30,7 @@ click() {
 	tm send-keys -t main -l -- $'\e[M'"$b$x$y" && tm send-keys -t main -l -- $'\e[M'"$r$x$y"
 }
 
-HOSTENV="env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME"
-mkdir -p "$TMP/home"
-tm new-session -d -s main -x 100 -y 30 \
-	"cd $TMP; $HOSTENV PS1='host\$ ' bash --norc --noprofile"
-wait_on main '^host\$' 10 || exit 1
+tui_host_shell || exit 1
 type_line "$VMUX tui ok; echo TUI-EXIT=\$?"
 
 t_hung_guest_stalls_nobody() {

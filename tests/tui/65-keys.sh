@@ -9,29 +9,18 @@
 source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/tmux.sh"
 
-tui_cleanup() {
-	local rc=$?
-	[[ -n ${HUNG:-} ]] && kill -CONT "$HUNG" 2>/dev/null
-	tui_tmux_kill
-	(exit $rc)
-	e2e_cleanup
-}
-trap tui_cleanup EXIT
+# a VM this test stopped is let go again, whatever happened
+tui_before_exit() { [[ -n ${HUNG:-} ]] && kill -CONT "$HUNG" 2>/dev/null; }
+tui_trap
 
 need_session kx
 need_session other
 
 wait_screen() { wait_on "${3:-main}" "$1" "${2:-20}"; }
-type_line() { tm send-keys -t "${2:-main}" -l -- "$1" && tm send-keys -t "${2:-main}" Enter; }
-prefix() { tm send-keys -t main C-b && tm send-keys -t main "$@"; }
 # shell_state NAME ID: the shell's state as vmux shells says, or "gone".
 shell_state() { vmux shells "$1" --json | jq -r --arg id "$2" '(.[] | select(.shell_id == $id) | .state) // "gone"'; }
 
-HOSTENV="env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME"
-mkdir -p "$TMP/home"
-tm new-session -d -s main -x 100 -y 30 \
-	"cd $TMP; $HOSTENV PS1='host\$ ' bash --norc --noprofile"
-wait_on main '^host\$' 10 || exit 1
+tui_host_shell || exit 1
 type_line "$VMUX tui kx; echo TUI-EXIT=\$?"
 
 t_close_asks_first() {

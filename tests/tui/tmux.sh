@@ -28,3 +28,31 @@ wait_on() {
 		sleep 0.1
 	done
 }
+
+# tui_trap: on exit (however the test ends) end the tmux server, run
+# tui_before_exit if the test defines it, then the e2e cleanup.
+tui_trap() {
+	tui_exit() {
+		local rc=$?
+		declare -F tui_before_exit >/dev/null && tui_before_exit
+		tui_tmux_kill
+		(exit $rc)
+		e2e_cleanup
+	}
+	trap tui_exit EXIT
+}
+
+# tui_host_shell: window "main" (100x30) running a host shell with a
+# private, plain environment ($HOSTENV: nothing of the invoking user's),
+# waited for; the TUI under test is started from it.
+tui_host_shell() {
+	HOSTENV="env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME"
+	mkdir -p "$TMP/home"
+	tm new-session -d -s main -x 100 -y 30 \
+		"cd $TMP; $HOSTENV PS1='host\$ ' bash --norc --noprofile"
+	wait_on main '^host\$' 10
+}
+
+# Keys for window "main": the TUI's prefix then KEYS; a typed line.
+prefix() { tm send-keys -t main C-b && tm send-keys -t main "$@"; }
+type_line() { tm send-keys -t "${2:-main}" -l -- "$1" && tm send-keys -t "${2:-main}" Enter; }
