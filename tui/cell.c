@@ -36,6 +36,8 @@ cell_convert(
 		t->attrs |= A_BLINK;
 	if (c->attrs.reverse)
 		t->attrs |= A_REVERSE;
+	if (c->attrs.font == 1) /* SGR 2, as faint.c carries it */
+		t->attrs |= A_DIM;
 	t->fg = colour_map(caps, &c->fg, 1);
 	t->bg = colour_map(caps, &c->bg, 0);
 

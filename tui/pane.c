@@ -211,6 +211,7 @@ pane_free(struct pane *p)
 	sb_free(p->sb);
 	free(p->dirty);
 	free(p->backlog);
+	free(p->faint_out);
 	free(p->title);
 	free(p->error);
 	free(p->session);
@@ -419,8 +420,15 @@ pane_clock_us(void)
 static void
 pane_parse(struct pane *p, const uint8_t *b, size_t len)
 {
+	size_t n;
+
 	scan_modes(p, b, len);
-	vterm_input_write(p->vt, (const char *)b, len);
+	if (p->faint_cap < 2 * len + FAINT_HOLD) {
+		p->faint_cap = 2 * len + FAINT_HOLD;
+		p->faint_out = xrealloc(p->faint_out, p->faint_cap);
+	}
+	n = faint_filter(&p->faint, b, len, p->faint_out);
+	vterm_input_write(p->vt, (const char *)p->faint_out, n);
 	vterm_screen_flush_damage(p->vs);
 	p->bytes_in += len;
 }

@@ -272,6 +272,16 @@ enum pane_state {
 	PANE_FAILED,       /* cannot attach (no such shell, session gone) */
 };
 
+/* faint.c: SGR 2 (faint) carried through libvterm as font 1 */
+enum faint_state { FAINT_GROUND, FAINT_ESC, FAINT_CSI };
+#define FAINT_HOLD 72 /* bytes a sequence may hold across reads, and more */
+struct faint {
+	enum faint_state state;
+	char buf[64]; /* a CSI's bytes after "ESC [" */
+	size_t n;
+};
+size_t faint_filter(struct faint *, const uint8_t *, size_t, uint8_t *);
+
 #define PANE_REPLAY_BYTES (256 * 1024) /* repainted on (re)attach */
 #define PANE_FEED_US      8000 /* parsing per wake-up before keys' turn */
 #define PANE_MAX_COLS     512  /* a guest's PTY size is clamped to these */
@@ -290,6 +300,9 @@ struct pane {
 	int any_dirty;
 	VTermPos cursor;
 	int cur_visible, altscreen, mouse, bracketed;
+	struct faint faint; /* SGR 2 for libvterm (faint.c) */
+	uint8_t *faint_out; /* its output buffer */
+	size_t faint_cap;
 	char *title;
 	struct sb *sb;
 	int view; /* lines scrolled back (copy mode), 0: live */

@@ -5,7 +5,7 @@ TUI_LIBS := $(shell pkg-config --libs vterm ncursesw libuv 2>/dev/null || \
 # Pure parts, unit-tested without a terminal.
 TUI_PURE_SRCS := tui/sb.c tui/search.c tui/colour.c tui/keyname.c \
                  tui/layout.c tui/config.c tui/theme.c tui/cell.c \
-                 tui/textview.c $(BUILD)/gen/themes.c
+                 tui/textview.c tui/faint.c $(BUILD)/gen/themes.c
 # The running TUI: loop, panes, drawing, keys, dialogs, jobs.
 TUI_SRCS := $(TUI_PURE_SRCS) tui/tui.c tui/pane.c tui/local.c tui/model.c \
             tui/work.c tui/draw.c tui/grid.c tui/input.c tui/cmds.c \
@@ -14,7 +14,7 @@ TUI_SRCS := $(TUI_PURE_SRCS) tui/tui.c tui/pane.c tui/local.c tui/model.c \
 # Colour mapping, cell conversion, layout, the output view.
 UNIT_TESTS += tui_view
 UNIT_tui_view_SRCS := tests/unit/test_tui_view.c tui/colour.c tui/cell.c \
-                      tui/layout.c tui/textview.c
+                      tui/layout.c tui/textview.c tui/faint.c
 UNIT_tui_view_LIBS := $(TUI_LIBS)
 
 # Built-in themes, embedded from themes/*.theme (generated, not committed).

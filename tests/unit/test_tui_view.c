@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/common.h"
 #include "tui/tui.h"
 #include "unit.h"
 
@@ -326,4 +327,51 @@ __attribute__((constructor)) static void
 utf8_locale(void)
 {
 	setlocale(LC_ALL, "C.UTF-8");
+}
+
+/* Feed s through a faint filter in pieces of k bytes; the result. */
+static char *
+faint_run(const char *s, size_t k)
+{
+	struct faint f;
+	size_t len = strlen(s), o = 0;
+	uint8_t *out = xmalloc(2 * len + FAINT_HOLD + 1);
+	static uint8_t piece[2 * 4096 + FAINT_HOLD];
+
+	memset(&f, 0, sizeof f);
+	for (size_t i = 0; i < len; i += k) {
+		size_t n = len - i < k ? len - i : k;
+		size_t got = faint_filter(&f, (const uint8_t *)s + i, n, piece);
+		memcpy(out + o, piece, got);
+		o += got;
+	}
+	out[o] = '\0';
+	return (char *)out;
+}
+
+/* SGR 2 and 22 carried as font 1 and 10; colours' own 2s and other
+ * sequences untouched; the same whatever the chunking. */
+TEST(faint_rewrites_sgr_2_only)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"\033[2mdim\033[22m", "\033[11mdim\033[22;10m"},
+	    {"\033[1;2;3m", "\033[1;11;3m"},
+	    {"\033[38;5;2mg\033[48;2;2;2;2mx\033[0m",
+	        "\033[38;5;2mg\033[48;2;2;2;2mx\033[0m"},
+	    {"\033[38;5;2;2m", "\033[38;5;2;11m"},
+	    {"\033[2J\033[?2004h\033[m", "\033[2J\033[?2004h\033[m"},
+	    {"a\033\033[2mb", "a\033\033[11mb"},
+	    {"\033(0q\033(B", "\033(0q\033(B"},
+	    {"\033[2\nm", "\033[2\nm"},
+	};
+
+	for (size_t i = 0; i < nitems(cases); i++) {
+		for (size_t k = 1; k <= 7; k += 3) {
+			char *got = faint_run(cases[i].in, k);
+			CHECK_STR(got, cases[i].out);
+			free(got);
+		}
+	}
 }

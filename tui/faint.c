@@ -1,0 +1,122 @@
+/*
+ * faint.c: SGR 2 (faint, "dim") for libvterm 0.1.4, which drops it.
+ *
+ * Before a pane's bytes reach libvterm, SGR sequences are rewritten: 2
+ * becomes 11 (alternate font 1, which libvterm keeps per cell and nothing
+ * else here uses) and 22 (normal intensity) becomes 22;10, so the cell
+ * converter (cell.c) can draw font 1 as A_DIM, as tmux draws faint. A
+ * colour's own parameters (38;5;N, 38;2;R;G;B, and 48, 58) are left alone.
+ * Sequences split across reads are held until whole; anything that is not
+ * a plain CSI ... m passes through byte for byte. The caller owns the
+ * struct faint (one per pane) and the output buffer.
+ */
+#include <string.h>
+
+#include "tui.h"
+
+/* Is p[0..n) one SGR parameter list (digits, ';', ':') and nothing else? */
+static int
+sgr_params(const char *p, size_t n)
+{
+	return strspn(p, "0123456789;:") >= n;
+}
+
+/* Append the rewritten parameters of p[0..n) to out; the bytes written. */
+static size_t
+sgr_rewrite(const char *p, size_t n, uint8_t *out)
+{
+	size_t o = 0, i = 0, skip = 0;
+
+	while (i <= n) {
+		size_t end = i;
+		while (end < n && p[end] != ';')
+			end++;
+		/* token p[i..end) */
+		if (skip > 0) {
+			skip--;
+		} else if (end - i == 1 && p[i] == '2') {
+			memcpy(out + o, "11", 2);
+			o += 2;
+			goto next;
+		} else if (end - i == 2 && p[i] == '2' && p[i + 1] == '2') {
+			memcpy(out + o, "22;10", 5);
+			o += 5;
+			goto next;
+		} else if (end - i == 2 && (p[i] == '3' || p[i] == '4' ||
+		                               p[i] == '5') && p[i + 1] == '8') {
+			/* 38;5;N or 38;2;R;G;B: the next ones are a colour */
+			if (end + 2 <= n && p[end + 1] == '5' &&
+			    (end + 2 == n || p[end + 2] == ';'))
+				skip = 2; /* 5, N */
+			else if (end + 2 <= n && p[end + 1] == '2' &&
+			    (end + 2 == n || p[end + 2] == ';'))
+				skip = 4; /* 2, R, G, B */
+		}
+		memcpy(out + o, p + i, end - i);
+		o += end - i;
+	next:
+		if (end < n)
+			out[o++] = ';';
+		i = end + 1;
+	}
+	return o;
+}
+
+/*
+ * Rewrite len bytes of a pane's output into out (room for 2 * len +
+ * FAINT_HOLD bytes); the number of bytes to feed libvterm.
+ */
+size_t
+faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		uint8_t c = in[i];
+
+		switch (f->state) {
+		case FAINT_GROUND:
+			if (c == 0x1b)
+				f->state = FAINT_ESC; /* held until we know */
+			else
+				out[o++] = c;
+			break;
+		case FAINT_ESC:
+			if (c == '[') {
+				f->state = FAINT_CSI;
+				f->n = 0;
+				break;
+			}
+			out[o++] = 0x1b;
+			if (c == 0x1b)
+				break; /* another ESC: hold that one */
+			out[o++] = c;
+			f->state = FAINT_GROUND;
+			break;
+		case FAINT_CSI:
+			if (c >= 0x40 && c <= 0x7e) { /* the final byte */
+				out[o++] = 0x1b;
+				out[o++] = '[';
+				if (c == 'm' && sgr_params(f->buf, f->n))
+					o += sgr_rewrite(f->buf, f->n, out + o);
+				else {
+					memcpy(out + o, f->buf, f->n);
+					o += f->n;
+				}
+				out[o++] = c;
+				f->state = FAINT_GROUND;
+			} else if (c < 0x20 || f->n == sizeof f->buf) {
+				/* not one of ours: as it came, byte for byte */
+				out[o++] = 0x1b;
+				out[o++] = '[';
+				memcpy(out + o, f->buf, f->n);
+				o += f->n;
+				f->state = FAINT_GROUND;
+				i--; /* this byte again, from the ground */
+			} else
+				f->buf[f->n++] = (char)c;
+			break;
+		}
+	}
+	return o;
+}
