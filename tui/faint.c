@@ -1,7 +1,15 @@
 /*
- * faint.c: SGR 2 (faint, "dim") for libvterm 0.1.4, which drops it.
+ * faint.c: what libvterm 0.1.4 gets wrong, put right in the byte stream
+ * before it: SGR 2 (faint, which it drops) and the character sets DECSC
+ * (ESC 7) saves and DECRC (ESC 8) restores (it restores the position and
+ * pen but not the G0-G3 designations nor which is shifted in, so vttest's
+ * save/restore screen drew half its line-drawing row as 'q').
  *
- * Before a pane's bytes reach libvterm, SGR sequences are rewritten: 2
+ * Character sets: designations (ESC ( ) * + F) and shifts (SO, SI) are
+ * noted as they pass; at ESC 7 they are saved, and after ESC 8 they are
+ * sent again, so libvterm ends up where a VT100 would.
+ *
+ * Faint: before a pane's bytes reach libvterm, SGR sequences are rewritten: 2
  * becomes 11 (alternate font 1, which libvterm keeps per cell and nothing
  * else here uses) and 22 (normal intensity) becomes 22;10, so the cell
  * converter (cell.c) can draw font 1 as A_DIM, as tmux draws faint. A
@@ -42,8 +50,9 @@ sgr_rewrite(const char *p, size_t n, uint8_t *out)
 			memcpy(out + o, "22;10", 5);
 			o += 5;
 			goto next;
-		} else if (end - i == 2 && (p[i] == '3' || p[i] == '4' ||
-		                               p[i] == '5') && p[i + 1] == '8') {
+		} else if (end - i == 2 &&
+		    (p[i] == '3' || p[i] == '4' || p[i] == '5') &&
+		    p[i + 1] == '8') {
 			/* 38;5;N or 38;2;R;G;B: the next ones are a colour */
 			if (end + 2 <= n && p[end + 1] == '5' &&
 			    (end + 2 == n || p[end + 2] == ';'))
@@ -62,9 +71,25 @@ sgr_rewrite(const char *p, size_t n, uint8_t *out)
 	return o;
 }
 
+/* After ESC 8: the saved designations and shift, sent again. */
+static size_t
+charsets_restore(const struct faint *f, uint8_t *out)
+{
+	static const char intro[4] = {'(', ')', '*', '+'};
+	size_t o = 0;
+
+	for (int i = 0; i < 4; i++) {
+		out[o++] = 0x1b;
+		out[o++] = (uint8_t)intro[i];
+		out[o++] = (uint8_t)(f->saved_g[i] != 0 ? f->saved_g[i] : 'B');
+	}
+	out[o++] = f->saved_gl ? 0x0e : 0x0f;
+	return o;
+}
+
 /*
- * Rewrite len bytes of a pane's output into out (room for 2 * len +
- * FAINT_HOLD bytes); the number of bytes to feed libvterm.
+ * Rewrite len bytes of a pane's output into out (room for
+ * FAINT_OUT_MAX(len) bytes); the number of bytes to feed libvterm.
  */
 size_t
 faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
@@ -76,10 +101,13 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 
 		switch (f->state) {
 		case FAINT_GROUND:
-			if (c == 0x1b)
+			if (c == 0x1b) {
 				f->state = FAINT_ESC; /* held until we know */
-			else
-				out[o++] = c;
+				break;
+			}
+			if (c == 0x0e || c == 0x0f) /* SO, SI */
+				f->gl = c == 0x0e;
+			out[o++] = c;
 			break;
 		case FAINT_ESC:
 			if (c == '[') {
@@ -87,10 +115,36 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 				f->n = 0;
 				break;
 			}
+			if (c == '(' || c == ')' || c == '*' || c == '+') {
+				f->state = FAINT_SCS;
+				f->which = c == '(' ? 0
+				    : c == ')'      ? 1
+				    : c == '*'      ? 2
+				                    : 3;
+				break;
+			}
 			out[o++] = 0x1b;
 			if (c == 0x1b)
 				break; /* another ESC: hold that one */
 			out[o++] = c;
+			f->state = FAINT_GROUND;
+			if (c == '7') { /* DECSC */
+				memcpy(f->saved_g, f->g, sizeof f->g);
+				f->saved_gl = f->gl;
+			} else if (c == '8') /* DECRC */
+				o += charsets_restore(f, out + o);
+			break;
+		case FAINT_SCS:
+			out[o++] = 0x1b;
+			out[o++] = (uint8_t)("()*+"[f->which]);
+			if (c <
+			    0x20) { /* not a designation: again, from ground */
+				f->state = FAINT_GROUND;
+				i--;
+				break;
+			}
+			out[o++] = c;
+			f->g[f->which] = (char)c;
 			f->state = FAINT_GROUND;
 			break;
 		case FAINT_CSI:

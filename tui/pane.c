@@ -423,8 +423,8 @@ pane_parse(struct pane *p, const uint8_t *b, size_t len)
 	size_t n;
 
 	scan_modes(p, b, len);
-	if (p->faint_cap < 2 * len + FAINT_HOLD) {
-		p->faint_cap = 2 * len + FAINT_HOLD;
+	if (p->faint_cap < FAINT_OUT_MAX(len)) {
+		p->faint_cap = FAINT_OUT_MAX(len);
 		p->faint_out = xrealloc(p->faint_out, p->faint_cap);
 	}
 	n = faint_filter(&p->faint, b, len, p->faint_out);

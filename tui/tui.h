@@ -272,13 +272,18 @@ enum pane_state {
 	PANE_FAILED,       /* cannot attach (no such shell, session gone) */
 };
 
-/* faint.c: SGR 2 (faint) carried through libvterm as font 1 */
-enum faint_state { FAINT_GROUND, FAINT_ESC, FAINT_CSI };
+/* faint.c: SGR 2 (faint) and DECSC's character sets, for libvterm */
+enum faint_state { FAINT_GROUND, FAINT_ESC, FAINT_CSI, FAINT_SCS };
 #define FAINT_HOLD 72 /* bytes a sequence may hold across reads, and more */
+/* The most faint_filter writes for len bytes (ESC 8, 2 bytes, gives 15). */
+#define FAINT_OUT_MAX(len) (9 * (len) + FAINT_HOLD)
 struct faint {
 	enum faint_state state;
 	char buf[64]; /* a CSI's bytes after "ESC [" */
 	size_t n;
+	int which;             /* FAINT_SCS: G0..G3 */
+	char g[4], saved_g[4]; /* designations now, and at ESC 7 (0: B) */
+	int gl, saved_gl;      /* G1 shifted in (SO), now and at ESC 7 */
 };
 size_t faint_filter(struct faint *, const uint8_t *, size_t, uint8_t *);
 

@@ -109,6 +109,12 @@ compare insdel 'abcdef\r\n123456\r\nline3\r\nline4\033[1;3H\033[2@\033[2;2H\033[
 compare scrollregion '1\r\n2\r\n3\r\n4\r\n5\r\n6\r\n7\r\n8\033[3;6r\033[6;1H\r\nA\r\nB\r\nC\033[r\033[12;1H'
 compare altscreen 'main-screen\r\n\033[?1049h\033[2J\033[Halternate\r\nstuff\033[?1049lback\r\n'
 compare linedraw '\033(0lqqqk\r\nx  x\r\nmqqqj\033(B\r\nnormal\r\n'
+# G1 as DEC graphics, shifted in and out with SO and SI (vttest's screen
+# features draws its line so)
+compare sosi 'a\033)0\016lqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqk\017b\r\n\016x\017 mid \016x\017\r\nplain q\r\n'
+# DECRC restores the character sets DECSC saved (vttest's save/restore
+# screen; libvterm 0.1.4 forgets them, tui/faint.c puts them back)
+compare decsc '\033(0lqq\0337\033(Bab\033[3;1Hplain\0338qqk\r\n\033(B\033)0\016x\0337\017y\0338x\017\r\n'
 compare wide 'wide: \344\270\255\346\226\207 \360\237\230\200 end\r\ncombining: e\314\201 a\314\210 o\314\202\r\n'
 compare wideedge "$(printf 'x%.0s' $(seq 1 $((COLS - 1))))\344\270\255after\r\n"
 compare flood '%s' "$(seq 1 20000 | tr '\n' ' ' | fold -w 200 | sed 's/$/\r/')"

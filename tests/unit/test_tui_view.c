@@ -335,8 +335,8 @@ faint_run(const char *s, size_t k)
 {
 	struct faint f;
 	size_t len = strlen(s), o = 0;
-	uint8_t *out = xmalloc(2 * len + FAINT_HOLD + 1);
-	static uint8_t piece[2 * 4096 + FAINT_HOLD];
+	uint8_t *out = xmalloc(FAINT_OUT_MAX(len) + 1);
+	static uint8_t piece[FAINT_OUT_MAX(8)];
 
 	memset(&f, 0, sizeof f);
 	for (size_t i = 0; i < len; i += k) {
@@ -365,6 +365,11 @@ TEST(faint_rewrites_sgr_2_only)
 	    {"a\033\033[2mb", "a\033\033[11mb"},
 	    {"\033(0q\033(B", "\033(0q\033(B"},
 	    {"\033[2\nm", "\033[2\nm"},
+	    /* DECRC puts back the character sets DECSC saw */
+	    {"\033(0\0337\033(Bq\0338q",
+	        "\033(0\0337\033(Bq\0338\033(0\033)B\033*B\033+B\017q"},
+	    {"\033)0\016\0337\017\0338",
+	        "\033)0\016\0337\017\0338\033(B\033)0\033*B\033+B\016"},
 	};
 
 	for (size_t i = 0; i < nitems(cases); i++) {
