@@ -5,6 +5,8 @@
  * pen but not the G0-G3 designations nor which is shifted in, so vttest's
  * save/restore screen drew half its line-drawing row as 'q').
  *
+ * Also DECCOLM's clearing (see DECCOLM_EFFECTS).
+ *
  * Character sets: designations (ESC ( ) * + F) and shifts (SO, SI) are
  * noted as they pass; at ESC 7 they are saved, and after ESC 8 they are
  * sent again, so libvterm ends up where a VT100 would.
@@ -69,6 +71,32 @@ sgr_rewrite(const char *p, size_t n, uint8_t *out)
 		i = end + 1;
 	}
 	return o;
+}
+
+/*
+ * DECCOLM (mode 3) clears the screen, resets the margins and homes the
+ * cursor on a VT100 (and in xterm and tmux) even when the width stays;
+ * libvterm 0.1.4 ignores it, and vttest relies on the clearing.
+ */
+#define DECCOLM_EFFECTS "\033[r\033[H\033[2J"
+
+/* Is p[0..n) "?" and a mode list holding 3 (CSI ? ... 3 ... h or l)? */
+static int
+deccolm(const char *p, size_t n)
+{
+	size_t i = 1;
+
+	if (n < 2 || p[0] != '?' || strspn(p + 1, "0123456789;") < n - 1)
+		return 0;
+	while (i < n) {
+		size_t end = i;
+		while (end < n && p[end] != ';')
+			end++;
+		if (end - i == 1 && p[i] == '3')
+			return 1;
+		i = end + 1;
+	}
+	return 0;
 }
 
 /* After ESC 8: the saved designations and shift, sent again. */
@@ -159,6 +187,12 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 				}
 				out[o++] = c;
 				f->state = FAINT_GROUND;
+				if ((c == 'h' || c == 'l') &&
+				    deccolm(f->buf, f->n)) {
+					memcpy(out + o, DECCOLM_EFFECTS,
+					    sizeof DECCOLM_EFFECTS - 1);
+					o += sizeof DECCOLM_EFFECTS - 1;
+				}
 			} else if (c < 0x20 || f->n == sizeof f->buf) {
 				/* not one of ours: as it came, byte for byte */
 				out[o++] = 0x1b;

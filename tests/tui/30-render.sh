@@ -115,6 +115,9 @@ compare sosi 'a\033)0\016lqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqk\017b\r\n\016x\
 # DECRC restores the character sets DECSC saved (vttest's save/restore
 # screen; libvterm 0.1.4 forgets them, tui/faint.c puts them back)
 compare decsc '\033(0lqq\0337\033(Bab\033[3;1Hplain\0338qqk\r\n\033(B\033)0\016x\0337\017y\0338x\017\r\n'
+# DECCOLM clears and homes even at the same width (libvterm 0.1.4
+# ignores it; vttest relies on it)
+compare deccolm 'old\r\nlines\033[5;5Hx\033[?3lnew\r\nnext\r\n'
 compare wide 'wide: \344\270\255\346\226\207 \360\237\230\200 end\r\ncombining: e\314\201 a\314\210 o\314\202\r\n'
 compare wideedge "$(printf 'x%.0s' $(seq 1 $((COLS - 1))))\344\270\255after\r\n"
 compare flood '%s' "$(seq 1 20000 | tr '\n' ' ' | fold -w 200 | sed 's/$/\r/')"

@@ -380,3 +380,14 @@ TEST(faint_rewrites_sgr_2_only)
 		}
 	}
 }
+
+/* DECCOLM (CSI ? 3 h/l, also in a list) brings its clearing with it. */
+TEST(faint_deccolm_clears)
+{
+	char *got = faint_run("a\033[?3lb\033[?1;3hc\033[?30ld\033[3le", 2);
+
+	CHECK_STR(got,
+	    "a\033[?3l\033[r\033[H\033[2Jb\033[?1;3h\033[r\033[H"
+	    "\033[2Jc\033[?30ld\033[3le");
+	free(got);
+}
