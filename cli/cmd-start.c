@@ -60,6 +60,29 @@ start_signal(int sig)
 	start_interrupted = sig; /* 128 + it is the exit status */
 }
 
+/*
+ * For restart: the session is running now, though our start failed: a
+ * command that ran between our stop and our start (another restart, a
+ * start) booted it.
+ */
+static int
+restarted_meanwhile(const struct args *a, const char *home)
+{
+	struct session_record r;
+	char *cause = NULL;
+	int running;
+
+	if (strcmp(a->entry->name, "restart") != 0)
+		return 0;
+	if (record_load(home, a->argv[0], &r, &cause) != 0) {
+		free(cause);
+		return 0;
+	}
+	running = strcmp(session_state(&r), "running") == 0;
+	record_free(&r);
+	return running;
+}
+
 /* Boot the session (stopping it first for restart). */
 static int
 cmd_start_exec(struct args *a)
@@ -69,7 +92,7 @@ cmd_start_exec(struct args *a)
 	struct session_record r;
 	char *home, *cause = NULL;
 	long long secs = START_BOOT_DEFAULT;
-	int rc;
+	int rc, started;
 
 	if ((s != NULL &&
 	        args_number("--boot-timeout", s, 1, 3600, &secs, &cause) !=
@@ -98,7 +121,16 @@ cmd_start_exec(struct args *a)
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);
 	transport_cancel_on(&start_interrupted);
-	if (session_start(&o, &r, &cause) != 0) {
+	started = session_start(&o, &r, &cause) == 0;
+	if (!started && restarted_meanwhile(a, home)) {
+		/* our halt, then another command's boot: a fresh VM all the
+		 * same, which is what restart promises */
+		free(cause);
+		cli_noticef("session '%s' was started by another command after "
+		            "this restart stopped it",
+		    a->argv[0]);
+		rc = 0;
+	} else if (!started) {
 		cli_error("%s", cause);
 		free(cause);
 		rc = start_interrupted ? 128 + start_interrupted : EXIT_VMUX;
