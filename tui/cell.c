@@ -36,6 +36,7 @@ cell_convert(
 		t->attrs |= A_BLINK;
 	if (c->attrs.reverse)
 		t->attrs |= A_REVERSE;
+	t->strike = c->attrs.strike && caps->strike;
 	if (c->attrs.font == 1) /* SGR 2, as faint.c carries it */
 		t->attrs |= A_DIM;
 	t->fg = colour_map(caps, &c->fg, 1);

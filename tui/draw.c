@@ -101,6 +101,7 @@ draw_init(struct tui *t)
 		else if (COLORS > 256)
 			t->caps.colours = 256;
 	}
+	t->caps.strike = strike_init();
 	getmaxyx(stdscr, t->rows, t->cols);
 	draw_theme_apply(t);
 }
@@ -191,6 +192,8 @@ draw_cell(
 	}
 	setcchar(&cc, tc.wch, tc.attrs, 0, &pair);
 	mvadd_wch(y, x, &cc);
+	if (tc.strike)
+		strike_note(&t->strike, y, x, tc.wch, tc.attrs, pair);
 }
 
 /* The first PTY row shown in a view h rows high: the cursor stays in it. */
@@ -712,4 +715,5 @@ draw_frame(struct tui *t)
 		curs_set(0);
 	wnoutrefresh(stdscr);
 	doupdate();
+	strike_flush(&t->strike);
 }

@@ -409,6 +409,7 @@ tui_free(struct tui *t)
 	for (size_t i = 0; i < t->ntiles; i++)
 		pane_free(t->tiles[i]);
 	free(t->tiles);
+	free(t->strike.cells);
 	model_free(&t->model);
 	config_free(&t->cfg);
 	theme_free(&t->theme);

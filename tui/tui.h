@@ -73,6 +73,7 @@ int line_text_find(
 
 struct colour_caps {
 	int colours; /* 8, 16, 256, or 0x1000000 for direct (true) colour */
+	int strike;  /* the terminal draws strikethrough (strike.c) */
 };
 
 int colour_rgb_to_256(uint8_t r, uint8_t g, uint8_t b);
@@ -287,6 +288,20 @@ struct faint {
 };
 size_t faint_filter(struct faint *, const uint8_t *, size_t, uint8_t *);
 
+/* strike.c: struck cells of a frame, drawn again through smxx after it */
+struct strike {
+	struct strike_cell {
+		int y, x, pair;
+		unsigned attrs;
+		wchar_t wch[VTERM_MAX_CHARS_PER_CELL + 1];
+	} * cells;
+	size_t n, cap;
+};
+int strike_init(void);
+void strike_note(struct strike *, int y, int x, const wchar_t *wch,
+    unsigned attrs, int pair);
+void strike_flush(struct strike *);
+
 #define PANE_REPLAY_BYTES (256 * 1024) /* repainted on (re)attach */
 #define PANE_FEED_US      8000 /* parsing per wake-up before keys' turn */
 #define PANE_MAX_COLS     512  /* a guest's PTY size is clamped to these */
@@ -365,6 +380,7 @@ struct tcell {
 	unsigned attrs; /* ncurses A_* */
 	int fg, bg;     /* colour_map() results */
 	int width;      /* columns it covers: 1 or 2 (0: skip, right half) */
+	int strike;     /* SGR 9, drawn by strike.c where the terminal can */
 };
 
 void cell_convert(
@@ -562,6 +578,7 @@ struct tui {
 	struct config cfg;
 	struct theme theme;
 	struct colour_caps caps;
+	struct strike strike; /* struck cells painted in this frame */
 	int theme_pairs[TH_NITEMS];
 	int cols, rows;
 	struct layout lay;

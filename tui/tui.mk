@@ -5,9 +5,11 @@ TUI_LIBS := $(shell pkg-config --libs vterm ncursesw libuv 2>/dev/null || \
 # Pure parts, unit-tested without a terminal.
 TUI_PURE_SRCS := tui/sb.c tui/search.c tui/colour.c tui/keyname.c \
                  tui/layout.c tui/config.c tui/theme.c tui/cell.c \
-                 tui/textview.c tui/faint.c $(BUILD)/gen/themes.c
+                 tui/textview.c tui/faint.c \
+                 $(BUILD)/gen/themes.c
 # The running TUI: loop, panes, drawing, keys, dialogs, jobs.
 TUI_SRCS := $(TUI_PURE_SRCS) tui/tui.c tui/pane.c tui/local.c tui/model.c \
+            tui/strike.c \
             tui/work.c tui/draw.c tui/grid.c tui/input.c tui/cmds.c \
             tui/prompt.c tui/menu.c tui/copy.c tui/jobs.c
 

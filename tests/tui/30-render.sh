@@ -100,6 +100,10 @@ compare wrap '%s\r\nshort\r\n%s' "$long" "$(printf 'x%.0s' $(seq 1 150))"
 compare sgr '\033[1mbold\033[0m \033[4munder\033[0m \033[7mrev\033[0m \033[3mital\033[0m\r\n\033[31mred\033[32mgreen\033[44mblue-bg\033[0m \033[91mbright\033[0m\r\n\033[38;5;208morange\033[48;5;22mgreen-bg\033[0m \033[1;33;41mmix\033[0m\r\n\033[39;49mdefault\r\n'
 # SGR 2 (faint) as tmux draws it; a colour's own 2 is not faint
 compare dim '\033[2mdim\033[22m normal \033[1;2mbolddim\033[0m \033[38;5;22mgreen\033[0m \033[2;38;5;22mdimgreen\033[0m\r\n'
+# SGR 9 (strikethrough) through terminfo's smxx, as tmux draws it (ncurses
+# has no attribute for it: tui/strike.c); struck cells overwritten plain,
+# struck lines scrolled up the screen
+compare strike 'a \033[9mstruck\033[29m plain \033[1;9;31mbsr\033[0m \033[9;44mbg\033[0m end\r\n\033[9mstruck line, partly overwritten\033[0m\r\033[6Cplain\r\n%s' "$(for i in $(seq 1 30); do printf '\033[9m%d struck\033[0m %d plain\r\n' "$i" "$i"; done)"
 # tmux-256color has no direct colour: RGB shows as the nearest of 256
 REF='\033[38;5;196mred\033[38;5;21mblue\033[48;5;28mgbg\033[0m\r\n' \
 	compare truecolor '\033[38;2;255;0;0mred\033[38;2;0;0;255mblue\033[48;2;0;128;0mgbg\033[0m\r\n'

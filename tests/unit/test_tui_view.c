@@ -67,9 +67,9 @@ TEST(colour_256_to_16_picks_the_nearest_standard_colour)
 
 TEST(colour_map_keeps_defaults_and_indices)
 {
-	struct colour_caps c256 = {256}, c16 = {16}, c8 = {8},
-	                   direct = {0x1000000};
-	struct colour_caps none = {0};
+	struct colour_caps c256 = {256, 0}, c16 = {16, 0}, c8 = {8, 0},
+	                   direct = {0x1000000, 0};
+	struct colour_caps none = {0, 0};
 	VTerm *vt = vt_fed(2, 20,
 	    "a\033[31mb\033[38;5;200mc\033[38;2;255;0;0md\033[0;44me\033["
 	    "101mf");
@@ -101,7 +101,7 @@ TEST(colour_map_keeps_defaults_and_indices)
 
 TEST(cell_convert_attributes_and_text)
 {
-	struct colour_caps caps = {256};
+	struct colour_caps caps = {256, 0};
 	struct tcell t;
 	VTerm *vt =
 	    vt_fed(2, 20, "\033[1;4;3;5;7mA\033[0mB e\xcc\x81 \xe4\xb8\xad|");
@@ -140,9 +140,27 @@ TEST(cell_convert_attributes_and_text)
 	vterm_free(vt);
 }
 
+TEST(cell_convert_strike_only_where_the_terminal_draws_it)
+{
+	struct colour_caps with = {256, 1}, without = {256, 0};
+	struct tcell t;
+	VTerm *vt = vt_fed(2, 20, "\033[9mS\033[29mP");
+	VTermScreenCell c;
+
+	c = vt_cell(vt, 0, 0);
+	cell_convert(&c, &with, &t);
+	CHECK(t.strike && t.wch[0] == L'S');
+	cell_convert(&c, &without, &t);
+	CHECK(!t.strike && t.wch[0] == L'S' && t.attrs == 0);
+	c = vt_cell(vt, 0, 1);
+	cell_convert(&c, &with, &t);
+	CHECK(!t.strike && t.wch[0] == L'P');
+	vterm_free(vt);
+}
+
 TEST(cell_convert_substitutes_when_widths_disagree)
 {
-	struct colour_caps caps = {256};
+	struct colour_caps caps = {256, 0};
 	struct tcell t;
 	VTermScreenCell c;
 
