@@ -36,14 +36,13 @@ strike_init(void)
 	/* draw_frame's one doupdate must finish, or a cell it left for
 	 * later would be rewritten unstruck in a frame that paints no row */
 	typeahead(-1);
-	return cap("smxx") != NULL && cap("rmxx") != NULL &&
-	       cap("cup") != NULL;
+	return cap("smxx") != NULL && cap("rmxx") != NULL && cap("cup") != NULL;
 }
 
 /* Note that the cell wch at screen y,x is struck: strike_flush draws it. */
 void
-strike_note(struct strike *s, int y, int x, const wchar_t *wch,
-    unsigned attrs, int pair)
+strike_note(struct strike *s, int y, int x, const wchar_t *wch, unsigned attrs,
+    int pair)
 {
 	struct strike_cell *c;
 
