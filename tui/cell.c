@@ -58,5 +58,9 @@ cell_convert(
 	}
 	for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && c->chars[i] != 0; i++)
 		t->wch[n++] = (wchar_t)c->chars[i];
+	/* DEC graphics y and z: libvterm gives U+2A7D/U+2A7E, which few
+	 * fonts have; xterm and tmux draw the common <= and >= */
+	if (t->wch[0] == 0x2a7d || t->wch[0] == 0x2a7e)
+		t->wch[0] = t->wch[0] == 0x2a7d ? 0x2264 : 0x2265;
 	t->wch[n] = 0;
 }

@@ -5,7 +5,10 @@
  * pen but not the G0-G3 designations nor which is shifted in, so vttest's
  * save/restore screen drew half its line-drawing row as 'q').
  *
- * Also DECCOLM's clearing (see DECCOLM_EFFECTS).
+ * Also DECCOLM's clearing (see DECCOLM_EFFECTS), and REP (CSI n b): it
+ * repeats the preceding character only if a graphic character precedes it
+ * (ECMA-48; xterm, tmux); libvterm 0.1.4 repeats the last one printed
+ * whatever came between, so a REP after a control is dropped here.
  *
  * Character sets: designations (ESC ( ) * + F) and shifts (SO, SI) are
  * noted as they pass; at ESC 7 they are saved, and after ESC 8 they are
@@ -24,11 +27,21 @@
 
 #include "tui.h"
 
+/* Are all of p[0..n) in set? (p is not a C string.) */
+static int
+all_of(const char *p, size_t n, const char *set)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] == '\0' || strchr(set, p[i]) == NULL)
+			return 0;
+	return 1;
+}
+
 /* Is p[0..n) one SGR parameter list (digits, ';', ':') and nothing else? */
 static int
 sgr_params(const char *p, size_t n)
 {
-	return strspn(p, "0123456789;:") >= n;
+	return all_of(p, n, "0123456789;:");
 }
 
 /* Append the rewritten parameters of p[0..n) to out; the bytes written. */
@@ -86,7 +99,7 @@ deccolm(const char *p, size_t n)
 {
 	size_t i = 1;
 
-	if (n < 2 || p[0] != '?' || strspn(p + 1, "0123456789;") < n - 1)
+	if (n < 2 || p[0] != '?' || !all_of(p + 1, n - 1, "0123456789;"))
 		return 0;
 	while (i < n) {
 		size_t end = i;
@@ -135,9 +148,12 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 			}
 			if (c == 0x0e || c == 0x0f) /* SO, SI */
 				f->gl = c == 0x0e;
+			f->graphic = c >= 0x20 && c != 0x7f;
 			out[o++] = c;
 			break;
 		case FAINT_ESC:
+			if (c != '[') /* a CSI decides at its end (REP) */
+				f->graphic = 0;
 			if (c == '[') {
 				f->state = FAINT_CSI;
 				f->n = 0;
@@ -176,6 +192,13 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 			f->state = FAINT_GROUND;
 			break;
 		case FAINT_CSI:
+			if (c == 'b' && !f->graphic &&
+			    all_of(f->buf, f->n, "0123456789")) {
+				f->state = FAINT_GROUND; /* REP of nothing */
+				break;
+			}
+			if (c >= 0x40 || c < 0x20)
+				f->graphic = 0; /* a control sequence ends */
 			if (c >= 0x40 && c <= 0x7e) { /* the final byte */
 				out[o++] = 0x1b;
 				out[o++] = '[';

@@ -285,6 +285,7 @@ struct faint {
 	int which;             /* FAINT_SCS: G0..G3 */
 	char g[4], saved_g[4]; /* designations now, and at ESC 7 (0: B) */
 	int gl, saved_gl;      /* G1 shifted in (SO), now and at ESC 7 */
+	int graphic;           /* the last byte out was a graphic one (REP) */
 };
 size_t faint_filter(struct faint *, const uint8_t *, size_t, uint8_t *);
 

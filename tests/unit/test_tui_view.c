@@ -409,3 +409,15 @@ TEST(faint_deccolm_clears)
 	    "\033[2Jc\033[?30ld\033[3le");
 	free(got);
 }
+
+TEST(faint_rep_only_after_a_graphic_character)
+{
+	/* vttest's REP test: "+", REP 1, REP 10 (dropped: a control
+	 * precedes), and REP after a newline, a CSI or at the start */
+	char *got = faint_run("\033[5b+\033[1b\033[10b\r\n \033[2b"
+	                      "\033[H\033[3bx\033[?2b",
+	    3);
+
+	CHECK_STR(got, "+\033[1b\r\n \033[2b\033[Hx\033[?2b");
+	free(got);
+}
