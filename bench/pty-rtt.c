@@ -7,7 +7,11 @@
  * output has been quiet for a second (the prompt is up), then types 'Z'
  * and times until a 'Z' comes back in the output (the echo, drawn), then
  * types a DEL and waits, untimed, until the output is quiet again, so every
- * keystroke finds the same empty command line. Used on `vmux tui` and on
+ * keystroke finds the same empty command line. The letter alternates (Z,
+ * Q): a quiet spell does not prove a slow guest's DEL was drawn, and a
+ * TUI that gets the DEL's erase and the next echo in one frame draws the
+ * cell only if it changed (a repeated Z once came back as nothing: "no
+ * echo for key 130" under 12 busy guests). Used on `vmux tui` and on
  * `vmux shell` to see what the TUI adds. With --grid (for `vmux tui
  * --grid`, whose tiles take no keys) the keys are l and h (right, left) and
  * the answer is the '>' that marks the focused tile being drawn; the
@@ -115,10 +119,11 @@ main(int argc, char **argv)
 	}
 	lat = calloc((size_t)keys, sizeof *lat);
 	for (i = 0; i < keys; i++) {
-		const char *key = grid ? (i % 2 ? "h" : "l") : "Z";
+		const char *key =
+		    grid ? (i % 2 ? "h" : "l") : (i % 2 ? "Q" : "Z");
 		double t0 = now_us();
 		if (write(fd, key, strlen(key)) != (ssize_t)strlen(key) ||
-		    drain(fd, 0, grid ? '>' : 'Z', ECHO_WAIT_MS) != 1) {
+		    drain(fd, 0, grid ? '>' : key[0], ECHO_WAIT_MS) != 1) {
 			fprintf(stderr, "pty-rtt: no echo for key %d\n", i);
 			break;
 		}
