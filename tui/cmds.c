@@ -248,7 +248,7 @@ c_close_shell(struct tui *t, int argc, char **argv)
 	struct pane *p = tui_pane(t);
 	struct work *w;
 
-	if (p == NULL || p->local)
+	if (p == NULL || !p->src->shell)
 		return;
 	w = work_new(t, work_agent_call, close_after);
 	w->session = xstrdup(p->session);
@@ -274,7 +274,7 @@ c_confirm_close_shell(struct tui *t, int argc, char **argv)
 	struct pane *p = tui_pane(t);
 	char *q;
 
-	if (p == NULL || p->local)
+	if (p == NULL || !p->src->shell)
 		return;
 	xasprintf(&q, "close shell %s:%s?", p->session, p->shell_id);
 	confirm_open(t, q, close_confirmed, NULL);
@@ -514,7 +514,7 @@ c_signal_menu(struct tui *t, int argc, char **argv)
 	    "WINCH window changed"};
 	struct pane *p = tui_pane(t);
 
-	if (p == NULL || p->state != PANE_LIVE || p->local) {
+	if (p == NULL || !pane_can_signal(p)) {
 		tui_message(t, 1, "no live shell to signal");
 		return;
 	}

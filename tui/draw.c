@@ -669,8 +669,7 @@ draw_frame(struct tui *t)
 		if (p != NULL) {
 			draw_pane(t, p, &t->lay.pane,
 			    full || overlay || p->view > 0 || t->copy.on);
-			if (p->state != PANE_LIVE &&
-			    !(p->local && p->state == PANE_LIVE))
+			if (p->state != PANE_LIVE)
 				draw_pane_banner(t, p, &t->lay.pane);
 		} else if (full) {
 			draw_style(t, TH_MESSAGE);

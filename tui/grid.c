@@ -63,9 +63,9 @@ grid_sync(struct tui *t)
 			}
 		}
 		if (p == NULL) {
-			p = pane_new(t, s->name, sh, m ? m->cols : 80,
-			    m ? m->rows : 24, 1);
-			pane_attach(p, -1);
+			p = pane_new(t, &shell_source, s->name, sh,
+			    m ? m->cols : 80, m ? m->rows : 24, 1);
+			pane_start(p);
 		}
 		keep[n++] = p;
 	}

@@ -1,8 +1,9 @@
 /*
- * local.c: a pane on a host PTY running a local command instead of a guest
- * shell (`vmux tui --local-command CMD`). It lets the rendering tests and
- * the render benchmark drive exactly the pane code a guest shell uses,
- * without a VM. The pane owns the PTY master (p->fd) and the child.
+ * local.c: the pane source of a host PTY running a local command instead
+ * of a guest shell (`vmux tui --local-command CMD`, the command in
+ * p->command). It lets the rendering tests and the render benchmark drive
+ * exactly the pane code a guest shell uses, without a VM. The pane owns
+ * the PTY master (p->fd) and the child.
  */
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -55,9 +56,9 @@ local_poll_cb(uv_poll_t *h, int status, int events)
 	}
 }
 
-/* Start command (by /bin/sh -c) on a new PTY of the pane's size. */
-int
-local_start(struct pane *p, const char *command, char **cause)
+/* Start p->command (by /bin/sh -c) on a new PTY of the pane's size. */
+static int
+local_start(struct pane *p, char **cause)
 {
 	struct winsize ws = {.ws_row = (unsigned short)p->rows,
 	    .ws_col = (unsigned short)p->cols};
@@ -70,12 +71,11 @@ local_start(struct pane *p, const char *command, char **cause)
 	}
 	if (pid == 0) {
 		setenv("TERM", "xterm-256color", 1);
-		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+		execl("/bin/sh", "sh", "-c", p->command, (char *)NULL);
 		_exit(127);
 	}
 	set_nonblock(fd, 1);
 	set_cloexec(fd);
-	p->local = 1;
 	p->fd = fd;
 	p->pid = pid;
 	p->state = PANE_LIVE;
@@ -87,7 +87,7 @@ local_start(struct pane *p, const char *command, char **cause)
 }
 
 /* The backlog is parsed: read the PTY again. */
-void
+static void
 local_resume(struct pane *p)
 {
 	if (p->poll != NULL && p->state == PANE_LIVE)
@@ -95,7 +95,7 @@ local_resume(struct pane *p)
 }
 
 /* Type bytes into the PTY (a short write drops the rest: tests type little). */
-void
+static void
 local_write(struct pane *p, const void *b, size_t len)
 {
 	if (p->fd >= 0 && p->state == PANE_LIVE)
@@ -103,7 +103,7 @@ local_write(struct pane *p, const void *b, size_t len)
 }
 
 /* Resize the PTY (the child gets SIGWINCH). */
-void
+static void
 local_resize(struct pane *p, int cols, int rows)
 {
 	struct winsize ws = {
@@ -114,9 +114,10 @@ local_resize(struct pane *p, int cols, int rows)
 }
 
 /* Close the PTY and stop the child. */
-void
+static void
 local_stop(struct pane *p)
 {
+	pane_poll_close(p);
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
@@ -126,3 +127,15 @@ local_stop(struct pane *p)
 		p->pid = 0;
 	}
 }
+
+/* No signal menu: the child is the test's, and has the PTY's own keys. */
+const struct pane_source local_source = {
+    .name = "local",
+    .shell = 0,
+    .start = local_start,
+    .write = local_write,
+    .resize = local_resize,
+    .signal = NULL,
+    .stop = local_stop,
+    .resume = local_resume,
+};

@@ -1,16 +1,19 @@
 /*
- * pane.c: one shell's terminal: a libvterm screen fed by the shell's attach
- * stream (or a local PTY, local.c), and keys sent back as INPUT frames.
+ * pane.c: one terminal: a libvterm screen fed by the pane's source, and
+ * keys sent back to it. The source is a table of operations (struct
+ * pane_source: start, write, resize, signal, stop, resume), one file each:
+ * shell.c (a guest shell's attach stream), local.c (a host PTY). This file
+ * knows none of them.
  *
  * libvterm's callbacks only record state (dirty rows, cursor, modes, title,
- * scrollback); draw.c paints dirty rows once per frame. The stream is a
- * uv_poll_t on the socket; each wake-up parses a bounded amount so keys and
- * other panes get their turn under a flood. A stream that breaks without
- * EXIT is reattached from the byte after the last one parsed, with growing
- * pauses; the agent keeps the shell and its ring meanwhile.
+ * scrollback); draw.c paints dirty rows once per frame. Output is parsed
+ * within a time budget per wake-up, the rest kept as a backlog, so keys
+ * and other panes get their turn under a flood; the source stops reading
+ * until pane_resume.
  *
- * The pane owns its VTerm, its scrollback and its stream; pane_free closes
- * the handles and frees the memory in their close callbacks.
+ * The pane owns its VTerm, its scrollback and its source's handles;
+ * pane_free closes the handles and frees the memory in their close
+ * callbacks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,14 +26,7 @@
 #include "proto/attach.h"
 #include "tui.h"
 
-#define READ_BUDGET   (256 * 1024) /* bytes parsed per wake-up */
-#define RETRY_MIN_MS  500
-#define RETRY_MAX_MS  8000
-#define ATTACH_WAIT_S 15
-#define FEED_SLICE    4096 /* bytes parsed between clock checks */
-
-static void pane_poll_cb(uv_poll_t *, int status, int events);
-static void pane_update_poll(struct pane *);
+#define FEED_SLICE 4096 /* bytes parsed between clock checks */
 
 /* Rows start..end-1 need drawing. */
 static void
@@ -142,16 +138,18 @@ cb_output(const char *s, size_t len, void *user)
 }
 
 /*
- * A pane for shell in session (both copied), its terminal cols x rows until
- * the shell's record says otherwise; grid panes never resize the PTY.
+ * A pane on src for shell in session (both copied), its terminal cols x
+ * rows until the source says otherwise; grid panes never resize the PTY.
+ * Nothing runs until pane_start.
  */
 struct pane *
-pane_new(struct tui *t, const char *session, const char *shell, int cols,
-    int rows, int grid)
+pane_new(struct tui *t, const struct pane_source *src, const char *session,
+    const char *shell, int cols, int rows, int grid)
 {
 	struct pane *p = xcalloc(1, sizeof *p);
 
 	p->tui = t;
+	p->src = src;
 	p->id = ++t->next_pane_id;
 	p->session = xstrdup(session);
 	p->shell_id = xstrdup(shell);
@@ -175,25 +173,35 @@ pane_new(struct tui *t, const char *session, const char *shell, int cols,
 }
 
 /* Close callback: the handle's memory goes. */
-static void
-free_handle(uv_handle_t *h)
+void
+pane_handle_free(uv_handle_t *h)
 {
 	free(h);
 }
 
-/* Stop streaming: close the poll handle and the socket. */
-static void
-pane_stream_close(struct pane *p)
+/* A source stops reading: its poll handle closes (freed when closed). */
+void
+pane_poll_close(struct pane *p)
 {
 	if (p->poll != NULL) {
-		uv_close((uv_handle_t *)p->poll, free_handle);
+		uv_close((uv_handle_t *)p->poll, pane_handle_free);
 		p->poll = NULL;
 	}
-	if (p->local)
-		local_stop(p);
-	else if (p->fd >= 0)
-		attach_client_free(&p->ac); /* closes p->fd */
-	p->fd = -1;
+}
+
+/* Start the source; on failure the pane says why (PANE_FAILED). */
+int
+pane_start(struct pane *p)
+{
+	char *cause = NULL;
+
+	if (p->src->start(p, &cause) == 0)
+		return 0;
+	free(p->error);
+	p->error = cause != NULL ? cause : xstrdup("could not start");
+	p->state = PANE_FAILED;
+	draw_schedule(p->tui);
+	return -1;
 }
 
 /* Free a pane (it must be out of every list). */
@@ -202,11 +210,7 @@ pane_free(struct pane *p)
 {
 	if (p == NULL)
 		return;
-	pane_stream_close(p);
-	if (p->retry != NULL) {
-		uv_close((uv_handle_t *)p->retry, free_handle);
-		p->retry = NULL;
-	}
+	p->src->stop(p);
 	vterm_free(p->vt);
 	sb_free(p->sb);
 	free(p->dirty);
@@ -216,6 +220,7 @@ pane_free(struct pane *p)
 	free(p->error);
 	free(p->session);
 	free(p->shell_id);
+	free(p->command);
 	free(p);
 }
 
@@ -278,7 +283,7 @@ pane_cell(struct pane *p, int row, int col, VTermScreenCell *c)
  * buffers grow with it (65535x65535 crashes libvterm 0.1.4; 4096x4096
  * takes 1.2 GB). A larger PTY is shown cropped, as a tile is.
  */
-static void
+void
 pane_set_size(struct pane *p, int cols, int rows)
 {
 	if (cols > PANE_MAX_COLS)
@@ -310,51 +315,40 @@ pane_resize(struct pane *p, int cols, int rows)
 	if (cols == p->cols && rows == p->rows)
 		return;
 	pane_set_size(p, cols, rows);
-	if (p->local)
-		local_resize(p, cols, rows);
-	else if (p->state == PANE_LIVE) {
-		attach_client_resize(&p->ac, cols, rows);
-		pane_update_poll(p);
-	}
+	p->src->resize(p, cols, rows);
 }
 
-/* Queue bytes for the shell's input (dropped when read-only or not live). */
+/* Bytes for the source's input (dropped when read-only or a tile). */
 void
 pane_send(struct pane *p, const void *bytes, size_t len)
 {
-	const uint8_t *b = bytes;
-
 	if (p->tui->opts.read_only || p->grid || len == 0)
 		return;
-	if (p->local) {
-		local_write(p, bytes, len);
-		return;
-	}
-	if (p->state != PANE_LIVE)
-		return;
-	while (len > 0) {
-		size_t n = len > 16384 ? 16384 : len;
-		if (attach_client_queue(&p->ac, VMUX_ATTACH_INPUT, b, n) != 0) {
-			tui_message(p->tui, 1,
-			    "input dropped: %s is not "
-			    "reading",
-			    p->shell_id);
-			break;
-		}
-		b += n;
-		len -= n;
-	}
-	pane_update_poll(p);
+	p->src->write(p, bytes, len);
 }
 
-/* Send a signal to the shell's foreground job. */
-void
+/* Can the pane's source take a signal now? */
+int
+pane_can_signal(const struct pane *p)
+{
+	return p->src->signal != NULL && p->state == PANE_LIVE &&
+	    !p->tui->opts.read_only;
+}
+
+/* Send a signal to the foreground job; -1 if the source cannot. */
+int
 pane_signal(struct pane *p, const char *sig)
 {
-	if (p->tui->opts.read_only || p->state != PANE_LIVE || p->local)
-		return;
-	attach_client_queue(&p->ac, VMUX_ATTACH_SIGNAL, sig, strlen(sig));
-	pane_update_poll(p);
+	if (!pane_can_signal(p))
+		return -1;
+	return p->src->signal(p, sig);
+}
+
+/* The backlog is parsed: the source reads again. */
+void
+pane_resume(struct pane *p)
+{
+	p->src->resume(p);
 }
 
 /*
@@ -504,266 +498,4 @@ pane_feed(struct pane *p, const uint8_t *b, size_t len)
 	backlog_add(p, b, len);
 	if (pane_drain(p, p->feed_deadline))
 		tui_drain_start(p->tui);
-}
-
-/* Forward: the retry timer fires this. */
-static void pane_retry_cb(uv_timer_t *);
-
-/* The stream broke without EXIT: show it, reattach after a pause. */
-static void
-pane_lost(struct pane *p, const char *why)
-{
-	uint64_t ms;
-
-	pane_stream_close(p);
-	free(p->error);
-	p->error = xstrdup(why);
-	p->state = PANE_DISCONNECTED;
-	if (p->retry == NULL) {
-		p->retry = xmalloc(sizeof *p->retry);
-		uv_timer_init(p->tui->loop, p->retry);
-		p->retry->data = p;
-	}
-	ms = RETRY_MIN_MS << (p->retries < 5 ? p->retries : 5);
-	if (ms > RETRY_MAX_MS)
-		ms = RETRY_MAX_MS;
-	p->retries++;
-	uv_timer_start(p->retry, pane_retry_cb, ms, 0);
-	draw_schedule(p->tui);
-}
-
-/* Reattach after a pause. */
-static void
-pane_retry_cb(uv_timer_t *t)
-{
-	struct pane *p = t->data;
-
-	if (p->state == PANE_DISCONNECTED)
-		pane_attach(p, p->stream_cursor);
-}
-
-/* The shell ended: show it, keep the screen. */
-static void
-pane_exited(struct pane *p, int code, int sig)
-{
-	pane_stream_close(p);
-	p->state = PANE_EXITED;
-	p->exit_status = attach_exit_status(code, sig);
-	draw_schedule(p->tui);
-	model_refresh(p->tui);
-}
-
-/* One frame from the agent; -1 when the stream is over. */
-static int
-pane_frame(struct pane *p, const struct attach_frame *f)
-{
-	const uint8_t *bytes;
-	uint64_t cur, from, to;
-	size_t len;
-	int cols, rows, code, sig;
-
-	switch (f->type) {
-	case VMUX_ATTACH_DATA:
-		if (attach_decode_data(f, &cur, &bytes, &len) != 0)
-			return 0;
-		if (p->stream_cursor > (int64_t)cur) {
-			/* replayed bytes we parsed before a reconnect */
-			uint64_t skip = (uint64_t)p->stream_cursor - cur;
-			if (skip >= len)
-				return 0;
-			bytes += skip;
-			len -= skip;
-			cur += skip;
-		}
-		pane_feed(p, bytes, len);
-		p->stream_cursor = (int64_t)(cur + len);
-		return 0;
-	case VMUX_ATTACH_TRUNCATED:
-		if (attach_decode_truncated(f, &from, &to) == 0)
-			p->stream_cursor = (int64_t)to;
-		return 0;
-	case VMUX_ATTACH_RESIZE:
-		if (attach_decode_resize(f, &cols, &rows) == 0)
-			pane_set_size(p, cols, rows);
-		return 0;
-	case VMUX_ATTACH_EXIT:
-		if (attach_decode_exit(f, &code, &sig, &cur) != 0)
-			code = -1, sig = 0;
-		pane_exited(p, code, sig);
-		return -1;
-	case VMUX_ATTACH_ERROR: {
-		char *s = xstrndup((const char *)f->payload, f->len);
-		char *safe = str_printable(s, 0);
-		tui_message(p->tui, 1, "%s: %s", p->shell_id, safe);
-		free(safe);
-		free(s);
-		return 0;
-	}
-	case VMUX_ATTACH_DETACH:
-		pane_lost(p, "detached by the agent");
-		return -1;
-	default:
-		return 0; /* types added later */
-	}
-}
-
-/* Parse every whole frame received; -1 when the stream is over. */
-static int
-pane_frames(struct pane *p)
-{
-	struct attach_frame f;
-	int r;
-
-	while ((r = attach_client_next(&p->ac, &f)) == 1) {
-		if (pane_frame(p, &f) != 0)
-			return -1;
-	}
-	if (r < 0) {
-		pane_lost(p, "broken stream");
-		return -1;
-	}
-	return 0;
-}
-
-/* Watch for what the stream needs: always input, output when queued. */
-static void
-pane_update_poll(struct pane *p)
-{
-	int ev = pane_backlogged(p) ? 0 : UV_READABLE;
-
-	if (p->poll == NULL || p->local)
-		return;
-	if (attach_client_pending(&p->ac)) {
-		if (attach_client_flush(&p->ac) < 0) {
-			pane_lost(p, "connection lost");
-			return;
-		}
-		if (attach_client_pending(&p->ac))
-			ev |= UV_WRITABLE;
-	}
-	if (ev != p->poll_events) {
-		p->poll_events = ev;
-		if (ev == 0)
-			uv_poll_stop(p->poll);
-		else
-			uv_poll_start(p->poll, ev, pane_poll_cb);
-	}
-}
-
-/* The backlog is parsed: read the source again. */
-void
-pane_resume(struct pane *p)
-{
-	if (p->local)
-		local_resume(p);
-	else
-		pane_update_poll(p);
-}
-
-/* The socket is readable or writable. */
-static void
-pane_poll_cb(uv_poll_t *h, int status, int events)
-{
-	struct pane *p = h->data;
-	size_t budget = READ_BUDGET;
-
-	if (status < 0) {
-		pane_lost(p, uv_strerror(status));
-		return;
-	}
-	p->feed_deadline = pane_clock_us() + PANE_FEED_US;
-	if (events & UV_READABLE) {
-		while (budget > 0 && !pane_backlogged(p) &&
-		    pane_clock_us() < p->feed_deadline) {
-			ssize_t n = attach_client_read(&p->ac);
-			if (n == -EAGAIN)
-				break;
-			if (n <= 0) {
-				if (pane_frames(p) == 0)
-					pane_lost(p,
-					    n == 0 ? "connection "
-					             "closed"
-					           : strerror((int)-n));
-				return;
-			}
-			if (pane_frames(p) != 0)
-				return;
-			budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-		}
-	}
-	pane_update_poll(p);
-}
-
-/* On the loop: the attach finished (or failed). */
-static void
-attach_after(struct tui *t, struct work *w)
-{
-	struct pane *p = tui_pane_by_id(t, w->pane_id);
-	const cJSON *v;
-	int cols, rows;
-
-	if (p == NULL || p->state != PANE_CONNECTING) {
-		if (w->rc == 0)
-			attach_client_free(&w->ac);
-		return;
-	}
-	if (w->rc != 0) {
-		/* gone for good (not a network hiccup): say so, no retry */
-		if (strcmp(w->code, VMUX_E_NO_SHELL) == 0 ||
-		    strcmp(w->code, WORK_NO_SESSION) == 0) {
-			free(p->error);
-			p->error = str_printable(w->cause, 0);
-			p->state = PANE_FAILED;
-			draw_schedule(t);
-			return;
-		}
-		pane_lost(p, w->cause != NULL ? w->cause : "attach failed");
-		return;
-	}
-	p->ac = w->ac;
-	p->fd = w->ac.fd;
-	p->state = PANE_LIVE;
-	p->retries = 0;
-	v = cJSON_GetObjectItemCaseSensitive(w->reply, "cols");
-	cols = cJSON_IsNumber(v) ? v->valueint : p->cols;
-	v = cJSON_GetObjectItemCaseSensitive(w->reply, "rows");
-	rows = cJSON_IsNumber(v) ? v->valueint : p->rows;
-	v = cJSON_GetObjectItemCaseSensitive(w->reply, "cursor");
-	if (p->stream_cursor < 0 && cJSON_IsNumber(v))
-		p->stream_cursor = (int64_t)v->valuedouble;
-	pane_set_size(p, cols, rows);
-	p->poll = xmalloc(sizeof *p->poll);
-	uv_poll_init(t->loop, p->poll, p->fd);
-	p->poll->data = p;
-	p->poll_events = 0;
-	if (p->want_cols > 0 && !p->grid && !t->opts.read_only &&
-	    (p->want_cols != cols || p->want_rows != rows)) {
-		pane_set_size(p, p->want_cols, p->want_rows);
-		attach_client_resize(&p->ac, p->want_cols, p->want_rows);
-	}
-	if (pane_frames(p) != 0) /* bytes that came with the answer */
-		return;
-	pane_update_poll(p);
-	draw_schedule(t);
-}
-
-/*
- * Attach to the shell from cursor (-1: the recent output, which is
- * repainted), on the thread pool; the loop goes on meanwhile.
- */
-void
-pane_attach(struct pane *p, int64_t cursor)
-{
-	struct work *w;
-
-	if (p->local)
-		return;
-	p->state = PANE_CONNECTING;
-	w = work_new(p->tui, work_attach, attach_after);
-	w->pane_id = p->id;
-	w->session = xstrdup(p->session);
-	w->shell = xstrdup(p->shell_id);
-	w->cursor = cursor;
-	work_queue(w);
-	draw_schedule(p->tui);
 }

@@ -73,13 +73,13 @@ tui_pane(struct tui *t)
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
-/* A new pane for session/shell, cols x rows until its record says, kept
- * in t->panes for the TUI's life. */
+/* A new pane on src for session/shell, cols x rows until its source says,
+ * kept in t->panes for the TUI's life; not started. */
 static struct pane *
-tui_add_pane(
-    struct tui *t, const char *session, const char *shell, int cols, int rows)
+tui_add_pane(struct tui *t, const struct pane_source *src, const char *session,
+    const char *shell, int cols, int rows)
 {
-	struct pane *p = pane_new(t, session, shell, cols, rows, 0);
+	struct pane *p = pane_new(t, src, session, shell, cols, rows, 0);
 
 	t->panes = xreallocarray(t->panes, t->npanes + 1, sizeof *t->panes);
 	t->panes[t->npanes++] = p;
@@ -162,10 +162,10 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	    (p = tui_find_pane(t, sess, sh)) == NULL &&
 	    (s == NULL || model_shell(s, sh) != NULL)) {
 		struct mshell *m = model_shell(s, sh);
-		p = tui_add_pane(t, sess, sh, m ? m->cols : t->lay.pane.w,
-		    m ? m->rows : t->lay.pane.h);
+		p = tui_add_pane(t, &shell_source, sess, sh,
+		    m ? m->cols : t->lay.pane.w, m ? m->rows : t->lay.pane.h);
 		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
-		pane_attach(p, -1);
+		pane_start(p);
 	}
 	if ((p = tui_pane(t)) != NULL && changed) {
 		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
@@ -276,9 +276,8 @@ open_after(struct tui *t, struct work *w)
 		grid_close(t);
 	set_str(&t->cur_session, w->session);
 	set_str(&t->cur_shell, id->valuestring);
-	pane_attach(tui_add_pane(t, w->session, id->valuestring, t->lay.pane.w,
-	                t->lay.pane.h),
-	    -1);
+	pane_start(tui_add_pane(t, &shell_source, w->session, id->valuestring,
+	    t->lay.pane.w, t->lay.pane.h));
 	t->full_redraw = 1;
 	model_refresh(t);
 }
@@ -500,13 +499,11 @@ tui_main(const struct tui_opts *opts)
 			char id[16];
 			struct pane *p;
 			snprintf(id, sizeof id, "cmd-%d", i + 1);
-			p = tui_add_pane(
-			    t, "local", id, t->lay.pane.w, t->lay.pane.h);
-			if (local_start(p, opts->local[i], &cause) != 0) {
-				tui_message(t, 1, "%s", cause);
-				free(cause);
-				cause = NULL;
-			}
+			p = tui_add_pane(t, &local_source, "local", id,
+			    t->lay.pane.w, t->lay.pane.h);
+			p->command = xstrdup(opts->local[i]);
+			if (pane_start(p) != 0)
+				tui_message(t, 1, "%s", p->error);
 		}
 		t->cur_session = xstrdup("local");
 		t->cur_shell = xstrdup("cmd-1");

@@ -3,9 +3,9 @@
  *
  * Model apart from view. The model is what the sessions are (model.c,
  * refreshed on libuv's thread pool so a hung VM never blocks the screen)
- * and one pane per attached shell (pane.c: a libvterm screen fed by the
- * shell's attach stream, or by a local PTY for tests and benchmarks,
- * local.c). The view draws them with ncurses: cells and colours (cell.c,
+ * and one pane per attached shell (pane.c: a libvterm screen fed by its
+ * source, a table of operations: a guest shell's attach stream, shell.c,
+ * or a local PTY for tests and benchmarks, local.c). The view draws them with ncurses: cells and colours (cell.c,
  * colour.c), the sidebar, panes, status bar and dialogs (draw.c, grid.c),
  * within a layout computed by pure code (layout.c). Keys arrive on the one
  * libuv loop (loop.c, input.c) and go to the pane as libvterm encodes them,
@@ -263,7 +263,7 @@ struct msession *model_session(struct model *, const char *name);
 struct mshell *model_shell(struct msession *, const char *id);
 void model_refresh(struct tui *);
 
-/* ---- pane.c: one shell's terminal, fed by its attach stream ---- */
+/* ---- pane.c: one terminal, fed by its source (shell.c, local.c) ---- */
 
 enum pane_state {
 	PANE_CONNECTING,   /* attaching */
@@ -308,12 +308,34 @@ void strike_flush(struct strike *);
 #define PANE_MAX_COLS     512  /* a guest's PTY size is clamped to these */
 #define PANE_MAX_ROWS     256
 
+/*
+ * A pane's source: where its output comes from and where its keys go, as a
+ * table of operations (as tmux's window_mode), one file each. start may
+ * finish later (the pane's state says); signal is NULL where there is no
+ * job to signal; stop closes every handle the source opened; resume is
+ * called once the pane has parsed its backlog (a source stops reading
+ * while pane_backlogged).
+ */
+struct pane_source {
+	const char *name;
+	int shell; /* a session's shell: the agent lists and closes it */
+	int (*start)(struct pane *, char **cause);
+	void (*write)(struct pane *, const void *, size_t);
+	void (*resize)(struct pane *, int cols, int rows);
+	int (*signal)(struct pane *, const char *sig);
+	void (*stop)(struct pane *);
+	void (*resume)(struct pane *);
+};
+extern const struct pane_source shell_source; /* shell.c: attach stream */
+extern const struct pane_source local_source; /* local.c: a host PTY */
+
 struct pane {
 	struct tui *tui;
 	unsigned id; /* for jobs that finish after the pane is gone */
+	const struct pane_source *src;
 	char *session, *shell_id;
-	int local; /* a command on a host PTY (local.c) */
-	int grid;  /* a grid tile: never resizes the PTY */
+	char *command; /* local_source: the command */
+	int grid;      /* a grid tile: never resizes the PTY */
 	VTerm *vt;
 	VTermScreen *vs;
 	int rows, cols; /* the PTY's size as the VTerm has it */
@@ -348,15 +370,19 @@ struct pane {
 	int want_cols, want_rows; /* the size to ask for once live */
 };
 
-struct pane *pane_new(struct tui *, const char *session, const char *shell,
-    int cols, int rows, int grid);
+struct pane *pane_new(struct tui *, const struct pane_source *,
+    const char *session, const char *shell, int cols, int rows, int grid);
+int pane_start(struct pane *);
 void pane_free(struct pane *);
-void pane_attach(struct pane *, int64_t cursor);
+void pane_handle_free(uv_handle_t *);
+void pane_poll_close(struct pane *);
+void pane_set_size(struct pane *, int cols, int rows);
 void pane_resize(struct pane *, int cols, int rows);
 void pane_send(struct pane *, const void *bytes, size_t len);
 void pane_key(struct pane *, int key);
 void pane_paste(struct pane *, const char *text, size_t len, int bracket);
-void pane_signal(struct pane *, const char *sig);
+int pane_can_signal(const struct pane *);
+int pane_signal(struct pane *, const char *sig);
 void pane_feed(struct pane *, const uint8_t *bytes, size_t len);
 int pane_drain(struct pane *, uint64_t deadline_us);
 int pane_backlogged(const struct pane *);
@@ -366,13 +392,6 @@ void pane_mark_all(struct pane *);
 int pane_cell(struct pane *, int row, int col, VTermScreenCell *);
 int pane_history(const struct pane *);
 const char *pane_state_name(const struct pane *);
-
-/* local.c: a pane on a host PTY (tests, benchmarks, no guest). */
-int local_start(struct pane *, const char *command, char **cause);
-void local_write(struct pane *, const void *, size_t);
-void local_resize(struct pane *, int cols, int rows);
-void local_stop(struct pane *);
-void local_resume(struct pane *);
 
 /* ---- cell.c: a libvterm cell as ncurses draws it ---- */
 
