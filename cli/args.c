@@ -65,12 +65,22 @@ add_value(struct args *a, int i, const char *value)
 	v->values[v->count++] = value != NULL ? xstrdup(value) : NULL;
 }
 
+/* Has a -l (the "selector" option) been given so far? */
+static int
+selector_given(const struct cmd_entry *e, const struct args *a)
+{
+	int o = find_long(e->opts, "selector", strlen("selector"));
+
+	return (e->flags & (CMD_NAMES | CMD_NAME_ONE)) && o >= 0 &&
+	    a->vals[o].count > 0;
+}
+
 /* Parse argv (argv[0] is the command name) into a; 0 or -1 with cause. */
 int
 args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
     char **cause)
 {
-	int i, rest = 0;
+	int i, rest = 0, min, max;
 
 	memset(a, 0, sizeof *a);
 	a->entry = e;
@@ -82,7 +92,12 @@ args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
 
 		if (rest || s[0] != '-' || s[1] == '\0') {
 			a->argv[a->argc++] = argv[i];
-			if ((e->flags & CMD_ARGV_AFTER_NAME) && a->argc >= 2)
+			/* a command follows the NAME (none with -l) */
+			if ((e->flags & CMD_ARGV_AFTER_NAME) &&
+			    a->argc >= ((e->flags & CMD_NAME_ONE) &&
+			                           selector_given(e, a)
+			                       ? 1
+			                       : 2))
 				rest = 1;
 			continue;
 		}
@@ -139,11 +154,18 @@ args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
 	a->argv[a->argc] = NULL;
 	if (a->help)
 		return 0;
-	if (a->argc < e->min_args ||
-	    (e->max_args >= 0 && a->argc > e->max_args)) {
+	min = e->min_args;
+	max = e->max_args;
+	if (selector_given(e, a) && (e->flags & CMD_NAMES))
+		min = 0;                 /* -l names them */
+	else if (selector_given(e, a)) { /* -l is the NAME */
+		min = min > 0 ? min - 1 : 0;
+		max = max > 0 ? max - 1 : max;
+	}
+	if (a->argc < min || (max >= 0 && a->argc > max)) {
 		char *usage = cmd_usage(e);
 		xasprintf(cause, "%s arguments (usage: %s)",
-		    a->argc < e->min_args ? "missing" : "too many", usage);
+		    a->argc < min ? "missing" : "too many", usage);
 		free(usage);
 		goto fail;
 	}
@@ -169,6 +191,9 @@ args_free(struct args *a)
 	}
 	free(a->vals);
 	free(a->argv);
+	for (i = 0; i < a->nowned; i++)
+		free(a->owned[i]);
+	free(a->owned);
 	memset(a, 0, sizeof *a);
 }
 

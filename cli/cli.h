@@ -38,6 +38,19 @@ struct cmd_opt {
 
 /* After the first positional argument, the rest is a command to run. */
 #define CMD_ARGV_AFTER_NAME 0x1
+/* The first positional is one session's NAME, a glob matching one, or
+ * left out for -l (SELECT_OPT in the options): select.c */
+#define CMD_NAME_ONE 0x2
+/* The positionals are session NAMEs; globs and -l add what they match */
+#define CMD_NAMES 0x4
+
+#define SELECT_OPT                                                             \
+	{                                                                      \
+		"selector", 'l', "SELECTOR", 0,                                \
+		    "the sessions whose labels match: KEY=VALUE, KEY!=VALUE, " \
+		    "KEY, "                                                    \
+		    "!KEY, joined by commas (all must hold)"                   \
+	}
 
 struct args;
 
@@ -65,7 +78,10 @@ struct args {
 	struct args_value *vals; /* one per entry->opts row */
 	int argc;                /* positional arguments */
 	char **argv;
-	int help; /* --help/-h was given */
+	int help;     /* --help/-h was given */
+	int selected; /* the NAMEs came from a glob or -l (select.c) */
+	char **owned; /* names select.c put in argv */
+	size_t nowned;
 };
 
 /* args.c */
@@ -110,6 +126,7 @@ char *cli_item_error(int many, const char *fmt, ...)
 struct cJSON;
 void cli_json_printable(struct cJSON *);
 void cli_json_print(FILE *, const struct cJSON *, int pretty);
+int cli_select(struct args *);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);
@@ -159,6 +176,8 @@ struct cJSON;
 	{"profile", 0, "NAME", 0,                                              \
 	    "policy: default, offline_readonly, network_basic, "               \
 	    "network_extended, or a file in $XDG_CONFIG_HOME/vmux/profiles"},  \
+	    {"label", 0, "KEY=VALUE", 1,                                       \
+	        "label the session (several; -l selects by them)"},            \
 	    {"pids", 0, "N", 0,                                                \
 	        "most processes the user's commands may have (cgroup)"},       \
 	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \

@@ -19,6 +19,7 @@ static int cmd_close_exec(struct args *);
 static const struct cmd_opt cmd_close_opts[] = {
     {"json", 0, NULL, 0,
         "print the closed shells with their exit status as JSON"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -30,6 +31,7 @@ const struct cmd_entry cmd_close_entry = {
                "second later, and their output is gone too. Attached clients "
                "exit with the "
                "shell's status.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_close_opts,
     .min_args = 2,
     .max_args = -1,

@@ -27,6 +27,7 @@ static const struct cmd_opt cmd_connect_opts[] = {
     {"timeout", 't', "S", 0,
         "give up if the port does not accept within S seconds "
         "(default 10)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -36,6 +37,7 @@ const struct cmd_entry cmd_connect_entry = {
     .summary = "Connect stdin and stdout to vsock port PORT of session "
                "NAME's guest. EOF on stdin half-closes the stream; vmux "
                "exits when the guest closes its side.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_connect_opts,
     .min_args = 2,
     .max_args = 2,

@@ -38,6 +38,7 @@ static const struct cmd_opt cmd_exec_opts[] = {
         "keep the output and print one JSON object at the end: exit_code, "
         "signal, timed_out, stdout, stderr (*_base64 when not UTF-8; at "
         "most 16 MiB each, past it *_truncated and *_bytes)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -51,7 +52,7 @@ const struct cmd_entry cmd_exec_entry = {
                "(124 on timeout, 126 cannot run, 127 not found, 128+N "
                "killed by signal N, 125 vmux's own error).",
     .opts = cmd_exec_opts,
-    .flags = CMD_ARGV_AFTER_NAME,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE,
     .min_args = 2,
     .max_args = -1,
     .exec = cmd_exec_exec,

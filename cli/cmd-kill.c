@@ -21,6 +21,7 @@ static const struct cmd_opt cmd_kill_opts[] = {
         "WINCH, with or without SIG"},
     {"json", 0, NULL, 0,
         "print {\"session\", \"shell_id\", \"signal\"} as JSON"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -32,6 +33,7 @@ const struct cmd_entry cmd_kill_entry = {
                "(default TERM; Ctrl-C would send INT). An "
                "interactive shell at its prompt ignores TERM and INT; use "
                "-s KILL, or vmux close to end the shell.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_kill_opts,
     .min_args = 2,
     .max_args = 2,

@@ -30,6 +30,7 @@ static const struct cmd_opt cmd_logs_opts[] = {
     {"follow", 'f', NULL, 0,
         "keep printing new output until the session stops (Ctrl-C ends)"},
     {"lines", 'n', "N", 0, "only the last N lines"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -39,6 +40,7 @@ const struct cmd_entry cmd_logs_entry = {
     .summary = "Show the guest's serial console (kernel, vmux-init), every "
                "boot of the session; works for stopped and crashed "
                "sessions too. Control characters are shown escaped.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_logs_opts,
     .min_args = 1,
     .max_args = 1,

@@ -1,5 +1,6 @@
 /*
- * cmd-ls.c: `vmux ls [--json]`: list sessions.
+ * cmd-ls.c: `vmux ls [-l SELECTOR] [--show-labels] [--json]`: list
+ * sessions (those whose labels match SELECTOR).
  *
  * The state is judged live, not taken from the record: "running" only
  * while the recorded QEMU pid is alive and its command line names the
@@ -18,6 +19,10 @@
 static int cmd_ls_exec(struct args *);
 
 static const struct cmd_opt cmd_ls_opts[] = {
+    {"selector", 'l', "SELECTOR", 0,
+        "only the sessions whose labels match: KEY=VALUE, KEY!=VALUE, "
+        "KEY, !KEY, joined by commas (all must hold)"},
+    {"show-labels", 0, NULL, 0, "a LABELS column"},
     {"json", 0, NULL, 0, "print a JSON array instead of a table"},
     {NULL, 0, NULL, 0, NULL},
 };
@@ -169,6 +174,20 @@ ls_mounts(cJSON *o, const struct session_record *r)
 	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
 }
 
+/* "labels": {"KEY": "VALUE", ...} */
+static void
+ls_labels(cJSON *o, const struct session_record *r)
+{
+	cJSON *l = cJSON_AddObjectToObject(o, "labels");
+
+	for (size_t i = 0; i < r->nlabels; i++) {
+		size_t k = strcspn(r->labels[i], "=");
+		char *key = xstrndup(r->labels[i], k);
+		cJSON_AddStringToObject(l, key, r->labels[i] + k + 1);
+		free(key);
+	}
+}
+
 /* One session as `ls --json` (and `new --json`) shows it. */
 cJSON *
 ls_session_json(const struct session_entry *e)
@@ -213,6 +232,7 @@ ls_session_json(const struct session_entry *e)
 	                                         : "restricted");
 	ls_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	ls_strv(o, "publish", r->publish, r->npublish);
+	ls_labels(o, r);
 	ls_mounts(o, r);
 	if (r->root_image != NULL)
 		cJSON_AddStringToObject(o, "root_image", r->root_image);
@@ -229,21 +249,42 @@ ls_session_json(const struct session_entry *e)
 	return o;
 }
 
-/* Print the sessions as a table. */
-static void
-ls_table(const struct session_entry *v, size_t n)
+/* "k=v,k2=v2" or "-" for the table (freed by the caller). */
+static char *
+ls_labels_text(const struct session_record *r)
 {
-	size_t i, w = 4;
+	char *s = xstrdup(r->nlabels ? "" : "-"), *t;
+
+	for (size_t i = 0; i < r->nlabels; i++) {
+		xasprintf(&t, "%s%s%s", s, i ? "," : "", r->labels[i]);
+		free(s);
+		s = t;
+	}
+	return s;
+}
+
+/* Print the sessions as a table (with a LABELS column if labels). */
+static void
+ls_table(const struct session_entry *v, size_t n, int labels)
+{
+	size_t i, w = 4, lw = 6;
 
 	if (n == 0)
 		return;
 	for (i = 0; i < n; i++) {
+		char *l = labels && v[i].ok ? ls_labels_text(&v[i].rec) : NULL;
 		if (strlen(v[i].name) > w)
 			w = strlen(v[i].name);
+		if (l != NULL && strlen(l) > lw)
+			lw = strlen(l);
+		free(l);
 	}
-	printf("%-*s  %-8s  %-5s  %4s  %4s  %6s  %6s  %-13s  %-20s  %s\n",
-	    (int)w, "NAME", "STATE", "ACCEL", "CID", "CPUS", "MEMORY", "DISK",
-	    "PIDS", "CREATED", "INFO");
+	printf("%-*s  %-8s  %-5s  %4s  %4s  %6s  %6s  %-13s  %-20s  ", (int)w,
+	    "NAME", "STATE", "ACCEL", "CID", "CPUS", "MEMORY", "DISK", "PIDS",
+	    "CREATED");
+	if (labels)
+		printf("%-*s  ", (int)lw, "LABELS");
+	printf("INFO\n");
 	for (i = 0; i < n; i++) {
 		const struct session_record *r = &v[i].rec;
 		char mem[32], pids[32], disk[32], *created, *info;
@@ -266,11 +307,15 @@ ls_table(const struct session_entry *v, size_t n)
 			    (long long)(st.st_size >> 20));
 		else
 			snprintf(disk, sizeof disk, "-");
-		printf(
-		    "%-*s  %-8s  %-5s  %4u  %4d  %6s  %6s  %-13s  %-20s  %s\n",
+		printf("%-*s  %-8s  %-5s  %4u  %4d  %6s  %6s  %-13s  %-20s  ",
 		    (int)w, v[i].name, state, r->accel, r->cid, r->cpus, mem,
-		    disk, pids, created != NULL ? created : "-",
-		    info != NULL ? info : "");
+		    disk, pids, created != NULL ? created : "-");
+		if (labels) {
+			char *l = ls_labels_text(r);
+			printf("%-*s  ", (int)lw, l);
+			free(l);
+		}
+		printf("%s\n", info != NULL ? info : "");
 		free(info);
 		free(created);
 	}
@@ -281,25 +326,48 @@ static int
 cmd_ls_exec(struct args *a)
 {
 	struct session_entry *v;
-	char *home = cli_home(), *cause = NULL;
-	size_t n, i;
+	char *home, *cause = NULL;
+	const char *sel = args_get(a, "selector");
+	struct selector s = {NULL, 0};
+	size_t n, i, k;
 
-	if (home == NULL)
+	if (sel != NULL && selector_parse(sel, &s, &cause) != 0) {
+		int rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((home = cli_home()) == NULL) {
+		selector_free(&s);
 		return EXIT_VMUX;
+	}
 	if (session_list(home, &v, &n, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		free(home);
+		selector_free(&s);
 		return EXIT_VMUX;
 	}
 	free(home);
+	for (i = k = 0; sel != NULL && i < n; i++) {
+		if (v[i].ok &&
+		    selector_match(&s, v[i].rec.labels, v[i].rec.nlabels))
+			v[k++] = v[i];
+		else {
+			free(v[i].name);
+			free(v[i].error);
+			record_free(&v[i].rec);
+		}
+	}
+	if (sel != NULL)
+		n = k;
+	selector_free(&s);
 	if (cli_json()) {
 		cJSON *arr = cJSON_CreateArray();
 		for (i = 0; i < n; i++)
 			cJSON_AddItemToArray(arr, ls_session_json(&v[i]));
 		cli_result(arr);
 	} else
-		ls_table(v, n);
+		ls_table(v, n, args_has(a, "show-labels"));
 	session_list_free(v, n);
 	return 0;
 }

@@ -253,6 +253,14 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		o->publish = pub;
 		o->npublish = (size_t)npub;
 	}
+	{
+		int nlabels;
+		char **labels = args_values(a, "label", &nlabels);
+		if (labels_valid(labels, (size_t)nlabels, cause) != 0)
+			return -1;
+		o->labels = labels;
+		o->nlabels = (size_t)nlabels;
+	}
 	if ((s = args_get(a, "ttl")) != NULL) {
 		if (args_duration("--ttl", s, &v, cause) != 0)
 			return -1;

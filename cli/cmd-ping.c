@@ -18,6 +18,7 @@ static const struct cmd_opt cmd_ping_opts[] = {
     {"json", 0, NULL, 0,
         "print the agent's reply as JSON (version, kernel, "
         "uptime_seconds, time, ...)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -27,6 +28,7 @@ const struct cmd_entry cmd_ping_entry = {
     .summary = "Ask the guest agent of session NAME who it is. Prints the "
                "agent's version, the guest kernel, uptime, the guest's "
                "clock and more.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_ping_opts,
     .min_args = 1,
     .max_args = 1,

@@ -7,7 +7,9 @@
  * workspace vmux made goes with the session unless --keep-workspace; an
  * image given to `vmux new --workspace` is never deleted.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session/session.h"
@@ -24,6 +26,10 @@ static const struct cmd_opt cmd_rm_opts[] = {
     {"json", 0, NULL, 0,
         "print {\"removed\": NAME} (a list of names for several) as "
         "JSON"},
+    {"yes", 'y', NULL, 0,
+        "remove what a glob or -l picked without asking (needed when "
+        "there is no terminal to ask on)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -34,11 +40,52 @@ const struct cmd_entry cmd_rm_entry = {
                "guest is asked to power off, then QEMU gets QMP quit, "
                "SIGTERM and SIGKILL until it is gone; the bridge is ended "
                "too. Waits while another vmux command works on a session.",
+    .flags = CMD_NAMES,
     .opts = cmd_rm_opts,
     .min_args = 1,
     .max_args = -1,
     .exec = cmd_rm_exec,
 };
+
+/*
+ * Names a glob or -l picked were not typed: ask on the terminal before
+ * removing them (and their workspaces), or, with none, want --yes. 0 to
+ * go on, else the exit status.
+ */
+static int
+rm_confirm(struct args *a)
+{
+	char line[16], *list = NULL, *t;
+
+	if (!a->selected || args_has(a, "yes"))
+		return 0;
+	for (int i = 0; i < a->argc; i++) {
+		xasprintf(
+		    &t, "%s%s%s", list ? list : "", i ? ", " : "", a->argv[i]);
+		free(list);
+		list = t;
+	}
+	if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
+		int rc = cli_usage_error(a->entry,
+		    "a pattern picked %d session%s (%s): add --yes to "
+		    "remove %s and %s workspace%s",
+		    a->argc, a->argc == 1 ? "" : "s", list,
+		    a->argc == 1 ? "it" : "them",
+		    a->argc == 1 ? "its" : "their", a->argc == 1 ? "" : "s");
+		free(list);
+		return rc;
+	}
+	fprintf(stderr, "remove %d session%s and %s workspace%s: %s? [y/N] ",
+	    a->argc, a->argc == 1 ? "" : "s", a->argc == 1 ? "its" : "their",
+	    a->argc == 1 ? "" : "s", list);
+	free(list);
+	if (fgets(line, sizeof line, stdin) == NULL ||
+	    (line[0] != 'y' && line[0] != 'Y')) {
+		cli_error("nothing removed");
+		return EXIT_VMUX;
+	}
+	return 0;
+}
 
 /* Remove each named session; EXIT_VMUX if any failed. */
 static int
@@ -46,8 +93,13 @@ cmd_rm_exec(struct args *a)
 {
 	char *home, *cause = NULL, *kept;
 	int i, rc = 0, force = args_has(a, "force");
-	int keep = args_has(a, "keep-workspace"), many = a->argc > 1;
-	cJSON *removed = cJSON_CreateArray(), *res, *results;
+	int keep = args_has(a, "keep-workspace");
+	int many = a->argc > 1 || a->selected;
+	cJSON *removed, *res, *results;
+
+	if ((rc = rm_confirm(a)) != 0)
+		return rc;
+	removed = cJSON_CreateArray();
 
 	for (i = 0; i < a->argc; i++) {
 		if (session_name_valid(a->argv[i], &cause) != 0) {

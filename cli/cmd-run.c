@@ -134,6 +134,17 @@ run_conflict(struct args *a, const struct session_record *r,
 			return "allow-host";
 		}
 	}
+	for (i = 0; i < o->nlabels; i++) {
+		size_t k = strcspn(o->labels[i], "=");
+		char *key = xstrndup(o->labels[i], k);
+		const char *v = label_get(r->labels, r->nlabels, key);
+		free(key);
+		if (v == NULL || strcmp(v, o->labels[i] + k + 1) != 0) {
+			snprintf(have, size, "%.*s=%s", (int)k, o->labels[i],
+			    v != NULL ? v : "(unset)");
+			return "label";
+		}
+	}
 	if (o->nmounts > 0) {
 		int same = o->nmounts == r->nmounts;
 		for (i = 0; same && i < r->nmounts; i++)

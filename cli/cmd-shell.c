@@ -36,6 +36,7 @@ static const struct cmd_opt cmd_shell_opts[] = {
     {"detach-key", 0, "KEY", 0,
         "detach with KEY instead of Ctrl-] (^X, ctrl-x or C-x; 'none' "
         "turns detaching off)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -52,7 +53,7 @@ const struct cmd_entry cmd_shell_entry = {
                "Without a terminal on stdin, input and output are passed "
                "through as they are.",
     .opts = cmd_shell_opts,
-    .flags = CMD_ARGV_AFTER_NAME,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE,
     .min_args = 1,
     .max_args = -1,
     .exec = cmd_shell_exec,

@@ -18,6 +18,7 @@ static const struct cmd_opt cmd_shells_opts[] = {
     {"json", 0, NULL, 0,
         "print the agent's shell records as a JSON array (times in RFC "
         "3339)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -27,6 +28,7 @@ const struct cmd_entry cmd_shells_entry = {
     .summary = "List the shells of session NAME. Shows each one's id, "
                "state (running, stopped or closing), terminal size, start "
                "time, exit status, attached clients and command.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_shells_opts,
     .min_args = 1,
     .max_args = 1,

@@ -23,6 +23,7 @@ static int cmd_start_exec(struct args *);
 static const struct cmd_opt cmd_start_opts[] = {
     {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
     {"json", 0, NULL, 0, "print the session as ls --json shows it"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -32,6 +33,7 @@ const struct cmd_entry cmd_start_entry = {
     .summary = "Boot a stopped or crashed session again: same name, "
                "resources and workspace. Returns once the agent answers; a "
                "failed boot leaves the session stopped.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_start_opts,
     .min_args = 1,
     .max_args = 1,
@@ -44,6 +46,7 @@ const struct cmd_entry cmd_restart_entry = {
     .summary = "Stop a session (as vmux stop) and start it again (as vmux "
                "start). Shells and running commands end; the workspace "
                "stays.",
+    .flags = CMD_NAME_ONE,
     .opts = cmd_start_opts,
     .min_args = 1,
     .max_args = 1,

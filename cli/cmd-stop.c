@@ -20,6 +20,7 @@ static const struct cmd_opt cmd_stop_opts[] = {
         "(default 8)"},
     {"json", 0, NULL, 0,
         "print {\"stopped\": NAME, \"forced\": BOOL} (a list for several)"},
+    SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -30,6 +31,7 @@ const struct cmd_entry cmd_stop_entry = {
                "logs stay for vmux start. The guest syncs and unmounts its "
                "workspace; one that does not power off in time is ended, "
                "and vmux says so. Stopping a stopped session does nothing.",
+    .flags = CMD_NAMES,
     .opts = cmd_stop_opts,
     .min_args = 1,
     .max_args = -1,
@@ -81,7 +83,7 @@ cmd_stop_exec(struct args *a)
 			free(msg);
 			continue;
 		}
-		if (a->argc > 1) {
+		if (a->argc > 1 || a->selected) {
 			cJSON_AddStringToObject(o, "name", a->argv[i]);
 			if (!cli_json()) /* say each, as docker stop */
 				printf("stopped %s%s\n", a->argv[i],

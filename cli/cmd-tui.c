@@ -24,6 +24,11 @@ static const struct cmd_opt cmd_tui_opts[] = {
     {"config", 'f', "FILE", 0,
         "read FILE instead of $XDG_CONFIG_HOME/vmux/vmux.conf"},
     {"no-sidebar", 0, NULL, 0, "start with the sidebar hidden"},
+    {"selector", 'l', "SELECTOR", 0,
+        "only the sessions whose labels match (KEY=VALUE, KEY!=VALUE, "
+        "KEY, !KEY; commas: all hold), in the sidebar and the grid"},
+    {"group-by", 0, "KEY", 0,
+        "group the sidebar by this label (also: set group-by KEY)"},
     {"local-command", 0, "CMD", 1,
         "show CMD run on a host PTY in the pane instead of guests (for "
         "testing and benchmarking the terminal pane); given again, more "
@@ -56,14 +61,16 @@ static int
 cmd_tui_exec(struct args *a)
 {
 	struct tui_opts o = {0};
+	struct selector sel = {NULL, 0};
 	char *cause = NULL;
+	int rc;
 
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		cli_error("vmux tui needs a terminal on stdin and stdout");
 		return EXIT_USAGE;
 	}
 	if (a->argc > 0 && session_name_valid(a->argv[0], &cause) != 0) {
-		int rc = cli_usage_error(&cmd_tui_entry, "%s", cause);
+		rc = cli_usage_error(&cmd_tui_entry, "%s", cause);
 		free(cause);
 		return rc;
 	}
@@ -76,5 +83,28 @@ cmd_tui_exec(struct args *a)
 	o.local = args_values(a, "local-command", &o.nlocal);
 	if (o.nlocal == 0)
 		o.local = NULL;
-	return tui_main(&o);
+	if (args_get(a, "selector") != NULL) {
+		if (selector_parse(args_get(a, "selector"), &sel, &cause) !=
+		    0) {
+			rc = cli_usage_error(&cmd_tui_entry, "%s", cause);
+			free(cause);
+			return rc;
+		}
+		o.sel = &sel;
+	}
+	if ((o.group_by = args_get(a, "group-by")) != NULL) {
+		char *kv;
+		xasprintf(&kv, "%s=", o.group_by);
+		if (label_valid(kv, &cause) != 0) {
+			free(kv);
+			free(cause);
+			selector_free(&sel);
+			return cli_usage_error(&cmd_tui_entry,
+			    "--group-by %s: want a label key", o.group_by);
+		}
+		free(kv);
+	}
+	rc = tui_main(&o);
+	selector_free(&sel);
+	return rc;
 }

@@ -60,7 +60,9 @@ main(int argc, char **argv)
 		rc = 0;
 	} else {
 		cli_output_start(e, &a, argc - 1, argv + 1);
-		rc = e->exec(&a);
+		rc = cli_select(&a);
+		if (rc == 0)
+			rc = e->exec(&a);
 		if (rc != 0)
 			cli_record_error(e, &a);
 	}

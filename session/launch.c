@@ -844,6 +844,8 @@ session_launch(
 	}
 	r.allow_hosts = strv_dup(o->allow_hosts, o->nallow_hosts);
 	r.nallow_hosts = o->nallow_hosts;
+	r.labels = strv_dup(o->labels, o->nlabels);
+	r.nlabels = o->nlabels;
 	r.publish = strv_dup(o->publish, o->npublish);
 	r.npublish = o->npublish;
 	if (o->nmounts > 0)

@@ -59,6 +59,7 @@ record_free(struct session_record *r)
 	free(r->profile);
 	free(r->root_image);
 	strv_free(r->allow_hosts, r->nallow_hosts);
+	strv_free(r->labels, r->nlabels);
 	strv_free(r->publish, r->npublish);
 	for (size_t i = 0; i < r->nmounts; i++)
 		mount_free(&r->mounts[i]);
@@ -204,6 +205,7 @@ record_to_json(const struct session_record *r)
 	add_str(o, "root_image", r->root_image);
 	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	add_strv(o, "publish", r->publish, r->npublish);
+	add_strv(o, "labels", r->labels, r->nlabels);
 	mounts = cJSON_AddArrayToObject(o, "mounts");
 	for (i = 0; i < r->nmounts; i++) {
 		cJSON *m = cJSON_CreateObject();
@@ -324,6 +326,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_strv(o, "allow_hosts", &r->allow_hosts, &r->nallow_hosts,
 	        cause) != 0 ||
 	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||
+	    get_strv(o, "labels", &r->labels, &r->nlabels, cause) != 0 ||
+	    labels_valid(r->labels, r->nlabels, cause) != 0 ||
 	    get_mounts(o, r, cause) != 0 ||
 	    get_opt_int(o, "quota_mb", 0, 1e12, &r->quota_mb, cause) != 0 ||
 	    get_opt_int(o, "mounts_mode", MOUNTS_NONE, MOUNTS_RW, &n, cause) !=

@@ -157,6 +157,8 @@ struct session_record {
 	size_t nallow_hosts;
 	char **publish; /* --publish HOSTPORT:GUESTPORT values */
 	size_t npublish;
+	char **labels; /* KEY=VALUE (labels.c), keys unique */
+	size_t nlabels;
 	struct session_mount *mounts; /* --mount folders */
 	size_t nmounts;
 	int64_t quota_mb; /* on the writable mounts' bytes; 0: none */
@@ -216,6 +218,25 @@ int session_lock(const char *home, char **cause);
 int session_lock_one(const char *dir, const char *what, int wait_ms,
     void (*notice)(const char *), char **cause);
 void session_unlock(int fd);
+
+/* labels.c: labels (KEY=VALUE) and selectors (kubectl's -l syntax) */
+#define LABEL_PART_MAX 63 /* characters in a key, and in a value */
+enum selector_op { SEL_EQ, SEL_NE, SEL_SET, SEL_UNSET };
+struct selector {
+	struct selector_term {
+		char *key, *value; /* value: NULL for SEL_SET, SEL_UNSET */
+		int op;            /* enum selector_op */
+	} * terms;
+	size_t n;
+};
+int label_valid(const char *kv, char **cause);
+int labels_valid(char *const *labels, size_t n, char **cause);
+const char *label_get(char *const *labels, size_t n, const char *key);
+int selector_parse(const char *, struct selector *, char **cause);
+int selector_match(const struct selector *, char *const *labels, size_t n);
+void selector_free(struct selector *);
+int name_is_glob(const char *name);
+int name_glob_match(const char *pattern, const char *name);
 
 /* errors.c */
 #define ERRORS_KEEP 50
@@ -322,6 +343,8 @@ struct launch_opts {
 	size_t nallow_hosts;
 	char *const *publish; /* --publish values (checked) */
 	size_t npublish;
+	char *const *labels; /* --label values (checked) */
+	size_t nlabels;
 	const struct session_mount *mounts; /* checked --mount folders */
 	size_t nmounts;
 	const char *workspace; /* attach this disk image instead */

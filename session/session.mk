@@ -7,7 +7,7 @@ SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/net.c session/errors.c session/settings.c \
                 session/mounts.c session/fs.c session/image.c \
                 session/agent_client.c session/attach.c \
-                session/logcap.c session/beneath.c
+                session/logcap.c session/beneath.c session/labels.c
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
@@ -22,6 +22,7 @@ UNIT_session_SRCS := tests/unit/test_session_record.c \
                      tests/unit/test_session_proc.c \
                      tests/unit/test_session_net.c \
                      tests/unit/test_session_beneath.c \
+                     tests/unit/test_session_labels.c \
                      $(SESSION_UNIT_SRCS)
 UNIT_session_LIBS := $(SESSION_LIBS)
 

@@ -154,6 +154,7 @@ config_free(struct config *cfg)
 		free(cfg->errors[i]);
 	free(cfg->errors);
 	free(cfg->theme);
+	free(cfg->group_by);
 	memset(cfg, 0, sizeof *cfg);
 }
 
@@ -289,6 +290,20 @@ config_set(
 			    val, SIDEBAR_MIN_W, SIDEBAR_MAX_W);
 		else
 			cfg->sidebar_width = (int)n;
+	} else if (strcmp(name, "group-by") == 0) {
+		char *kv = NULL;
+		xasprintf(&kv, "%s=", val);
+		if (*val != '\0' && label_valid(kv, &cause) != 0)
+			config_error(cfg, file, line,
+			    "bad value \"%s\" for group-by: want a label key",
+			    val);
+		else {
+			free(cfg->group_by);
+			cfg->group_by = *val != '\0' ? xstrdup(val) : NULL;
+		}
+		free(cause);
+		cause = NULL;
+		free(kv);
 	} else if (strcmp(name, "sidebar") == 0 || strcmp(name, "mouse") == 0) {
 		if ((f = parse_flag(val)) < 0)
 			config_error(cfg, file, line,

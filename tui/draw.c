@@ -317,6 +317,22 @@ draw_sidebar(struct tui *t)
 		struct msession *s = &t->model.sessions[i];
 		int sel = row == t->sel;
 
+		/* a group's heading (not a row: nothing to select) */
+		if (tui_group_by(t) != NULL &&
+		    (i == 0 ||
+		        strcmp(s->group, t->model.sessions[i - 1].group) !=
+		            0)) {
+			if (*s->group != '\0')
+				snprintf(buf, sizeof buf, " %s=%s",
+				    tui_group_by(t), s->group);
+			else
+				snprintf(
+				    buf, sizeof buf, " no %s", tui_group_by(t));
+			draw_style(t, TH_SIDEBAR_HEAD);
+			put_text(y++, r->x, r->w, buf);
+			if (y >= r->y + r->h)
+				break;
+		}
 		first = y;
 		mem_str(s->memory_mb, mem, sizeof mem);
 		draw_style(t, sel ? TH_SIDEBAR_SEL : TH_SIDEBAR_HEAD);

@@ -37,6 +37,7 @@ model_free(struct model *m)
 		free(s->accel);
 		free(s->detail);
 		free(s->error);
+		free(s->group);
 	}
 	free(m->sessions);
 	memset(m, 0, sizeof *m);
@@ -181,13 +182,28 @@ fetch_all(struct fetch_job *jobs, size_t n)
 	}
 }
 
+/* Order for qsort: by group (unset last), then name. */
+static int
+msession_cmp(const void *a, const void *b)
+{
+	const struct msession *x = a, *y = b;
+	int c;
+
+	if ((x->group[0] == '\0') != (y->group[0] == '\0'))
+		return x->group[0] == '\0' ? 1 : -1;
+	c = strcmp(x->group, y->group);
+	return c != 0 ? c : strcmp(x->name, y->name);
+}
+
 /*
  * Read every session under home into m (which must be empty), with the
- * shells of the running ones. Blocks up to MODEL_CONNECT_MS +
+ * shells of the running ones: only those sel matches (if sel), grouped by
+ * the label group_by (if group_by). Blocks up to MODEL_CONNECT_MS +
  * MODEL_REPLY_MS however many agents hang.
  */
 static int
-model_fetch(const char *home, struct model *m, char **cause)
+model_fetch(const char *home, const struct selector *sel, const char *group_by,
+    struct model *m, char **cause)
 {
 	struct session_entry *e;
 	struct fetch_job *jobs;
@@ -199,8 +215,19 @@ model_fetch(const char *home, struct model *m, char **cause)
 	m->sessions = xcalloc(n + 1, sizeof *m->sessions);
 	jobs = xcalloc(n + 1, sizeof *jobs);
 	for (size_t i = 0; i < n; i++) {
-		struct msession *ms = &m->sessions[m->n++];
+		struct msession *ms;
+		const char *g = NULL;
+		if (sel != NULL &&
+		    (!e[i].ok ||
+		        !selector_match(
+		            sel, e[i].rec.labels, e[i].rec.nlabels)))
+			continue;
+		if (group_by != NULL && e[i].ok)
+			g = label_get(
+			    e[i].rec.labels, e[i].rec.nlabels, group_by);
+		ms = &m->sessions[m->n++];
 		ms->name = xstrdup(e[i].name);
+		ms->group = xstrdup(g != NULL ? g : "");
 		if (!e[i].ok) {
 			ms->state = xstrdup("broken");
 			ms->error = str_printable(e[i].error, 0);
@@ -219,6 +246,8 @@ model_fetch(const char *home, struct model *m, char **cause)
 	fetch_all(jobs, njobs);
 	free(jobs);
 	session_list_free(e, n);
+	if (group_by != NULL) /* the sidebar's rows follow this order */
+		qsort(m->sessions, m->n, sizeof *m->sessions, msession_cmp);
 	return 0;
 }
 
@@ -282,7 +311,9 @@ model_sig(const struct model *m)
 static void
 refresh_work(struct work *w)
 {
-	w->rc = model_fetch(w->home, &w->model, &w->cause);
+	/* opts.sel is fixed after tui_main; the group was copied */
+	w->rc = model_fetch(
+	    w->home, w->tui->opts.sel, w->group_by, &w->model, &w->cause);
 }
 
 /* Loop: swap the new model in and let the TUI react. */
@@ -319,6 +350,8 @@ refresh_after(struct tui *t, struct work *w)
 void
 model_refresh(struct tui *t)
 {
+	struct work *w;
+
 	if (t->opts.local != NULL)
 		return;
 	if (t->model_busy) {
@@ -326,5 +359,8 @@ model_refresh(struct tui *t)
 		return;
 	}
 	t->model_busy = 1;
-	work_queue(work_new(t, refresh_work, refresh_after));
+	w = work_new(t, refresh_work, refresh_after);
+	if (tui_group_by(t) != NULL)
+		w->group_by = xstrdup(tui_group_by(t));
+	work_queue(w);
 }

@@ -38,7 +38,6 @@ shell_stop(struct pane *p)
 	}
 }
 
-
 /* The stream broke without EXIT: show it, reattach after a pause. */
 static void
 shell_lost(struct pane *p, const char *why)
@@ -305,8 +304,8 @@ shell_write(struct pane *p, const void *bytes, size_t len)
 	while (len > 0) {
 		size_t n = len > 16384 ? 16384 : len;
 		if (attach_client_queue(&p->ac, VMUX_ATTACH_INPUT, b, n) != 0) {
-			tui_message(p->tui, 1, "input dropped: %s is not reading",
-			    p->shell_id);
+			tui_message(p->tui, 1,
+			    "input dropped: %s is not reading", p->shell_id);
 			break;
 		}
 		b += n;

@@ -73,6 +73,13 @@ tui_pane(struct tui *t)
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
+/* The label key the sidebar groups by (--group-by, else the config's). */
+const char *
+tui_group_by(const struct tui *t)
+{
+	return t->opts.group_by != NULL ? t->opts.group_by : t->cfg.group_by;
+}
+
 /* A new pane on src for session/shell, cols x rows until its source says,
  * kept in t->panes for the TUI's life; not started. */
 static struct pane *

@@ -5,14 +5,14 @@
  * refreshed on libuv's thread pool so a hung VM never blocks the screen)
  * and one pane per attached shell (pane.c: a libvterm screen fed by its
  * source, a table of operations: a guest shell's attach stream, shell.c,
- * or a local PTY for tests and benchmarks, local.c). The view draws them with ncurses: cells and colours (cell.c,
- * colour.c), the sidebar, panes, status bar and dialogs (draw.c, grid.c),
- * within a layout computed by pure code (layout.c). Keys arrive on the one
- * libuv loop (loop.c, input.c) and go to the pane as libvterm encodes them,
- * or to the prefix table (keys.c, cmds.c), the prompt (prompt.c), copy mode
- * (copy.c) or a menu (menu.c). Commands that change sessions run the vmux
- * CLI itself as a child (jobs.c), so the TUI offers every CLI operation
- * with the CLI's flags, without blocking.
+ * or a local PTY for tests and benchmarks, local.c). The view draws them with
+ * ncurses: cells and colours (cell.c, colour.c), the sidebar, panes, status bar
+ * and dialogs (draw.c, grid.c), within a layout computed by pure code
+ * (layout.c). Keys arrive on the one libuv loop (loop.c, input.c) and go to the
+ * pane as libvterm encodes them, or to the prefix table (keys.c, cmds.c), the
+ * prompt (prompt.c), copy mode (copy.c) or a menu (menu.c). Commands that
+ * change sessions run the vmux CLI itself as a child (jobs.c), so the TUI
+ * offers every CLI operation with the CLI's flags, without blocking.
  *
  * Pure modules with unit tests: scrollback storage (sb.c), search in text
  * (search.c), colour mapping (colour.c), key names (keyname.c), layout
@@ -159,6 +159,7 @@ struct config {
 	int sidebar_width;
 	int sidebar;           /* shown at start */
 	int mouse;             /* mouse on */
+	char *group_by;        /* a label key the sidebar groups by; or NULL */
 	struct binding *binds; /* prefix table, later entries win */
 	size_t nbinds;
 	char **errors; /* "vmux.conf:3: ..." for each bad line */
@@ -248,6 +249,7 @@ struct msession {
 	char *accel;
 	char *error; /* record unreadable, or the shells could not be listed */
 	int cpus, memory_mb;
+	char *group;      /* its value of the group-by label ("" if unset) */
 	int shells_known; /* the agent answered list_shells */
 	struct mshell *shells;
 	size_t nshells;
@@ -556,6 +558,7 @@ struct work {
 	work_after after;
 	unsigned pane_id;
 	char *home, *session, *shell;
+	char *group_by; /* model refresh: the label the sidebar groups by */
 	cJSON *request, *reply;
 	int64_t cursor;
 	int fd;
@@ -567,6 +570,7 @@ struct work {
 };
 
 struct work *work_new(struct tui *, work_fn, work_after);
+const char *tui_group_by(const struct tui *);
 void work_queue(struct work *);
 void work_agent_call(struct work *);
 void work_attach(struct work *);
@@ -588,6 +592,8 @@ struct tui_opts {
 	const char *config;  /* a config file instead of the default */
 	char **local;        /* host commands on PTYs instead of guests */
 	int nlocal;
+	const struct selector *sel; /* -l: only the sessions it matches */
+	const char *group_by;       /* --group-by: over the config's */
 	int grid, read_only, no_sidebar;
 };
 

@@ -55,6 +55,7 @@ work_done(uv_work_t *req, int status)
 	cJSON_Delete(w->reply);
 	model_free(&w->model);
 	free(w->home);
+	free(w->group_by);
 	free(w->session);
 	free(w->shell);
 	free(w->cause);

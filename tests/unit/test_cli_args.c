@@ -207,7 +207,7 @@ TEST(usage_line_from_table)
 	u = cmd_usage(&cmd_exec_entry);
 	CHECK_STR(u,
 	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] [-i] "
-	    "[--json] "
+	    "[--json] [--selector SELECTOR] "
 	    "-- CMD [ARG...]");
 	free(u);
 }
