@@ -121,8 +121,9 @@ cli_select(struct args *a)
 	if (sel != NULL) {
 		size_t matched = 0;
 		for (size_t k = 0; k < nents; k++)
-			if (ents[k].ok && selector_match(&s, ents[k].rec.labels,
-			                      ents[k].rec.nlabels)) {
+			if (ents[k].ok &&
+			    selector_match(
+			        &s, ents[k].rec.labels, ents[k].rec.nlabels)) {
 				add_name(&out, &nout, ents[k].name);
 				matched++;
 			}

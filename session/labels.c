@@ -30,7 +30,7 @@ static int
 value_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+	    (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 /* Check key[0..n); 0 or -1 with cause naming what. */
@@ -101,9 +101,9 @@ label_valid(const char *kv, char **cause)
 		return -1;
 	}
 	rc = key_check(what, kv, (size_t)(eq - kv), cause) != 0 ||
-	             value_check(what, eq + 1, strlen(eq + 1), cause) != 0
-	         ? -1
-	         : 0;
+	        value_check(what, eq + 1, strlen(eq + 1), cause) != 0
+	    ? -1
+	    : 0;
 	free(what);
 	return rc;
 }
@@ -133,7 +133,8 @@ label_get(char *const *labels, size_t n, const char *key)
 	size_t klen = strlen(key);
 
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(labels[i], key, klen) == 0 && labels[i][klen] == '=')
+		if (strncmp(labels[i], key, klen) == 0 &&
+		    labels[i][klen] == '=')
 			return labels[i] + klen + 1;
 	return NULL;
 }
@@ -153,8 +154,8 @@ selector_free(struct selector *s)
 
 /* Parse one term t[0..n) of selector what into s. */
 static int
-term_parse(const char *what, const char *t, size_t n, struct selector *s,
-    char **cause)
+term_parse(
+    const char *what, const char *t, size_t n, struct selector *s, char **cause)
 {
 	struct selector_term term = {NULL, NULL, SEL_EQ};
 	size_t k = 0, v;
@@ -182,8 +183,10 @@ term_parse(const char *what, const char *t, size_t n, struct selector *s,
 	else if (t[k] == '=')
 		v = k + 1;
 	else {
-		xasprintf(cause, "%s: KEY=VALUE, KEY!=VALUE, KEY or !KEY "
-		                 "expected", what);
+		xasprintf(cause,
+		    "%s: KEY=VALUE, KEY!=VALUE, KEY or !KEY "
+		    "expected",
+		    what);
 		free(term.key);
 		return -1;
 	}
@@ -234,8 +237,7 @@ fail:
 
 /* Do labels satisfy every term of s? */
 int
-selector_match(
-    const struct selector *s, char *const *labels, size_t nlabels)
+selector_match(const struct selector *s, char *const *labels, size_t nlabels)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		const struct selector_term *t = &s->terms[i];

@@ -162,10 +162,11 @@ slow_stopped() {
 
 t_truncated_note_once() {
 	local r rc n
-	r=$(raw '{"action":"open_shell","shell_id":"slow","scrollback_bytes":4096,"command":["sh","-c","sleep 2; seq 1 500000"]}')
+	r=$(raw '{"action":"open_shell","shell_id":"slow","scrollback_bytes":4096,"command":["sh","-c","sleep 2; seq 1 500000 | cat"]}')
 	[[ $(jq -r .state <<<"$r") == running ]] || fail "open: $r" || return 1
 	# a client whose reader only starts once the shell has flooded its
-	# 4 KiB ring with 3.4 MB and exited
+	# 4 KiB ring with 3.4 MB and exited (through cat: in 4 KiB writes, as a
+	# line per write takes a TCG guest minutes)
 	timeout 120 "$VMUX" shell js --id slow </dev/null 2>"$TMP/slow.err" |
 		{ wait_for 100 slow_stopped; cat >/dev/null; }
 	rc=${PIPESTATUS[0]}

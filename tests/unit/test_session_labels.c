@@ -59,7 +59,7 @@ TEST(labels_key_value_checked)
 	free(c);
 	c = why(0, "k=a b");
 	CHECK(strstr(c, "label value holds only") != NULL &&
-	      strstr(c, "'k=a b'") != NULL);
+	    strstr(c, "'k=a b'") != NULL);
 	free(c);
 	c = why(0, "k=v,w");
 	CHECK(strstr(c, "label value") != NULL);

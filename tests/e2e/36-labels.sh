@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# 36-labels: labels on real sessions and the patterns that pick them:
+# `new --label`, `ls -l` / --show-labels / --json, globs and -l on one-
+# session commands (one picked: it runs there; several: a usage error that
+# lists them; none: an error), stop and start by selector, rm by a pattern
+# (asks on a terminal, refuses without one unless --yes), bad labels
+# refused before anything is made, and the TUI's -l filter and
+# --group-by headings.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../tui/tmux.sh"
+labels_cleanup() {
+	local rc=$?
+	tui_tmux_kill
+	(exit $rc)
+	e2e_cleanup
+}
+trap labels_cleanup EXIT
+
+# three sessions at once: lb-1 and lb-2 in class a, lb-3 in class b
+for i in 1 2 3; do
+	class=a
+	((i == 3)) && class=b
+	"$VMUX" new "lb-$i" --memory 128 --label "class=$class" --label "seat=$i" \
+		>"$TMP/new$i.out" 2>&1 &
+	pids[$i]=$!
+done
+for i in 1 2 3; do
+	wait "${pids[$i]}" || { echo "FAIL boot lb-$i: $(cat "$TMP/new$i.out")"; exit 1; }
+done
+
+t_ls_by_label() {
+	local out
+	out=$(vmux ls -l class=a --json | jq -r '[.[].name] | join(" ")')
+	expect_eq "ls -l class=a" "$out" "lb-1 lb-2" || return 1
+	out=$(vmux ls -l 'class=a,seat!=1' --json | jq -r '[.[].name] | join(" ")')
+	expect_eq "ls -l class=a,seat!=1" "$out" "lb-2" || return 1
+	out=$(vmux ls -l '!seat' --json | jq length)
+	expect_eq "ls -l !seat" "$out" 0 || return 1
+	out=$(vmux ls --json | jq -r '.[] | select(.name == "lb-3") | .labels.class')
+	expect_eq "labels in --json" "$out" b || return 1
+	out=$(vmux ls --show-labels)
+	expect_match "LABELS column" "$out" "LABELS" || return 1
+	expect_match "lb-3's labels" "$out" "lb-3 .*class=b,seat=3" || return 1
+	# a bad selector is a usage error naming it
+	out=$(vmux ls -l 'class=a b' 2>&1)
+	expect_eq "bad selector status" $? 2 || return 1
+	expect_match "bad selector said" "$out" "selector 'class=a b'"
+}
+
+t_one_session_commands() {
+	local out
+	# -l and a glob that pick one: the command runs in that session
+	expect_eq "exec -l seat=2" "$(vmux exec -l seat=2 -- hostname)" lb-2 || return 1
+	expect_eq "exec 'lb-3*'" "$(vmux exec 'lb-3*' -- hostname)" lb-3 || return 1
+	expect_eq "ping -l" "$(vmux ping -l class=b --json | jq -r .hostname)" lb-3 || return 1
+	# several: a usage error that lists them; nothing runs
+	out=$(vmux exec -l class=a -- touch /workspace/ran 2>&1)
+	expect_eq "several picked: status" $? 2 || return 1
+	expect_match "several picked: said" "$out" "-l class=a picks 2 sessions \(lb-1, lb-2\)" || return 1
+	for i in 1 2; do
+		vmux exec "lb-$i" -- test ! -e /workspace/ran || fail "ran in lb-$i" || return 1
+	done
+	out=$(vmux shell 'lb-*' 2>&1 </dev/null)
+	expect_eq "shell glob of three: status" $? 2 || return 1
+	expect_match "shell glob of three: said" "$out" "lb-\* picks 3 sessions" || return 1
+	# none: an error naming the pattern
+	out=$(vmux exec -l class=z -- true 2>&1)
+	expect_eq "none picked: status" $? 125 || return 1
+	expect_match "none picked: said" "$out" "no session has labels matching -l class=z" || return 1
+	out=$(vmux logs 'nope-*' 2>&1)
+	expect_eq "glob of none: status" $? 125 || return 1
+	expect_match "glob of none: said" "$out" "no session matches 'nope-\*'"
+}
+
+t_stop_and_start_by_selector() {
+	local out
+	out=$(vmux stop -l class=a -t 20)
+	expect_eq "stop -l: status" $? 0 || return 1
+	expect_eq "stop -l: each said" "$out" $'stopped lb-1\nstopped lb-2' || return 1
+	expect_eq "lb-1" "$(session_field lb-1 state)" stopped || return 1
+	expect_eq "lb-3 untouched" "$(session_field lb-3 state)" running || return 1
+	vmux start -l seat=1 >/dev/null || return 1
+	vmux start 'lb-2' >/dev/null || return 1
+	expect_eq "started again" "$(vmux exec -l seat=1 -- hostname)" lb-1
+}
+
+t_rm_by_pattern_asks() {
+	local out
+	# no terminal: refused, nothing removed
+	out=$(vmux rm -l class=a </dev/null 2>&1)
+	expect_eq "rm -l without a terminal: status" $? 2 || return 1
+	expect_match "rm -l without a terminal: said" "$out" "picked 2 sessions \(lb-1, lb-2\): add --yes" || return 1
+	expect_eq "nothing removed" "$(vmux ls --json | jq length)" 3 || return 1
+	# a terminal: asked; 'n' keeps them
+	out=$(printf 'n\n' | script -qec "$VMUX rm 'lb-[12]'" /dev/null 2>&1)
+	expect_match "asked" "$out" "remove 2 sessions and their workspaces: lb-1, lb-2\? \[y/N\]" || return 1
+	expect_eq "kept after n" "$(vmux ls --json | jq length)" 3 || return 1
+	# --yes: removed, each said
+	out=$(vmux rm -l class=a --yes)
+	expect_eq "rm --yes: each said" "$out" $'removed lb-1\nremoved lb-2' || return 1
+	expect_eq "one left" "$(vmux ls --json | jq -r '.[].name')" lb-3
+}
+
+t_bad_labels_refused() {
+	local out
+	out=$(vmux new bad1 --label 'class' 2>&1)
+	expect_eq "no =: status" $? 2 || return 1
+	expect_match "no =: said" "$out" "label 'class': KEY=VALUE expected" || return 1
+	out=$(vmux new bad1 --label a=1 --label a=2 2>&1)
+	expect_eq "key twice: status" $? 2 || return 1
+	expect_match "key twice: said" "$out" "label key 'a' given twice" || return 1
+	out=$(vmux new bad1 --label 'a=x;y' 2>&1)
+	expect_eq "bad value: status" $? 2 || return 1
+	[[ ! -e $VMUX_HOME/sessions/bad1 ]] || fail "bad1 was made" || return 1
+	# run --name on a session with another label: a conflict, not a change
+	out=$(vmux run --name lb-3 --label class=a -- true 2>&1)
+	expect_eq "run --name, other label: status" $? 125 || return 1
+	expect_match "run --name, other label: said" "$out" "label class=b" || return 1
+	expect_eq "label unchanged" "$(session_field lb-3 labels.class)" b
+}
+
+t_tui_filter_and_groups() {
+	vmux new lb-4 --memory 128 --label class=c >/dev/null || return 1
+	vmux new lb-5 --memory 128 >/dev/null || return 1
+	tm new-session -d -s lab -x 100 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui --group-by class" || return 1
+	wait_on lab '^ no class' 30 || return 1
+	# headings in order, each over its sessions, those without it last
+	screen lab | grep -E '^ (class=|no class)|^[ >] lb-' | sed 's/ *x *$//; s/ *│.*//' >"$TMP/side"
+	expect_eq "grouped sidebar" "$(cat "$TMP/side")" \
+		"$(printf ' class=b\n> lb-3\n class=c\n  lb-4\n no class\n  lb-5')" || return 1
+	tm kill-session -t lab
+	tm new-session -d -s lab2 -x 100 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=c" || return 1
+	wait_on lab2 'lb-4' 30 || return 1
+	! screen lab2 | grep -q 'lb-[35]' || fail "-l class=c shows others: $(screen lab2 | head -12)"
+}
+
+check "ls -l, --show-labels and labels in --json" t_ls_by_label
+check "one-session commands: -l or a glob picking one runs there; several or none refused" t_one_session_commands
+check "stop -l stops what it picks and says each; start -l" t_stop_and_start_by_selector
+check "rm by a pattern asks on a terminal, refuses without one unless --yes" t_rm_by_pattern_asks
+check "bad labels refused before anything is made; run --name cannot change a label" t_bad_labels_refused
+check "the TUI: -l shows only what it picks, --group-by heads each group" t_tui_filter_and_groups
