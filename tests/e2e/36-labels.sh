@@ -120,25 +120,23 @@ t_bad_labels_refused() {
 }
 
 t_tui_filter_and_groups() {
-	vmux new lb-4 --memory 128 --label class=c >/dev/null || return 1
-	vmux new lb-5 --memory 128 >/dev/null || return 1
 	tm new-session -d -s lab -x 100 -y 30 \
-		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui --group-by class" || return 1
-	wait_on lab '^ no class' 30 || return 1
-	# headings in order, each over its sessions, those without it last
-	screen lab | grep -E '^ (class=|no class)|^[ >] lb-' | sed 's/ *x *$//; s/ *│.*//' >"$TMP/side"
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui --group-by seat" || return 1
+	wait_on lab '^ seat=3' 30 || return 1
+	# headings in order, each over its session
+	screen lab | grep -E '^ (seat=|no seat)|^[ >] lb-' | sed 's/ *x *$//; s/ *│.*//' >"$TMP/side"
 	expect_eq "grouped sidebar" "$(cat "$TMP/side")" \
-		"$(printf ' class=b\n> lb-3\n class=c\n  lb-4\n no class\n  lb-5')" || return 1
+		"$(printf ' seat=1\n> lb-1\n seat=2\n  lb-2\n seat=3\n  lb-3')" || return 1
 	tm kill-session -t lab
 	tm new-session -d -s lab2 -x 100 -y 30 \
-		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=c" || return 1
-	wait_on lab2 'lb-4' 30 || return 1
-	! screen lab2 | grep -q 'lb-[35]' || fail "-l class=c shows others: $(screen lab2 | head -12)"
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=b" || return 1
+	wait_on lab2 'lb-3' 30 || return 1
+	! screen lab2 | grep -q 'lb-[12]' || fail "-l class=b shows others: $(screen lab2 | head -12)"
 }
 
+check "the TUI: -l shows only what it picks, --group-by heads each group" t_tui_filter_and_groups
 check "ls -l, --show-labels and labels in --json" t_ls_by_label
 check "one-session commands: -l or a glob picking one runs there; several or none refused" t_one_session_commands
 check "stop -l stops what it picks and says each; start -l" t_stop_and_start_by_selector
 check "rm by a pattern asks on a terminal, refuses without one unless --yes" t_rm_by_pattern_asks
 check "bad labels refused before anything is made; run --name cannot change a label" t_bad_labels_refused
-check "the TUI: -l shows only what it picks, --group-by heads each group" t_tui_filter_and_groups

@@ -100,7 +100,7 @@ PERL
 capture() { tm capture-pane -p -e -t "$1" -S 0 -E 23; }
 
 # settled TARGET OUT: wait (10 s) until the pane shows a vttest prompt and
-# two captures 100 ms apart agree; leave the capture in OUT.
+# two captures 50 ms apart agree; leave the capture in OUT.
 settled() {
 	local deadline=$((SECONDS + 10)) prev=
 	while ((SECONDS < deadline)); do
@@ -110,7 +110,7 @@ settled() {
 			return 0
 		fi
 		prev=$(cat "$2")
-		sleep 0.1
+		sleep 0.05
 	done
 	return 1
 }
