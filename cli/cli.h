@@ -43,6 +43,9 @@ struct cmd_opt {
 #define CMD_NAME_ONE 0x2
 /* The positionals are session NAMEs; globs and -l add what they match */
 #define CMD_NAMES 0x4
+/* With CMD_NAME_ONE: a glob or -l may pick several (a->nnames of them,
+ * first in argv); the command runs in each (exec-many.c) */
+#define CMD_FANOUT 0x8
 
 #define SELECT_OPT                                                             \
 	{                                                                      \
@@ -80,6 +83,7 @@ struct args {
 	char **argv;
 	int help;     /* --help/-h was given */
 	int selected; /* the NAMEs came from a glob or -l (select.c) */
+	int nnames;   /* CMD_FANOUT: how many names lead argv */
 	char **owned; /* names select.c put in argv */
 	size_t nowned;
 };
@@ -127,6 +131,7 @@ struct cJSON;
 void cli_json_printable(struct cJSON *);
 void cli_json_print(FILE *, const struct cJSON *, int pretty);
 int cli_select(struct args *);
+int exec_many(struct args *);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);

@@ -52,7 +52,7 @@ const struct cmd_entry cmd_exec_entry = {
                "(124 on timeout, 126 cannot run, 127 not found, 128+N "
                "killed by signal N, 125 vmux's own error).",
     .opts = cmd_exec_opts,
-    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE | CMD_FANOUT,
     .min_args = 2,
     .max_args = -1,
     .exec = cmd_exec_exec,
@@ -316,12 +316,20 @@ cmd_exec_exec(struct args *a)
 {
 	cJSON *req, *result;
 	char *cause = NULL;
-	int timeout_s, rc, timed_out;
+	int timeout_s, rc, timed_out, skip = a->nnames > 1 ? a->nnames - 1 : 0;
+	struct args one = *a;
 
-	if (cmd_exec_request(a, &timeout_s, &req, &cause) != 0) {
+	/* checked as for one session: the last name, then the command */
+	one.argv += skip;
+	one.argc -= skip;
+	if (cmd_exec_request(&one, &timeout_s, &req, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;
+	}
+	if (a->nnames > 1) { /* a glob or -l picked several: each runs it */
+		cJSON_Delete(req);
+		return exec_many(a);
 	}
 	rc = exec_in_session(a->argv[0], req, &timeout_s,
 	    args_get(a, "timeout") != NULL,

@@ -133,7 +133,7 @@ cli_select(struct args *a)
 			goto out;
 		}
 	}
-	if (one && nout != 1) {
+	if (one && nout != 1 && !((e->flags & CMD_FANOUT) && nout > 1)) {
 		list = name_list(out, nout);
 		rc = cli_usage_error(e,
 		    "%s%s picks %zu sessions (%s); vmux %s works on one: name "
@@ -157,6 +157,7 @@ cli_select(struct args *a)
 		a->owned = out;
 		a->nowned = nout;
 		a->selected = 1;
+		a->nnames = (int)nout;
 		out = NULL;
 		nout = 0;
 	}

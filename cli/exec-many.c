@@ -1,0 +1,347 @@
+/*
+ * exec-many.c: `vmux exec` over several sessions at once, when a glob or
+ * -l picked more than one (`vmux exec -l class=cs101 -- make test`).
+ *
+ * Each session gets a child `vmux exec NAME [its flags] -- CMD`, the same
+ * binary (/proc/self/exe), at most EXEC_MANY_PARALLEL at a time; each
+ * child's standard input is /dev/null and its output is kept, at most
+ * EXEC_MANY_KEEP bytes per stream (the rest counted), so 30 sessions
+ * printing megabytes cost little. At the end: a table of session, status,
+ * exit code and first line of output (stdout's, else stderr's), or with
+ * --json a list with each one's output (made printable, as a guest's
+ * text always is here). The exit status is 0 when every
+ * command exited 0, else 1. The parent owns every pipe and child and
+ * reaps them all before returning.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "session/session.h"
+#include "cli.h"
+
+#define EXEC_MANY_PARALLEL 16
+#define EXEC_MANY_KEEP     (64 * 1024)
+
+/* One session's run. */
+struct run {
+	const char *session;
+	pid_t pid;      /* 0: not started, -1: reaped */
+	int fd[2];      /* stdout, stderr pipes; -1 once at EOF */
+	char *out[2];   /* what was kept of each */
+	size_t len[2];  /* bytes kept */
+	size_t seen[2]; /* bytes read */
+	int status;     /* exit status as a shell's $? */
+};
+
+/* The child's argv: vmux exec NAME, the flags as given, -- CMD... */
+static char **
+child_argv(const struct args *a, const char *self, const char *session,
+    int cmd_at)
+{
+	size_t n = 0, cap = 8 + (size_t)a->argc;
+	char **v;
+
+	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++)
+		cap += (size_t)a->vals[o - a->entry->opts].count;
+	v = xcalloc(cap + 1, sizeof *v);
+	v[n++] = xstrdup(self);
+	v[n++] = xstrdup("exec");
+	v[n++] = xstrdup(session);
+	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++) {
+		const struct args_value *val = &a->vals[o - a->entry->opts];
+		if (strcmp(o->name, "selector") == 0 ||
+		    strcmp(o->name, "json") == 0 ||
+		    strcmp(o->name, "interactive") == 0)
+			continue; /* the parent's: the child gets /dev/null */
+		for (int i = 0; i < val->count; i++) {
+			if (o->arg != NULL)
+				xasprintf(&v[n++], "--%s=%s", o->name,
+				    val->values[i]);
+			else
+				xasprintf(&v[n++], "--%s", o->name);
+		}
+	}
+	v[n++] = xstrdup("--");
+	for (int i = cmd_at; i < a->argc; i++)
+		v[n++] = xstrdup(a->argv[i]);
+	v[n] = NULL;
+	return v;
+}
+
+/* Start r's child; -1 (r->status 125, said in its stderr) if it cannot. */
+static int
+run_start(struct run *r, char **argv)
+{
+	int out[2], err[2], devnull;
+
+	if (pipe2(out, O_CLOEXEC) != 0) {
+		r->status = 125;
+		return -1;
+	}
+	if (pipe2(err, O_CLOEXEC) != 0) {
+		close(out[0]);
+		close(out[1]);
+		r->status = 125;
+		return -1;
+	}
+	r->pid = fork();
+	if (r->pid == 0) {
+		devnull = open("/dev/null", O_RDONLY);
+		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 ||
+		    dup2(err[1], 2) < 0)
+			_exit(125);
+		execv(argv[0], argv);
+		dprintf(2, "vmux: %s: %s\n", argv[0], strerror(errno));
+		_exit(125);
+	}
+	close(out[1]);
+	close(err[1]);
+	if (r->pid < 0) {
+		close(out[0]);
+		close(err[0]);
+		r->pid = -1;
+		r->status = 125;
+		r->out[1] = xstrdup("vmux: fork failed");
+		r->len[1] = strlen(r->out[1]);
+		return -1;
+	}
+	r->fd[0] = out[0];
+	r->fd[1] = err[0];
+	set_nonblock(out[0], 1);
+	set_nonblock(err[0], 1);
+	return 0;
+}
+
+/* Read what stream k of r has; keep up to EXEC_MANY_KEEP of it. */
+static void
+run_read(struct run *r, int k)
+{
+	char buf[16384];
+	ssize_t n = read(r->fd[k], buf, sizeof buf);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		close(r->fd[k]);
+		r->fd[k] = -1;
+		return;
+	}
+	r->seen[k] += (size_t)n;
+	if (r->len[k] < EXEC_MANY_KEEP) {
+		size_t take = (size_t)n;
+		if (take > EXEC_MANY_KEEP - r->len[k])
+			take = EXEC_MANY_KEEP - r->len[k];
+		r->out[k] = xrealloc(r->out[k], r->len[k] + take + 1);
+		memcpy(r->out[k] + r->len[k], buf, take);
+		r->len[k] += take;
+		r->out[k][r->len[k]] = '\0';
+	}
+}
+
+/* Wait for r's child once both its pipes are at EOF. */
+static void
+run_reap(struct run *r)
+{
+	int st;
+
+	while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->pid = -1;
+}
+
+/* Run every child, EXEC_MANY_PARALLEL at a time, until all are reaped. */
+static void
+run_all(struct run *runs, size_t n, const struct args *a, const char *self,
+    int cmd_at)
+{
+	size_t next = 0, live = 0;
+	struct pollfd *pfd = xcalloc(2 * n + 1, sizeof *pfd);
+
+	for (;;) {
+		size_t np = 0;
+		while (live < EXEC_MANY_PARALLEL && next < n) {
+			char **argv =
+			    child_argv(a, self, runs[next].session, cmd_at);
+			if (run_start(&runs[next], argv) == 0)
+				live++;
+			for (char **p = argv; *p != NULL; p++)
+				free(*p);
+			free(argv);
+			next++;
+		}
+		if (live == 0 && next == n)
+			break;
+		for (size_t i = 0; i < n; i++)
+			for (int k = 0; k < 2; k++)
+				if (runs[i].pid > 0 && runs[i].fd[k] >= 0)
+					pfd[np++] = (struct pollfd){
+					    runs[i].fd[k], POLLIN, 0};
+		if (np > 0 && poll(pfd, np, -1) < 0 && errno != EINTR)
+			fatal("poll: %s", strerror(errno)); /* can't happen */
+		for (size_t i = 0; i < n; i++) {
+			struct run *r = &runs[i];
+			if (r->pid <= 0)
+				continue;
+			for (int k = 0; k < 2; k++)
+				if (r->fd[k] >= 0)
+					run_read(r, k);
+			if (r->fd[0] < 0 && r->fd[1] < 0) {
+				run_reap(r);
+				live--;
+			}
+		}
+	}
+	free(pfd);
+}
+
+/* What a status means, in a word or two. */
+static const char *
+status_word(int st)
+{
+	switch (st) {
+	case 0:
+		return "ok";
+	case 124:
+		return "timed out";
+	case 125:
+		return "error";
+	case 126:
+		return "cannot run";
+	case 127:
+		return "not found";
+	default:
+		return st > 128 ? "killed" : "failed";
+	}
+}
+
+/* The first non-empty line of s (len bytes), printable, at most 60. */
+static char *
+first_line(const char *s, size_t len)
+{
+	char *line, *safe;
+	size_t i = 0, end;
+
+	while (i < len && (s[i] == '\n' || s[i] == '\r'))
+		i++;
+	end = i;
+	while (end < len && s[end] != '\n' && s[end] != '\r')
+		end++;
+	line = xstrndup(s + i, end - i);
+	safe = str_printable(line, 0);
+	free(line);
+	if (strlen(safe) > 60)
+		strcpy(safe + 57, "...");
+	return safe;
+}
+
+/* The result list for --json. */
+static cJSON *
+runs_json(const struct run *runs, size_t n)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; i < n; i++) {
+		const struct run *r = &runs[i];
+		cJSON *o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "session", r->session);
+		cJSON_AddStringToObject(o, "status", status_word(r->status));
+		cJSON_AddNumberToObject(o, "exit_code", r->status);
+		for (int k = 0; k < 2; k++) {
+			const char *name = k ? "stderr" : "stdout";
+			char *text = xstrndup(r->out[k] ? r->out[k] : "", r->len[k]);
+			char *key, *safe = str_printable(text, STR_KEEP_NL);
+			cJSON_AddStringToObject(o, name, safe);
+			free(safe);
+			free(text);
+			if (r->seen[k] > r->len[k]) {
+				xasprintf(&key, "%s_truncated", name);
+				cJSON_AddBoolToObject(o, key, 1);
+				free(key);
+				xasprintf(&key, "%s_bytes", name);
+				cJSON_AddNumberToObject(o, key, (double)r->seen[k]);
+				free(key);
+			}
+		}
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+/* The table: session, status, exit code, first line of output. */
+static void
+runs_table(const struct run *runs, size_t n)
+{
+	int w = 7;
+
+	for (size_t i = 0; i < n; i++)
+		if ((int)strlen(runs[i].session) > w)
+			w = (int)strlen(runs[i].session);
+	printf("%-*s  %-10s  %4s  %s\n", w, "SESSION", "STATUS", "EXIT",
+	    "OUTPUT");
+	for (size_t i = 0; i < n; i++) {
+		const struct run *r = &runs[i];
+		int k = r->len[0] > 0 ? 0 : 1;
+		char *line = first_line(r->out[k] ? r->out[k] : "", r->len[k]);
+		printf("%-*s  %-10s  %4d  %s\n", w, r->session,
+		    status_word(r->status), r->status, line);
+		free(line);
+	}
+}
+
+/* Order for qsort: runs by session name. */
+static int
+run_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct run *)a)->session,
+	    ((const struct run *)b)->session);
+}
+
+/*
+ * Run a's command in its a->nnames sessions (argv[0..nnames)); the
+ * command follows them. 0 if every one exited 0, else 1.
+ */
+int
+exec_many(struct args *a)
+{
+	size_t n = (size_t)a->nnames;
+	struct run *runs = xcalloc(n, sizeof *runs);
+	char self[4096];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	int rc = 0;
+
+	if (len <= 0) {
+		cli_error("cannot find the vmux binary: %s", strerror(errno));
+		free(runs);
+		return EXIT_VMUX;
+	}
+	self[len] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		runs[i].session = a->argv[i];
+		runs[i].fd[0] = runs[i].fd[1] = -1;
+	}
+	run_all(runs, n, a, self, a->nnames);
+	qsort(runs, n, sizeof *runs, run_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (runs[i].status != 0)
+			rc = 1;
+	if (cli_json())
+		cli_result(runs_json(runs, n));
+	else
+		runs_table(runs, n);
+	for (size_t i = 0; i < n; i++) {
+		free(runs[i].out[0]);
+		free(runs[i].out[1]);
+	}
+	free(runs);
+	return rc;
+}
