@@ -41,7 +41,7 @@ $(BIN)/vmux-tsan: $(patsubst %.c,$(BUILD)/tsan/%.o,$(VMUX_ALL_SRCS))
 UNIT_TESTS += cli
 UNIT_cli_SRCS := tests/unit/test_cli_args.c tests/unit/test_cli_print.c \
                  cli/args.c cli/cmd.c cli/output.c agent/signame.c \
-                 cli/cmd-exec.c cli/exec-stream.c $(SESSION_UNIT_SRCS)
+                 cli/cmd-exec.c cli/exec-many.c cli/exec-stream.c $(SESSION_UNIT_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
 
 # vmux shell's and vmux cp's pure parts: detach key, attach client (frames,
