@@ -46,6 +46,8 @@ struct cmd_opt {
 /* With CMD_NAME_ONE: a glob or -l may pick several (a->nnames of them,
  * first in argv); the command runs in each (exec-many.c) */
 #define CMD_FANOUT 0x8
+/* With CMD_NAMES: the first positional is not a name (check's SCRIPT) */
+#define CMD_FIRST_NOT_NAME 0x10
 
 #define SELECT_OPT                                                             \
 	{                                                                      \
@@ -131,7 +133,6 @@ struct cJSON;
 void cli_json_printable(struct cJSON *);
 void cli_json_print(FILE *, const struct cJSON *, int pretty);
 int cli_select(struct args *);
-int exec_many(struct args *);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);
@@ -155,6 +156,7 @@ void shells_times(struct cJSON *);
 /* The commands (cmd-*.c). */
 extern const struct cmd_entry cmd_new_entry;
 extern const struct cmd_entry cmd_exec_entry;
+extern const struct cmd_entry cmd_check_entry;
 extern const struct cmd_entry cmd_ls_entry;
 extern const struct cmd_entry cmd_rm_entry;
 extern const struct cmd_entry cmd_connect_entry;
@@ -344,5 +346,35 @@ struct exec_outcome {
 int exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
     int forward_stdin, struct exec_outcome *, char **cause);
 struct cJSON *exec_capture_json(const struct exec_outcome *);
+
+/* exec-many.c: one command over many sessions, a child vmux each */
+#define MANY_PARALLEL 16 /* children at once (exec, check) */
+struct run {
+	const char *session;
+	pid_t pid;           /* 0: not started, -1: reaped */
+	int fd[2];           /* stdout, stderr pipes; -1 once at EOF */
+	char *out[2];        /* what was kept of each */
+	size_t len[2];       /* bytes kept */
+	size_t seen[2];      /* bytes read */
+	int status;          /* exit status as a shell's $? */
+	uint64_t started_ms; /* mono_ms when it started */
+};
+struct many {
+	struct args *a;          /* the flags to pass on */
+	const char *sub;         /* the child's command: "exec", "new" */
+	const char *const *skip; /* a's options not passed on */
+	char *const *cmd;        /* after "--" (NULL: no "--") */
+	int ncmd;
+	const char *input; /* each child's stdin (NULL: /dev/null) */
+	int parallel;
+	int check; /* results are a check's (pass, fail) */
+	void (*record)(const char *session, int status, const char *line);
+	void (*done)(const struct run *); /* as each ends (progress) */
+	void (*result)(const struct run *, size_t); /* else table/JSON */
+};
+int exec_many(struct args *);
+int new_class(struct args *); /* new-class.c */
+int many_run(const struct many *, char *const *sessions, size_t n);
+char *many_line(const char *s, size_t len, int last);
 
 #endif

@@ -1,6 +1,6 @@
 # cli.mk: the vmux command (cli/) on top of the session subsystem.
 CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
-            cli/select.c cli/exec-many.c \
+            cli/select.c cli/exec-many.c cli/cmd-check.c cli/new-class.c \
             cli/cmd-exec.c cli/cmd-ls.c cli/cmd-rm.c cli/cmd-connect.c \
             cli/cmd-ping.c cli/cmd-help.c cli/cmd-shell.c cli/cmd-shells.c \
             cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \

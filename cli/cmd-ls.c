@@ -174,6 +174,18 @@ ls_mounts(cJSON *o, const struct session_record *r)
 	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
 }
 
+/* "last_check": what `vmux check` kept in the session (or null). */
+static void
+ls_check_json(cJSON *o, const struct session_record *r)
+{
+	cJSON *c = session_check_read(r->dir);
+
+	if (c != NULL)
+		cJSON_AddItemToObject(o, "last_check", c);
+	else
+		cJSON_AddNullToObject(o, "last_check");
+}
+
 /* "labels": {"KEY": "VALUE", ...} */
 static void
 ls_labels(cJSON *o, const struct session_record *r)
@@ -245,6 +257,7 @@ ls_session_json(const struct session_entry *e)
 	cJSON_AddNumberToObject(o, "idle_timeout_s", (double)r->idle_s);
 	ls_workspace_json(o, r);
 	ls_stop_json(o, r, state);
+	ls_check_json(o, r);
 	free(created);
 	return o;
 }

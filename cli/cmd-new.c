@@ -23,6 +23,12 @@ static int cmd_new_exec(struct args *);
 
 static const struct cmd_opt cmd_new_opts[] = {
     NEW_OPTS,
+    {"count", 0, "N", 0,
+        "make N sessions at once, PREFIX1 to PREFIXN (with --prefix), a "
+        "progress line each"},
+    {"prefix", 0, "PREFIX", 0, "the names --count makes"},
+    {"roster", 0, "FILE", 0,
+        "make a session for each name in FILE (one a line; # comments)"},
     {"json", 0, NULL, 0,
         "print the session as JSON (as ls --json shows it) instead of "
         "its name"},
@@ -31,14 +37,14 @@ static const struct cmd_opt cmd_new_opts[] = {
 
 const struct cmd_entry cmd_new_entry = {
     .name = "new",
-    .pre = "NAME",
+    .pre = "NAME | --count N --prefix P | --roster FILE",
     .summary = "Boot a new microVM session called NAME with its own "
                "workspace disk, mounted at /workspace (the home and working "
                "directory of commands and shells). Returns once the guest "
                "agent answers, printing the name; on failure nothing is "
                "left behind (exit status 125).",
     .opts = cmd_new_opts,
-    .min_args = 1,
+    .min_args = 0,
     .max_args = 1,
     .exec = cmd_new_exec,
 };
@@ -375,6 +381,22 @@ cmd_new_exec(struct args *a)
 	int rc;
 
 	memset(&o, 0, sizeof o);
+	if (args_get(a, "count") != NULL || args_get(a, "roster") != NULL) {
+		/* a class: the flags are checked here once, for all */
+		if (a->argc > 0) {
+			cause = xstrdup("NAME, or --count/--roster, not both");
+			goto usage;
+		}
+		if (new_parse(a, &o, &p, &allow, &mounts, &cause) != 0)
+			goto usage;
+		free(allow);
+		new_mounts_free(mounts, o.nmounts);
+		return new_class(a);
+	}
+	if (a->argc != 1) {
+		cause = xstrdup(a->argc == 0 ? "missing NAME" : "one NAME");
+		goto usage;
+	}
 	o.name = a->argv[0];
 	if (session_name_valid(o.name, &cause) != 0 ||
 	    new_parse(a, &o, &p, &allow, &mounts, &cause) != 0)

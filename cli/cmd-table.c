@@ -12,6 +12,7 @@
 const struct cmd_entry *cmd_table[] = {
     &cmd_new_entry,
     &cmd_exec_entry,
+    &cmd_check_entry,
     &cmd_run_entry,
     &cmd_shell_entry,
     &cmd_shells_entry,

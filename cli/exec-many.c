@@ -1,9 +1,10 @@
 /*
- * exec-many.c: `vmux exec` over several sessions at once, when a glob or
- * -l picked more than one (`vmux exec -l class=cs101 -- make test`).
+ * exec-many.c: one vmux command over several sessions at once: `vmux exec`
+ * when a glob or -l picked more than one (`vmux exec -l class=cs101 --
+ * make test`), `vmux check`, and `vmux new --count`.
  *
- * Each session gets a child `vmux exec NAME [its flags] -- CMD`, the same
- * binary (/proc/self/exe), at most EXEC_MANY_PARALLEL at a time; each
+ * Each session gets a child `vmux SUB NAME [the flags] [-- CMD]`, the same
+ * binary (/proc/self/exe), at most m->parallel at a time; each
  * child's standard input is /dev/null and its output is kept, at most
  * EXEC_MANY_KEEP bytes per stream (the rest counted), so 30 sessions
  * printing megabytes cost little. At the end: a table of session, status,
@@ -28,40 +29,36 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define EXEC_MANY_PARALLEL 16
-#define EXEC_MANY_KEEP     (64 * 1024)
+#define EXEC_MANY_KEEP (64 * 1024)
 
-/* One session's run. */
-struct run {
-	const char *session;
-	pid_t pid;      /* 0: not started, -1: reaped */
-	int fd[2];      /* stdout, stderr pipes; -1 once at EOF */
-	char *out[2];   /* what was kept of each */
-	size_t len[2];  /* bytes kept */
-	size_t seen[2]; /* bytes read */
-	int status;     /* exit status as a shell's $? */
-};
-
-/* The child's argv: vmux exec NAME, the flags as given, -- CMD... */
-static char **
-child_argv(const struct args *a, const char *self, const char *session,
-    int cmd_at)
+/* Is option name one of m's not to pass on? */
+static int
+skipped(const struct many *m, const char *name)
 {
-	size_t n = 0, cap = 8 + (size_t)a->argc;
+	for (const char *const *s = m->skip; s != NULL && *s != NULL; s++)
+		if (strcmp(*s, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The child's argv: vmux SUB NAME, a's flags as given, [-- CMD...] */
+static char **
+child_argv(const struct many *m, const char *self, const char *session)
+{
+	const struct args *a = m->a;
+	size_t n = 0, cap = 8 + (size_t)m->ncmd;
 	char **v;
 
 	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++)
 		cap += (size_t)a->vals[o - a->entry->opts].count;
 	v = xcalloc(cap + 1, sizeof *v);
 	v[n++] = xstrdup(self);
-	v[n++] = xstrdup("exec");
+	v[n++] = xstrdup(m->sub);
 	v[n++] = xstrdup(session);
 	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++) {
 		const struct args_value *val = &a->vals[o - a->entry->opts];
-		if (strcmp(o->name, "selector") == 0 ||
-		    strcmp(o->name, "json") == 0 ||
-		    strcmp(o->name, "interactive") == 0)
-			continue; /* the parent's: the child gets /dev/null */
+		if (skipped(m, o->name))
+			continue; /* the parent's (-l, --json, ...) */
 		for (int i = 0; i < val->count; i++) {
 			if (o->arg != NULL)
 				xasprintf(&v[n++], "--%s=%s", o->name,
@@ -70,16 +67,19 @@ child_argv(const struct args *a, const char *self, const char *session,
 				xasprintf(&v[n++], "--%s", o->name);
 		}
 	}
-	v[n++] = xstrdup("--");
-	for (int i = cmd_at; i < a->argc; i++)
-		v[n++] = xstrdup(a->argv[i]);
+	if (m->cmd != NULL) {
+		v[n++] = xstrdup("--");
+		for (int i = 0; i < m->ncmd; i++)
+			v[n++] = xstrdup(m->cmd[i]);
+	}
 	v[n] = NULL;
 	return v;
 }
 
-/* Start r's child; -1 (r->status 125, said in its stderr) if it cannot. */
+/* Start r's child, its stdin from input (NULL: /dev/null); -1 (status
+ * 125) if it cannot. */
 static int
-run_start(struct run *r, char **argv)
+run_start(struct run *r, char **argv, const char *input)
 {
 	int out[2], err[2], devnull;
 
@@ -95,9 +95,9 @@ run_start(struct run *r, char **argv)
 	}
 	r->pid = fork();
 	if (r->pid == 0) {
-		devnull = open("/dev/null", O_RDONLY);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out[1], 1) < 0 ||
-		    dup2(err[1], 2) < 0)
+		devnull = open(input != NULL ? input : "/dev/null", O_RDONLY);
+		if (devnull < 0 || dup2(devnull, 0) < 0 ||
+		    dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(125);
 		execv(argv[0], argv);
 		dprintf(2, "vmux: %s: %s\n", argv[0], strerror(errno));
@@ -159,21 +159,22 @@ run_reap(struct run *r)
 	r->pid = -1;
 }
 
-/* Run every child, EXEC_MANY_PARALLEL at a time, until all are reaped. */
+/* Run every child, m->parallel at a time, until all are reaped. */
 static void
-run_all(struct run *runs, size_t n, const struct args *a, const char *self,
-    int cmd_at)
+run_all(struct run *runs, size_t n, const struct many *m, const char *self)
 {
 	size_t next = 0, live = 0;
 	struct pollfd *pfd = xcalloc(2 * n + 1, sizeof *pfd);
 
 	for (;;) {
 		size_t np = 0;
-		while (live < EXEC_MANY_PARALLEL && next < n) {
-			char **argv =
-			    child_argv(a, self, runs[next].session, cmd_at);
-			if (run_start(&runs[next], argv) == 0)
+		while (live < (size_t)m->parallel && next < n) {
+			char **argv = child_argv(m, self, runs[next].session);
+			runs[next].started_ms = mono_ms();
+			if (run_start(&runs[next], argv, m->input) == 0)
 				live++;
+			else if (m->done != NULL)
+				m->done(&runs[next]);
 			for (char **p = argv; *p != NULL; p++)
 				free(*p);
 			free(argv);
@@ -198,16 +199,20 @@ run_all(struct run *runs, size_t n, const struct args *a, const char *self,
 			if (r->fd[0] < 0 && r->fd[1] < 0) {
 				run_reap(r);
 				live--;
+				if (m->done != NULL)
+					m->done(r);
 			}
 		}
 	}
 	free(pfd);
 }
 
-/* What a status means, in a word or two. */
+/* What a status means, in a word or two (a check passes or fails). */
 static const char *
-status_word(int st)
+status_word(int st, int check)
 {
+	if (check)
+		return st == 0 ? "pass" : st == 124 ? "timed out" : "fail";
 	switch (st) {
 	case 0:
 		return "ok";
@@ -224,18 +229,28 @@ status_word(int st)
 	}
 }
 
-/* The first non-empty line of s (len bytes), printable, at most 60. */
-static char *
-first_line(const char *s, size_t len)
+/* The first (or last) non-empty line of s (len bytes), printable, at
+ * most 60 characters. */
+char *
+many_line(const char *s, size_t len, int last)
 {
 	char *line, *safe;
 	size_t i = 0, end;
 
-	while (i < len && (s[i] == '\n' || s[i] == '\r'))
-		i++;
-	end = i;
-	while (end < len && s[end] != '\n' && s[end] != '\r')
-		end++;
+	if (last) {
+		end = len;
+		while (end > 0 && (s[end - 1] == '\n' || s[end - 1] == '\r'))
+			end--;
+		i = end;
+		while (i > 0 && s[i - 1] != '\n' && s[i - 1] != '\r')
+			i--;
+	} else {
+		while (i < len && (s[i] == '\n' || s[i] == '\r'))
+			i++;
+		end = i;
+		while (end < len && s[end] != '\n' && s[end] != '\r')
+			end++;
+	}
 	line = xstrndup(s + i, end - i);
 	safe = str_printable(line, 0);
 	free(line);
@@ -246,7 +261,7 @@ first_line(const char *s, size_t len)
 
 /* The result list for --json. */
 static cJSON *
-runs_json(const struct run *runs, size_t n)
+runs_json(const struct run *runs, size_t n, int check)
 {
 	cJSON *arr = cJSON_CreateArray();
 
@@ -254,11 +269,13 @@ runs_json(const struct run *runs, size_t n)
 		const struct run *r = &runs[i];
 		cJSON *o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "session", r->session);
-		cJSON_AddStringToObject(o, "status", status_word(r->status));
+		cJSON_AddStringToObject(
+		    o, "status", status_word(r->status, check));
 		cJSON_AddNumberToObject(o, "exit_code", r->status);
 		for (int k = 0; k < 2; k++) {
 			const char *name = k ? "stderr" : "stdout";
-			char *text = xstrndup(r->out[k] ? r->out[k] : "", r->len[k]);
+			char *text =
+			    xstrndup(r->out[k] ? r->out[k] : "", r->len[k]);
 			char *key, *safe = str_printable(text, STR_KEEP_NL);
 			cJSON_AddStringToObject(o, name, safe);
 			free(safe);
@@ -268,7 +285,8 @@ runs_json(const struct run *runs, size_t n)
 				cJSON_AddBoolToObject(o, key, 1);
 				free(key);
 				xasprintf(&key, "%s_bytes", name);
-				cJSON_AddNumberToObject(o, key, (double)r->seen[k]);
+				cJSON_AddNumberToObject(
+				    o, key, (double)r->seen[k]);
 				free(key);
 			}
 		}
@@ -277,23 +295,26 @@ runs_json(const struct run *runs, size_t n)
 	return arr;
 }
 
-/* The table: session, status, exit code, first line of output. */
+/* The table: session, status, exit code, first line of output (a
+ * check's: its last line, which says why). */
 static void
-runs_table(const struct run *runs, size_t n)
+runs_table(const struct run *runs, size_t n, int check)
 {
 	int w = 7;
 
 	for (size_t i = 0; i < n; i++)
 		if ((int)strlen(runs[i].session) > w)
 			w = (int)strlen(runs[i].session);
-	printf("%-*s  %-10s  %4s  %s\n", w, "SESSION", "STATUS", "EXIT",
-	    "OUTPUT");
+	printf("%-*s  %-10s  %4s  %s\n", w, "SESSION",
+	    check ? "RESULT" : "STATUS", "EXIT",
+	    check ? "LAST LINE" : "OUTPUT");
 	for (size_t i = 0; i < n; i++) {
 		const struct run *r = &runs[i];
 		int k = r->len[0] > 0 ? 0 : 1;
-		char *line = first_line(r->out[k] ? r->out[k] : "", r->len[k]);
+		char *line =
+		    many_line(r->out[k] ? r->out[k] : "", r->len[k], check);
 		printf("%-*s  %-10s  %4d  %s\n", w, r->session,
-		    status_word(r->status), r->status, line);
+		    status_word(r->status, check), r->status, line);
 		free(line);
 	}
 }
@@ -302,18 +323,17 @@ runs_table(const struct run *runs, size_t n)
 static int
 run_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct run *)a)->session,
-	    ((const struct run *)b)->session);
+	return strcmp(
+	    ((const struct run *)a)->session, ((const struct run *)b)->session);
 }
 
 /*
- * Run a's command in its a->nnames sessions (argv[0..nnames)); the
- * command follows them. 0 if every one exited 0, else 1.
+ * Run m's command in sessions[0..n); print the table or the JSON list
+ * unless m->quiet. 0 if every child exited 0, else 1.
  */
 int
-exec_many(struct args *a)
+many_run(const struct many *m, char *const *sessions, size_t n)
 {
-	size_t n = (size_t)a->nnames;
 	struct run *runs = xcalloc(n, sizeof *runs);
 	char self[4096];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -326,22 +346,50 @@ exec_many(struct args *a)
 	}
 	self[len] = '\0';
 	for (size_t i = 0; i < n; i++) {
-		runs[i].session = a->argv[i];
+		runs[i].session = sessions[i];
 		runs[i].fd[0] = runs[i].fd[1] = -1;
 	}
-	run_all(runs, n, a, self, a->nnames);
+	run_all(runs, n, m, self);
 	qsort(runs, n, sizeof *runs, run_cmp);
-	for (size_t i = 0; i < n; i++)
-		if (runs[i].status != 0)
+	for (size_t i = 0; i < n; i++) {
+		struct run *r = &runs[i];
+		if (r->status != 0)
 			rc = 1;
-	if (cli_json())
-		cli_result(runs_json(runs, n));
+		if (m->record != NULL) {
+			int k = r->len[0] > 0 ? 0 : 1;
+			char *line =
+			    many_line(r->out[k] ? r->out[k] : "", r->len[k], 1);
+			m->record(r->session, r->status, line);
+			free(line);
+		}
+	}
+	if (m->result != NULL)
+		m->result(runs, n);
+	else if (cli_json())
+		cli_result(runs_json(runs, n, m->check));
 	else
-		runs_table(runs, n);
+		runs_table(runs, n, m->check);
 	for (size_t i = 0; i < n; i++) {
 		free(runs[i].out[0]);
 		free(runs[i].out[1]);
 	}
 	free(runs);
 	return rc;
+}
+
+/* vmux exec over the a->nnames sessions leading argv; the command
+ * follows them. */
+int
+exec_many(struct args *a)
+{
+	static const char *const skip[] = {
+	    "selector", "json", "interactive", NULL};
+	struct many m = {.a = a,
+	    .sub = "exec",
+	    .skip = skip,
+	    .cmd = a->argv + a->nnames,
+	    .ncmd = a->argc - a->nnames,
+	    .parallel = MANY_PARALLEL};
+
+	return many_run(&m, a->argv, (size_t)a->nnames);
 }

@@ -67,6 +67,7 @@ cli_select(struct args *a)
 	    ? args_get(a, "selector")
 	    : NULL;
 	int one = (e->flags & CMD_NAME_ONE) != 0, nnames, glob = 0, rc = 0;
+	int first = (e->flags & CMD_FIRST_NOT_NAME) && a->argc > 0 ? 1 : 0;
 	struct session_entry *ents = NULL;
 	size_t nents = 0, nout = 0;
 	char **out = NULL, *home = NULL, *cause = NULL, *list;
@@ -74,10 +75,10 @@ cli_select(struct args *a)
 
 	if (!(e->flags & (CMD_NAMES | CMD_NAME_ONE)))
 		return 0;
-	nnames = one ? (sel != NULL ? 0 : 1) : a->argc;
+	nnames = one ? (sel != NULL ? 0 : 1) : a->argc - first;
 	if (nnames > a->argc)
 		nnames = a->argc;
-	for (int i = 0; i < nnames; i++) {
+	for (int i = first; i < first + nnames; i++) {
 		if (name_is_glob(a->argv[i]))
 			glob = 1;
 		else if (session_name_valid(a->argv[i], &cause) != 0) {
@@ -101,7 +102,7 @@ cli_select(struct args *a)
 		goto out;
 	}
 	qsort(ents, nents, sizeof *ents, entry_cmp);
-	for (int i = 0; i < nnames; i++) {
+	for (int i = first; i < first + nnames; i++) {
 		size_t matched = 0;
 		if (!name_is_glob(a->argv[i])) {
 			add_name(&out, &nout, a->argv[i]);
@@ -143,17 +144,21 @@ cli_select(struct args *a)
 		free(list);
 		goto out;
 	}
-	/* the new argv: the names, then what followed them */
+	/* the new argv: what came first, the names, then what followed */
 	{
-		int rest = a->argc - nnames;
-		char **argv = xcalloc(nout + (size_t)rest + 1, sizeof *argv);
+		int rest = a->argc - first - nnames;
+		char **argv = xcalloc(
+		    (size_t)first + nout + (size_t)rest + 1, sizeof *argv);
+		for (int i = 0; i < first; i++)
+			argv[i] = a->argv[i];
 		for (size_t i = 0; i < nout; i++)
-			argv[i] = out[i];
+			argv[(size_t)first + i] = out[i];
 		for (int i = 0; i < rest; i++)
-			argv[nout + (size_t)i] = a->argv[nnames + i];
+			argv[(size_t)first + nout + (size_t)i] =
+			    a->argv[first + nnames + i];
 		free(a->argv);
 		a->argv = argv;
-		a->argc = (int)nout + rest;
+		a->argc = first + (int)nout + rest;
 		a->owned = out;
 		a->nowned = nout;
 		a->selected = 1;

@@ -236,6 +236,9 @@ int selector_parse(const char *, struct selector *, char **cause);
 int selector_match(const struct selector *, char *const *labels, size_t n);
 void selector_free(struct selector *);
 int name_is_glob(const char *name);
+
+/* check.c */
+cJSON *session_check_read(const char *dir);
 int name_glob_match(const char *pattern, const char *name);
 
 /* errors.c */

@@ -357,6 +357,16 @@ draw_sidebar(struct tui *t)
 			put_text(y + 1, r->x + 3, r->w - 3, s->detail);
 			y++;
 		}
+		/* the last check's result */
+		if (s->check != NULL && y + 1 < r->y + r->h) {
+			draw_style(t,
+			    sel                   ? TH_SIDEBAR_SEL
+			        : s->check_failed ? TH_ERROR
+			                          : TH_SIDEBAR);
+			put_text(y + 1, r->x, r->w, "");
+			put_text(y + 1, r->x + 3, r->w - 3, s->check);
+			y++;
+		}
 		/* its agent did not answer (this session only) */
 		if (s->error != NULL && *s->error != '\0' &&
 		    y + 1 < r->y + r->h) {

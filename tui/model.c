@@ -38,6 +38,7 @@ model_free(struct model *m)
 		free(s->detail);
 		free(s->error);
 		free(s->group);
+		free(s->check);
 	}
 	free(m->sessions);
 	memset(m, 0, sizeof *m);
@@ -182,6 +183,29 @@ fetch_all(struct fetch_job *jobs, size_t n)
 	}
 }
 
+/* The session's last `vmux check` result, for its sidebar line. */
+static void
+model_check(struct msession *ms, const char *dir)
+{
+	cJSON *c = session_check_read(dir);
+	const cJSON *st, *line;
+	char *text;
+
+	if (c == NULL)
+		return;
+	st = cJSON_GetObjectItemCaseSensitive(c, "status");
+	line = cJSON_GetObjectItemCaseSensitive(c, "line");
+	if (cJSON_IsString(st)) {
+		xasprintf(&text, "check %s%s%s", st->valuestring,
+		    cJSON_IsString(line) && *line->valuestring ? ": " : "",
+		    cJSON_IsString(line) ? line->valuestring : "");
+		ms->check = str_printable(text, 0);
+		ms->check_failed = strcmp(st->valuestring, "pass") != 0;
+		free(text);
+	}
+	cJSON_Delete(c);
+}
+
 /* Order for qsort: by group (unset last), then name. */
 static int
 msession_cmp(const void *a, const void *b)
@@ -233,6 +257,7 @@ model_fetch(const char *home, const struct selector *sel, const char *group_by,
 			ms->error = str_printable(e[i].error, 0);
 			continue;
 		}
+		model_check(ms, e[i].rec.dir);
 		ms->state = xstrdup(session_state(&e[i].rec));
 		ms->detail = session_detail(&e[i].rec, ms->state);
 		ms->accel = xstrdup(e[i].rec.accel ? e[i].rec.accel : "?");
@@ -293,6 +318,7 @@ model_sig(const struct model *m)
 		const struct msession *s = &m->sessions[i];
 		h = mix(
 		    mix(mix(mix(h, s->name), s->state), s->error), s->detail);
+		h = mix(mix(h, s->check), s->group);
 		snprintf(buf, sizeof buf, "%d/%d/%zu", s->cpus, s->memory_mb,
 		    s->nshells);
 		h = mix(h, buf);

@@ -250,6 +250,8 @@ struct msession {
 	char *error; /* record unreadable, or the shells could not be listed */
 	int cpus, memory_mb;
 	char *group;      /* its value of the group-by label ("" if unset) */
+	char *check;      /* the last `vmux check`: "check pass: LINE" */
+	int check_failed; /* ... and it did not pass */
 	int shells_known; /* the agent answered list_shells */
 	struct mshell *shells;
 	size_t nshells;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # 36-labels: labels on real sessions and the patterns that pick them:
+# a class made by `new --count` (progress, --roster, --json),
 # `new --label`, `ls -l` / --show-labels / --json, globs and -l on one-
 # session commands (one picked: it runs there; several: a usage error that
 # lists them; none: an error), exec over every session picked (a table,
-# --json), stop and start by selector, rm by a pattern
+# --json), check grading a class, stop and start by selector, rm by a pattern
 # (asks on a terminal, refuses without one unless --yes), bad labels
 # refused before anything is made, and the TUI's -l filter and
 # --group-by headings.
@@ -17,26 +18,53 @@ labels_cleanup() {
 }
 trap labels_cleanup EXIT
 
-# three sessions at once: lb-1 and lb-2 in class a, lb-3 in class b
-for i in 1 2 3; do
-	class=a
-	((i == 3)) && class=b
-	"$VMUX" new "lb-$i" --memory 128 --label "class=$class" --label "seat=$i" \
-		>"$TMP/new$i.out" 2>&1 &
-	pids[$i]=$!
-done
-for i in 1 2 3; do
-	wait "${pids[$i]}" || { echo "FAIL boot lb-$i: $(cat "$TMP/new$i.out")"; exit 1; }
-done
+# a class of two made at once (lb-1, lb-2 in class a), and lb-3 in class b
+"$VMUX" new lb-3 --memory 128 --label class=b --label seat=3 >"$TMP/new3.out" 2>&1 &
+p3=$!
+"$VMUX" new --count 2 --prefix lb- --memory 128 --label class=a >"$TMP/class.out" 2>&1 ||
+	{ echo "FAIL new --count: $(cat "$TMP/class.out")"; exit 1; }
+wait "$p3" || { echo "FAIL boot lb-3: $(cat "$TMP/new3.out")"; exit 1; }
+
+t_new_count_progress() {
+	local out
+	# a line as each is ready, then the count
+	expect_match "progress" "$(sort "$TMP/class.out")" $'^2 of 2 sessions created\nlb-1  ready \([0-9.]+ s\)\nlb-2  ready \([0-9.]+ s\)$' || return 1
+	expect_eq "labelled" "$(session_field lb-2 labels.class)" a || return 1
+	# one that exists fails alone; --json says each
+	printf 'lb-1\n# a comment\n\nlb-9\n' >"$TMP/roster"
+	out=$(vmux new --roster "$TMP/roster" --memory 128 --json)
+	expect_eq "roster status" $? 125 || return 1
+	expect_eq "roster results" "$(jq -c '[.[] | [.name, .created]]' <<<"$out")" '[["lb-1",false],["lb-9",true]]' || return 1
+	expect_match "why" "$(jq -r '.[0].error' <<<"$out")" "'lb-1' already exists" || return 1
+	vmux rm -f lb-9 >/dev/null || return 1
+	out=$(vmux new --count 2 2>&1)
+	expect_eq "--count without --prefix: status" $? 2 || return 1
+	expect_match "--count without --prefix: said" "$out" "--count needs --prefix"
+}
+
+t_tui_filter_and_groups() {
+	tm new-session -d -s lab -x 100 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui --group-by seat" || return 1
+	wait_on lab '^ no seat' 30 || return 1
+	# headings in order, each over its sessions, those without it last
+	screen lab | grep -E '^ (seat=|no seat)|^[ >] lb-' | sed 's/ *x *$//; s/ *│.*//' >"$TMP/side"
+	expect_eq "grouped sidebar" "$(cat "$TMP/side")" \
+		"$(printf ' seat=3\n> lb-3\n no seat\n  lb-1\n  lb-2')" || return 1
+	tm kill-session -t lab
+	tm new-session -d -s lab2 -x 100 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=b" || return 1
+	wait_on lab2 'lb-3' 30 || return 1
+	! screen lab2 | grep -q 'lb-[12]' || fail "-l class=b shows others: $(screen lab2 | head -12)"
+}
 
 t_ls_by_label() {
 	local out
 	out=$(vmux ls -l class=a --json | jq -r '[.[].name] | join(" ")')
 	expect_eq "ls -l class=a" "$out" "lb-1 lb-2" || return 1
-	out=$(vmux ls -l 'class=a,seat!=1' --json | jq -r '[.[].name] | join(" ")')
-	expect_eq "ls -l class=a,seat!=1" "$out" "lb-2" || return 1
-	out=$(vmux ls -l '!seat' --json | jq length)
-	expect_eq "ls -l !seat" "$out" 0 || return 1
+	out=$(vmux ls -l 'class!=a,seat' --json | jq -r '[.[].name] | join(" ")')
+	expect_eq "ls -l class!=a,seat" "$out" "lb-3" || return 1
+	out=$(vmux ls -l '!seat' --json | jq -r '[.[].name] | join(" ")')
+	expect_eq "ls -l !seat" "$out" "lb-1 lb-2" || return 1
 	out=$(vmux ls --json | jq -r '.[] | select(.name == "lb-3") | .labels.class')
 	expect_eq "labels in --json" "$out" b || return 1
 	out=$(vmux ls --show-labels)
@@ -51,8 +79,8 @@ t_ls_by_label() {
 t_one_session_commands() {
 	local out
 	# -l and a glob that pick one: the command runs in that session
-	expect_eq "exec -l seat=2" "$(vmux exec -l seat=2 -- hostname)" lb-2 || return 1
-	expect_eq "exec 'lb-3*'" "$(vmux exec 'lb-3*' -- hostname)" lb-3 || return 1
+	expect_eq "exec -l seat=3" "$(vmux exec -l seat=3 -- hostname)" lb-3 || return 1
+	expect_eq "exec 'lb-2*'" "$(vmux exec 'lb-2*' -- hostname)" lb-2 || return 1
 	expect_eq "ping -l" "$(vmux ping -l class=b --json | jq -r .hostname)" lb-3 || return 1
 	# several, for a command that works on one: a usage error listing them
 	out=$(vmux shell 'lb-*' 2>&1 </dev/null)
@@ -86,6 +114,27 @@ t_exec_fans_out() {
 		'[[true,1048576],[true,1048576]]'
 }
 
+t_check_grades_a_class() {
+	local out
+	printf '#!/bin/sh\n[ -e /workspace/done ] && { echo "found it"; exit 0; }\necho "no /workspace/done yet"; exit 3\n' >"$TMP/grade.sh"
+	vmux exec lb-2 -- touch /workspace/done || return 1
+	out=$(vmux check "$TMP/grade.sh" -l class=a)
+	expect_eq "check status: one failed" $? 1 || return 1
+	expect_match "check table" "$out" $'SESSION +RESULT +EXIT +LAST LINE\nlb-1 +fail +3 +no /workspace/done yet\nlb-2 +pass +0 +found it' || return 1
+	# each session keeps its last result: ls --json and the TUI show it
+	expect_eq "kept" "$(session_field lb-1 last_check.status) $(session_field lb-2 last_check.line)" "fail found it" || return 1
+	expect_eq "not checked" "$(session_field lb-3 last_check)" null || return 1
+	tm new-session -d -s chk -x 100 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui" || return 1
+	wait_on chk 'check fail: no /workspace' 30 || return 1
+	wait_on chk 'check pass: found it' 5 || return 1
+	tm kill-session -t chk
+	# a script that is not there: a usage error, nothing run
+	out=$(vmux check "$TMP/none.sh" lb-3 2>&1)
+	expect_eq "no script: status" $? 2 || return 1
+	expect_match "no script: said" "$out" "script .*none.sh: No such file"
+}
+
 t_stop_and_start_by_selector() {
 	local out
 	out=$(vmux stop -l class=a -t 20)
@@ -93,9 +142,9 @@ t_stop_and_start_by_selector() {
 	expect_eq "stop -l: each said" "$out" $'stopped lb-1\nstopped lb-2' || return 1
 	expect_eq "lb-1" "$(session_field lb-1 state)" stopped || return 1
 	expect_eq "lb-3 untouched" "$(session_field lb-3 state)" running || return 1
-	vmux start -l seat=1 >/dev/null || return 1
-	vmux start 'lb-2' >/dev/null || return 1
-	expect_eq "started again" "$(vmux exec -l seat=1 -- hostname)" lb-1
+	vmux start 'lb-[1]' >/dev/null || return 1
+	vmux start lb-2 >/dev/null || return 1
+	expect_eq "started again" "$(vmux exec 'lb-1' -- hostname)" lb-1
 }
 
 t_rm_by_pattern_asks() {
@@ -133,25 +182,12 @@ t_bad_labels_refused() {
 	expect_eq "label unchanged" "$(session_field lb-3 labels.class)" b
 }
 
-t_tui_filter_and_groups() {
-	tm new-session -d -s lab -x 100 -y 30 \
-		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui --group-by seat" || return 1
-	wait_on lab '^ seat=3' 30 || return 1
-	# headings in order, each over its session
-	screen lab | grep -E '^ (seat=|no seat)|^[ >] lb-' | sed 's/ *x *$//; s/ *│.*//' >"$TMP/side"
-	expect_eq "grouped sidebar" "$(cat "$TMP/side")" \
-		"$(printf ' seat=1\n> lb-1\n seat=2\n  lb-2\n seat=3\n  lb-3')" || return 1
-	tm kill-session -t lab
-	tm new-session -d -s lab2 -x 100 -y 30 \
-		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=b" || return 1
-	wait_on lab2 'lb-3' 30 || return 1
-	! screen lab2 | grep -q 'lb-[12]' || fail "-l class=b shows others: $(screen lab2 | head -12)"
-}
-
+check "new --count: a class at once, a progress line each; --roster; one that exists fails alone" t_new_count_progress
 check "the TUI: -l shows only what it picks, --group-by heads each group" t_tui_filter_and_groups
 check "ls -l, --show-labels and labels in --json" t_ls_by_label
 check "one-session commands: -l or a glob picking one runs there; several or none refused" t_one_session_commands
 check "exec -l / a glob runs in every session picked: a table, --json, flags, timeouts" t_exec_fans_out
+check "check SCRIPT -l: pass or fail each with the last line, kept, shown in the TUI" t_check_grades_a_class
 check "stop -l stops what it picks and says each; start -l" t_stop_and_start_by_selector
 check "rm by a pattern asks on a terminal, refuses without one unless --yes" t_rm_by_pattern_asks
 check "bad labels refused before anything is made; run --name cannot change a label" t_bad_labels_refused
