@@ -80,7 +80,7 @@ int
 args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
     char **cause)
 {
-	int i, rest = 0, min, max;
+	int i, rest = 0, sel_rest = 0, min, max;
 
 	memset(a, 0, sizeof *a);
 	a->entry = e;
@@ -90,6 +90,12 @@ args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
 		const char *s = argv[i], *value = NULL;
 		int o;
 
+		if (rest && sel_rest && a->argc == 1 && strcmp(s, "--") == 0) {
+			/* `exec -l SEL NAME -- CMD`: NAME is not a command */
+			xasprintf(cause, "'%s' and -l: a NAME or -l, not both",
+			    a->argv[0]);
+			goto fail;
+		}
 		if (rest || s[0] != '-' || s[1] == '\0') {
 			a->argv[a->argc++] = argv[i];
 			/* a command follows the NAME (none with -l) */
@@ -97,8 +103,10 @@ args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
 			    a->argc >= ((e->flags & CMD_NAME_ONE) &&
 			                           selector_given(e, a)
 			                       ? 1
-			                       : 2))
+			                       : 2)) {
+				sel_rest = selector_given(e, a);
 				rest = 1;
+			}
 			continue;
 		}
 		if (strcmp(s, "--") == 0) {
@@ -150,6 +158,12 @@ args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
 			value = argv[++i];
 		}
 		add_value(a, o, value);
+		if ((e->flags & CMD_NAME_ONE) && a->argc > 0 &&
+		    strcmp(e->opts[o].name, "selector") == 0) {
+			xasprintf(cause, "'%s' and -l: a NAME or -l, not both",
+			    a->argv[0]);
+			goto fail;
+		}
 	}
 	a->argv[a->argc] = NULL;
 	if (a->help)
@@ -157,7 +171,7 @@ args_parse(const struct cmd_entry *e, int argc, char **argv, struct args *a,
 	min = e->min_args;
 	max = e->max_args;
 	if (selector_given(e, a) && (e->flags & CMD_NAMES))
-		min = 0;                 /* -l names them */
+		min = (e->flags & CMD_FIRST_NOT_NAME) ? 1 : 0; /* -l names */
 	else if (selector_given(e, a)) { /* -l is the NAME */
 		min = min > 0 ? min - 1 : 0;
 		max = max > 0 ? max - 1 : max;
@@ -195,6 +209,15 @@ args_free(struct args *a)
 		free(a->owned[i]);
 	free(a->owned);
 	memset(a, 0, sizeof *a);
+}
+
+/* Does a's command have option name, and was it given? */
+int
+args_has_opt(const struct args *a, const char *name)
+{
+	int o = find_long(a->entry->opts, name, strlen(name));
+
+	return o >= 0 && a->vals[o].count > 0;
 }
 
 /* The values slot of option name, or NULL (a table typo is a bug). */

@@ -133,6 +133,7 @@ struct cJSON;
 void cli_json_printable(struct cJSON *);
 void cli_json_print(FILE *, const struct cJSON *, int pretty);
 int cli_select(struct args *);
+int args_has_opt(const struct args *, const char *name);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 char *cli_home(void);

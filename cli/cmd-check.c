@@ -2,8 +2,9 @@
  * cmd-check.c: `vmux check SCRIPT [NAME...] [-l SELECTOR]`: grade a class.
  *
  * SCRIPT (a host file) is sent to each session picked and run there, as
- * Killercoda and Instruqt grade: exit 0 passes. All run at once
- * (exec-many.c); a table says pass or fail per session with the last line
+ * Killercoda and Instruqt grade: exit 0 passes. They run together, 16 at
+ * a time (exec-many.c); vmux's own failure there (a stopped session) is
+ * "error", not "fail"; a table says pass or fail per session with the last line
  * the script printed (which says why). Each session keeps its last result
  * in check.json in its directory, which `vmux ls --json` and the TUI show.
  */
@@ -73,7 +74,10 @@ check_record(const char *session, int status, const char *line)
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "script", check_script_name);
 	cJSON_AddStringToObject(o, "status",
-	    status == 0 ? "pass" : status == 124 ? "timed out" : "fail");
+	    status == 0         ? "pass"
+	        : status == 124 ? "timed out"
+	        : status == 125 ? "error"
+	                        : "fail");
 	cJSON_AddNumberToObject(o, "exit_code", status);
 	cJSON_AddStringToObject(o, "line", line);
 	cJSON_AddNumberToObject(o, "at_unix", (double)time(NULL));

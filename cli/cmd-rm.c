@@ -57,8 +57,8 @@ rm_confirm(struct args *a)
 {
 	char line[16], *list = NULL, *t;
 
-	if (!a->selected || args_has(a, "yes"))
-		return 0;
+	if (!a->selected || args_has(a, "yes") || a->argc == 0)
+		return 0; /* typed, confirmed, or nothing picked (rm -f) */
 	for (int i = 0; i < a->argc; i++) {
 		xasprintf(
 		    &t, "%s%s%s", list ? list : "", i ? ", " : "", a->argv[i]);

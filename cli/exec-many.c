@@ -95,7 +95,8 @@ run_start(struct run *r, char **argv, const char *input)
 	}
 	r->pid = fork();
 	if (r->pid == 0) {
-		devnull = open(input != NULL ? input : "/dev/null", O_RDONLY);
+		devnull = open(
+		    input != NULL ? input : "/dev/null", O_RDONLY | O_CLOEXEC);
 		if (devnull < 0 || dup2(devnull, 0) < 0 ||
 		    dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(125);
@@ -151,7 +152,7 @@ run_read(struct run *r, int k)
 static void
 run_reap(struct run *r)
 {
-	int st;
+	int st = 125 << 8; /* can't happen: waitpid fails on our child */
 
 	while (waitpid(r->pid, &st, 0) < 0 && errno == EINTR)
 		;
@@ -211,8 +212,11 @@ run_all(struct run *runs, size_t n, const struct many *m, const char *self)
 static const char *
 status_word(int st, int check)
 {
-	if (check)
-		return st == 0 ? "pass" : st == 124 ? "timed out" : "fail";
+	if (check) /* 125: vmux could not run it (stopped, unreachable) */
+		return st == 0  ? "pass"
+		    : st == 124 ? "timed out"
+		    : st == 125 ? "error"
+		                : "fail";
 	switch (st) {
 	case 0:
 		return "ok";
@@ -254,9 +258,30 @@ many_line(const char *s, size_t len, int last)
 	line = xstrndup(s + i, end - i);
 	safe = str_printable(line, 0);
 	free(line);
-	if (strlen(safe) > 60)
-		strcpy(safe + 57, "...");
+	if (strlen(safe) > 60) {
+		size_t cut = 57;
+		while (cut > 0 && ((unsigned char)safe[cut] & 0xc0) == 0x80)
+			cut--; /* not inside a UTF-8 character */
+		strcpy(safe + cut, "...");
+	}
 	return safe;
+}
+
+/* s[0..len) as a C string, each NUL shown as \\0 (freed by the caller). */
+static char *
+nul_shown(const char *s, size_t len)
+{
+	char *t = xmalloc(2 * len + 1), *o = t;
+
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\0') {
+			*o++ = '\\';
+			*o++ = '0';
+		} else
+			*o++ = s[i];
+	}
+	*o = '\0';
+	return t;
 }
 
 /* The result list for --json. */
@@ -274,8 +299,7 @@ runs_json(const struct run *runs, size_t n, int check)
 		cJSON_AddNumberToObject(o, "exit_code", r->status);
 		for (int k = 0; k < 2; k++) {
 			const char *name = k ? "stderr" : "stdout";
-			char *text =
-			    xstrndup(r->out[k] ? r->out[k] : "", r->len[k]);
+			char *text = nul_shown(r->out[k], r->len[k]);
 			char *key, *safe = str_printable(text, STR_KEEP_NL);
 			cJSON_AddStringToObject(o, name, safe);
 			free(safe);

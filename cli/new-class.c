@@ -22,7 +22,8 @@ static int
 roster_read(const char *path, char ***names, size_t *n, char **cause)
 {
 	FILE *f = fopen(path, "r");
-	char line[256];
+	char *line = NULL;
+	size_t cap = 0;
 	int no = 0;
 
 	*names = NULL;
@@ -31,7 +32,7 @@ roster_read(const char *path, char ***names, size_t *n, char **cause)
 		xasprintf(cause, "roster %s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (fgets(line, sizeof line, f) != NULL) {
+	while (getline(&line, &cap, f) != -1) {
 		char *s = line, *e;
 		no++;
 		s += strspn(s, " \t");
@@ -44,19 +45,23 @@ roster_read(const char *path, char ***names, size_t *n, char **cause)
 		if (session_name_valid(s, cause) != 0 || *n >= CLASS_MAX) {
 			if (*n >= CLASS_MAX) {
 				free(*cause);
-				xasprintf(cause, "roster %s: more than %d names",
-				    path, CLASS_MAX);
+				xasprintf(cause,
+				    "roster %s: more than %d names", path,
+				    CLASS_MAX);
 			} else {
 				char *c = *cause;
-				xasprintf(cause, "roster %s:%d: %s", path, no, c);
+				xasprintf(
+				    cause, "roster %s:%d: %s", path, no, c);
 				free(c);
 			}
+			free(line);
 			fclose(f);
 			return -1;
 		}
 		*names = xreallocarray(*names, *n + 1, sizeof **names);
 		(*names)[(*n)++] = xstrdup(s);
 	}
+	free(line);
 	fclose(f);
 	if (*n == 0) {
 		xasprintf(cause, "roster %s: no names", path);
@@ -102,8 +107,9 @@ class_result(const struct run *runs, size_t n)
 		cJSON_AddStringToObject(o, "name", runs[i].session);
 		cJSON_AddBoolToObject(o, "created", runs[i].status == 0);
 		if (runs[i].status != 0) {
-			char *why = many_line(runs[i].out[1] ? runs[i].out[1] : "",
-			    runs[i].len[1], 1);
+			char *why =
+			    many_line(runs[i].out[1] ? runs[i].out[1] : "",
+			        runs[i].len[1], 1);
 			cJSON_AddStringToObject(o, "error", why);
 			free(why);
 		}
@@ -118,7 +124,8 @@ new_class(struct args *a)
 {
 	static const char *const skip[] = {
 	    "count", "prefix", "roster", "json", NULL};
-	const char *count = args_get(a, "count"), *roster = args_get(a, "roster");
+	const char *count = args_get(a, "count"),
+	           *roster = args_get(a, "roster");
 	const char *prefix = args_get(a, "prefix");
 	char **names = NULL, *cause = NULL;
 	size_t n = 0;
@@ -133,6 +140,13 @@ new_class(struct args *a)
 
 	if (count != NULL && roster != NULL) {
 		rc = cli_usage_error(a->entry, "--count or --roster, not both");
+		goto out;
+	}
+	/* what one session alone can have */
+	if (args_get(a, "workspace") != NULL || args_has(a, "publish")) {
+		rc = cli_usage_error(a->entry,
+		    "--%s is for one session, not a class",
+		    args_get(a, "workspace") != NULL ? "workspace" : "publish");
 		goto out;
 	}
 	if (roster != NULL) {

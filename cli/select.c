@@ -113,7 +113,8 @@ cli_select(struct args *a)
 				add_name(&out, &nout, ents[k].name);
 				matched++;
 			}
-		if (matched == 0) {
+		if (matched == 0 && !args_has_opt(a, "force")) {
+			/* rm -f: nothing there is no complaint */
 			cli_error("no session matches '%s'", a->argv[i]);
 			rc = EXIT_VMUX;
 			goto out;

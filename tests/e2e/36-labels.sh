@@ -82,6 +82,11 @@ t_one_session_commands() {
 	expect_eq "exec -l seat=3" "$(vmux exec -l seat=3 -- hostname)" lb-3 || return 1
 	expect_eq "exec 'lb-2*'" "$(vmux exec 'lb-2*' -- hostname)" lb-2 || return 1
 	expect_eq "ping -l" "$(vmux ping -l class=b --json | jq -r .hostname)" lb-3 || return 1
+	# a NAME and -l: one of them is a mistake, nothing runs
+	out=$(vmux exec lb-1 -l class=a -- touch /workspace/ran 2>&1)
+	expect_eq "NAME and -l: status" $? 2 || return 1
+	expect_match "NAME and -l: said" "$out" "'lb-1' and -l: a NAME or -l, not both" || return 1
+	vmux exec lb-1 -- test ! -e /workspace/ran || fail "it ran" || return 1
 	# several, for a command that works on one: a usage error listing them
 	out=$(vmux shell 'lb-*' 2>&1 </dev/null)
 	expect_eq "shell glob of three: status" $? 2 || return 1
@@ -129,6 +134,10 @@ t_check_grades_a_class() {
 	wait_on chk 'check fail: no /workspace' 30 || return 1
 	wait_on chk 'check pass: found it' 5 || return 1
 	tm kill-session -t chk
+	# the script left out: -l does not make a session's name the script
+	out=$(vmux check -l class=a 2>&1)
+	expect_eq "no script named: status" $? 2 || return 1
+	expect_match "no script named: said" "$out" "missing arguments" || return 1
 	# a script that is not there: a usage error, nothing run
 	out=$(vmux check "$TMP/none.sh" lb-3 2>&1)
 	expect_eq "no script: status" $? 2 || return 1
@@ -158,6 +167,8 @@ t_rm_by_pattern_asks() {
 	out=$(printf 'n\n' | script -qec "$VMUX rm 'lb-[12]'" /dev/null 2>&1)
 	expect_match "asked" "$out" "remove 2 sessions and their workspaces: lb-1, lb-2\? \[y/N\]" || return 1
 	expect_eq "kept after n" "$(vmux ls --json | jq length)" 3 || return 1
+	# -f: a glob of nothing is no complaint
+	expect_status 0 vmux rm -f 'nope-*' || return 1
 	# --yes: removed, each said
 	out=$(vmux rm -l class=a --yes)
 	expect_eq "rm --yes: each said" "$out" $'removed lb-1\nremoved lb-2' || return 1

@@ -107,6 +107,33 @@ TEST(args_value_may_look_like_option)
 	args_free(&a);
 }
 
+/* -l stands for exec's NAME: with a NAME too, one of them is a mistake
+ * (the NAME would run as the command in every session picked). */
+TEST(selector_or_name_not_both)
+{
+	static const char *const bad[][7] = {
+	    {"exec", "web-1", "-l", "class=a", "--", "make", NULL},
+	    {"exec", "-l", "class=a", "web-1", "--", "make", NULL},
+	};
+	static const char *const good[] = {
+	    "exec", "-l", "class=a", "--", "make", "-l", NULL};
+	struct args a;
+	char *cause = NULL;
+
+	for (size_t i = 0; i < nitems(bad); i++) {
+		CHECK(parse(&cmd_exec_entry, (const char **)bad[i], &a,
+		          &cause) == -1);
+		CHECK(cause != NULL &&
+		    strstr(cause, "'web-1' and -l: a NAME or -l, not both"));
+		free(cause);
+		cause = NULL;
+	}
+	CHECK(parse(&cmd_exec_entry, (const char **)good, &a, &cause) == 0);
+	CHECK_INT(a.argc, 2); /* make -l: the command's own -l */
+	CHECK_STR(a.argv[1], "-l");
+	args_free(&a);
+}
+
 TEST(args_errors)
 {
 	static const char *const cases[][6] = {
