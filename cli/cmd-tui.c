@@ -92,17 +92,11 @@ cmd_tui_exec(struct args *a)
 		}
 		o.sel = &sel;
 	}
-	if ((o.group_by = args_get(a, "group-by")) != NULL) {
-		char *kv;
-		xasprintf(&kv, "%s=", o.group_by);
-		if (label_valid(kv, &cause) != 0) {
-			free(kv);
-			free(cause);
-			selector_free(&sel);
-			return cli_usage_error(&cmd_tui_entry,
-			    "--group-by %s: want a label key", o.group_by);
-		}
-		free(kv);
+	if ((o.group_by = args_get(a, "group-by")) != NULL &&
+	    !label_key_valid(o.group_by)) {
+		selector_free(&sel);
+		return cli_usage_error(&cmd_tui_entry,
+		    "--group-by %s: want a label key", o.group_by);
 	}
 	rc = tui_main(&o);
 	selector_free(&sel);

@@ -87,6 +87,20 @@ shown(const char *s)
 	return q;
 }
 
+/* Is key a valid label key (1 to 63 characters of the key's set)? */
+int
+label_key_valid(const char *key)
+{
+	size_t n = strlen(key);
+
+	if (n == 0 || n > LABEL_PART_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!key_char(key[i], i == 0))
+			return 0;
+	return 1;
+}
+
 /* Is kv one valid KEY=VALUE label? 0, or -1 with cause. */
 int
 label_valid(const char *kv, char **cause)

@@ -230,6 +230,7 @@ struct selector {
 	size_t n;
 };
 int label_valid(const char *kv, char **cause);
+int label_key_valid(const char *key);
 int labels_valid(char *const *labels, size_t n, char **cause);
 const char *label_get(char *const *labels, size_t n, const char *key);
 int selector_parse(const char *, struct selector *, char **cause);

@@ -291,9 +291,7 @@ config_set(
 		else
 			cfg->sidebar_width = (int)n;
 	} else if (strcmp(name, "group-by") == 0) {
-		char *kv = NULL;
-		xasprintf(&kv, "%s=", val);
-		if (*val != '\0' && label_valid(kv, &cause) != 0)
+		if (*val != '\0' && !label_key_valid(val))
 			config_error(cfg, file, line,
 			    "bad value \"%s\" for group-by: want a label key",
 			    val);
@@ -301,9 +299,6 @@ config_set(
 			free(cfg->group_by);
 			cfg->group_by = *val != '\0' ? xstrdup(val) : NULL;
 		}
-		free(cause);
-		cause = NULL;
-		free(kv);
 	} else if (strcmp(name, "sidebar") == 0 || strcmp(name, "mouse") == 0) {
 		if ((f = parse_flag(val)) < 0)
 			config_error(cfg, file, line,
