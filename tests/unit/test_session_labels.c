@@ -49,7 +49,7 @@ TEST(labels_key_value_checked)
 	CHECK_INT(label_valid("class=cs101", NULL), 0);
 	CHECK(label_key_valid("class") && label_key_valid("team/a.b_c-d"));
 	CHECK(!label_key_valid("") && !label_key_valid("-k") &&
-	      !label_key_valid("a b") && !label_key_valid("a=b"));
+	    !label_key_valid("a b") && !label_key_valid("a=b"));
 	CHECK_INT(label_valid("team/a.b_c-d=", NULL), 0); /* empty value */
 	c = why(0, "class");
 	CHECK(strstr(c, "KEY=VALUE expected") != NULL);
