@@ -142,6 +142,7 @@ void cli_record_error(const struct cmd_entry *, const struct args *);
 void cli_trap_interrupts(void (*fn)(int));
 struct session_record;
 struct vsock_target;
+int cli_session_record(const char *name, struct session_record *);
 int cli_running_session(
     const char *name, struct session_record *, struct vsock_target *);
 struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
@@ -173,6 +174,8 @@ extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
+extern const struct cmd_entry cmd_console_entry;
+extern const struct cmd_entry cmd_gdb_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_images_entry;
@@ -232,6 +235,19 @@ struct cJSON;
 	        "guest kernel (default: vmux's guest image)"},                 \
 	    {"initrd", 0, "FILE", 0,                                           \
 	        "guest initrd (default: vmux's guest image)"},                 \
+	    {"append", 0, "ARGS", 0,                                           \
+	        "more kernel command line words for the first boot (rdinit=, " \
+	        "init=, loglevel=...)"},                                       \
+	    {"persist", 0, NULL, 0, "keep --append for every later boot"},     \
+	    {"gdb", 0, NULL, 0,                                                \
+	        "serve QEMU's gdbstub on a socket for this boot (vmux gdb "    \
+	        "NAME prints the command)"},                                   \
+	    {"paused", 0, NULL, 0,                                             \
+	        "with --gdb: the CPU waits for gdb's continue (the command "   \
+	        "returns at once)"},                                           \
+	    {"no-agent", 0, NULL, 0,                                           \
+	        "do not wait for the guest agent: ready once QEMU runs (for "  \
+	        "an image or init without one; use vmux console)"},            \
 	{                                                                      \
 		"vsock", 0, "bridge|kernel", 0,                                \
 		    "vsock transport: vmux-bridge (default) or "               \

@@ -154,7 +154,7 @@ cmd_logs_exec(struct args *a)
 	struct session_record r;
 	static struct logs_buf b;
 	struct stat st;
-	char *home, *prev, *cause = NULL;
+	char *prev, *cause = NULL;
 	long long lines = 0, have = 0, prev_have;
 	int fd, pfd, follow = args_has(a, "follow"), rc;
 	off_t at;
@@ -167,15 +167,8 @@ cmd_logs_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
-	if ((home = cli_home()) == NULL)
+	if (cli_session_record(a->argv[0], &r) != 0)
 		return EXIT_VMUX;
-	if (record_load(home, a->argv[0], &r, &cause) != 0) {
-		cli_error("%s", cause);
-		free(cause);
-		free(home);
-		return EXIT_VMUX;
-	}
-	free(home);
 	fd = open(r.console_log, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT && !follow) { /* never booted: no output */

@@ -75,6 +75,8 @@ ls_info(const struct session_record *r, const char *state)
 		free(when);
 		return s;
 	}
+	if (strcmp(state, "running") == 0 && r->no_agent)
+		return xstrdup("no agent (--no-agent): vmux console");
 	if (strcmp(state, "crashed") != 0)
 		return NULL;
 	if (session_exit_get(r, &x) != 0)
@@ -251,6 +253,11 @@ ls_session_json(const struct session_entry *e)
 	else
 		cJSON_AddNullToObject(o, "root_image");
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
+	cJSON_AddBoolToObject(o, "agent", !r->no_agent);
+	if (r->append != NULL)
+		cJSON_AddStringToObject(o, "append", r->append);
+	else
+		cJSON_AddNullToObject(o, "append");
 	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
 	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);

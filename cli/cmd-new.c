@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "session/qemu.h"
 #include "session/session.h"
 #include "cli.h"
 
@@ -365,6 +366,21 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	o->image = args_get(a, "image");
 	o->kernel = args_get(a, "kernel");
 	o->initrd = args_get(a, "initrd");
+	o->append = args_get(a, "append");
+	if (o->append != NULL && qemu_append_valid(o->append, cause) != 0)
+		return -1;
+	o->persist_append = args_has(a, "persist");
+	if (o->persist_append && o->append == NULL) {
+		xasprintf(cause, "--persist keeps --append, which is missing");
+		return -1;
+	}
+	o->no_agent = args_has(a, "no-agent");
+	o->gdb = args_has(a, "gdb");
+	o->paused = args_has(a, "paused");
+	if (o->paused && !o->gdb) {
+		xasprintf(cause, "--paused waits for gdb: add --gdb");
+		return -1;
+	}
 	return 0;
 }
 

@@ -230,6 +230,13 @@ cmd_run_exec(struct args *a)
 		rc = cli_usage_error(a->entry, "%s", cause);
 		goto out;
 	}
+	if (o.no_agent || o.paused) { /* run's command needs the agent */
+		rc = cli_usage_error(a->entry,
+		    "%s: run needs the guest agent now (use vmux new and vmux "
+		    "console)",
+		    o.no_agent ? "--no-agent" : "--paused");
+		goto out;
+	}
 	if ((home = cli_home()) == NULL) {
 		rc = EXIT_VMUX;
 		goto out;

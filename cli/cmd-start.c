@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "session/qemu.h"
 #include "session/session.h"
 #include "cli.h"
 
@@ -23,6 +24,14 @@ static int cmd_start_exec(struct args *);
 static const struct cmd_opt cmd_start_opts[] = {
     {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
     {"json", 0, NULL, 0, "print the session as ls --json shows it"},
+    {"append", 0, "ARGS", 0, "more kernel command line words for this boot"},
+    {"persist", 0, NULL, 0,
+        "keep --append for every later boot (--append '' --persist "
+        "forgets them)"},
+    {"gdb", 0, NULL, 0,
+        "serve QEMU's gdbstub on a socket for this boot (vmux gdb NAME)"},
+    {"paused", 0, NULL, 0,
+        "with --gdb: the CPU waits for gdb's continue (returns at once)"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -97,7 +106,17 @@ cmd_start_exec(struct args *a)
 	long long secs = START_BOOT_DEFAULT;
 	int rc, started;
 
-	if ((s != NULL &&
+	const char *append = args_get(a, "append");
+	int persist = args_has(a, "persist");
+
+	if (persist && append == NULL)
+		cause = xstrdup("--persist keeps --append, which is missing");
+	else if (args_has(a, "paused") && !args_has(a, "gdb"))
+		cause = xstrdup("--paused waits for gdb: add --gdb");
+	else if (append != NULL && !(persist && *append == '\0'))
+		(void)qemu_append_valid(append, &cause);
+	if (cause != NULL ||
+	    (s != NULL &&
 	        args_number("--boot-timeout", s, 1, 3600, &secs, &cause) !=
 	            0) ||
 	    session_name_valid(a->argv[0], &cause) != 0) {
@@ -120,6 +139,10 @@ cmd_start_exec(struct args *a)
 	o.name = a->argv[0];
 	o.boot_timeout_s = (int)secs;
 	o.lock_wait_ms = START_LOCK_WAIT_MS;
+	o.append = append;
+	o.persist_append = persist;
+	o.gdb = args_has(a, "gdb");
+	o.paused = args_has(a, "paused");
 	o.notice = cli_notice;
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);

@@ -25,6 +25,8 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_start_entry,
     &cmd_restart_entry,
     &cmd_logs_entry,
+    &cmd_console_entry,
+    &cmd_gdb_entry,
     &cmd_status_entry,
     &cmd_images_entry,
     &cmd_ping_entry,

@@ -241,22 +241,14 @@ cli_home(void)
 }
 
 /*
- * Load session name and check that it runs; fills r (caller frees with
- * record_free) and t (which points into r). 0, or EXIT_VMUX after saying
- * why; a bad name is reported as a usage error (EXIT_USAGE).
+ * Load the record of session name (a valid name) into r (caller frees with
+ * record_free). 0, or EXIT_VMUX after saying why.
  */
 int
-cli_running_session(
-    const char *name, struct session_record *r, struct vsock_target *t)
+cli_session_record(const char *name, struct session_record *r)
 {
 	char *home, *cause = NULL;
-	const char *state;
 
-	if (session_name_valid(name, &cause) != 0) {
-		cli_error("%s", cause);
-		free(cause);
-		return EXIT_USAGE;
-	}
 	if ((home = cli_home()) == NULL)
 		return EXIT_VMUX;
 	if (record_load(home, name, r, &cause) != 0) {
@@ -266,9 +258,38 @@ cli_running_session(
 		return EXIT_VMUX;
 	}
 	free(home);
+	return 0;
+}
+
+/*
+ * Load session name and check that it runs; fills r (caller frees with
+ * record_free) and t (which points into r). 0, or EXIT_VMUX after saying
+ * why; a bad name is reported as a usage error (EXIT_USAGE).
+ */
+int
+cli_running_session(
+    const char *name, struct session_record *r, struct vsock_target *t)
+{
+	char *cause = NULL;
+	const char *state;
+
+	if (session_name_valid(name, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if (cli_session_record(name, r) != 0)
+		return EXIT_VMUX;
 	state = session_state(r);
 	if (strcmp(state, "running") != 0) {
 		cli_error("session '%s' is %s", r->name, state);
+		record_free(r);
+		return EXIT_VMUX;
+	}
+	if (r->no_agent) {
+		cli_error("session '%s' runs without the guest agent "
+		          "(--no-agent): use vmux console %s",
+		    r->name, r->name);
 		record_free(r);
 		return EXIT_VMUX;
 	}

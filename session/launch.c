@@ -64,6 +64,7 @@ launch_cleanup(struct session_record *r)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
 	fs_stop(r, 1000);
 	net_stop(r, 1000);
+	console_stop(r, 1000);
 	if (r->sock_dir != NULL)
 		rmtree(r->sock_dir);
 	rmtree(r->dir);
@@ -85,6 +86,7 @@ launch_paths(struct session_record *r, char **cause)
 		xasprintf(&r->bridge_log, "%s/%s", r->dir, SESSION_BRIDGE_LOG);
 	}
 	xasprintf(&r->qmp, "%s/%s", sock, SESSION_QMP_SOCK);
+	xasprintf(&r->console_sock, "%s/%s", sock, SESSION_CONSOLE_SOCK);
 	xasprintf(&r->console_log, "%s/%s", r->dir, SESSION_CONSOLE);
 	xasprintf(&r->qemu_log, "%s/%s", r->dir, SESSION_QEMU_LOG);
 	free(sock);
@@ -256,16 +258,19 @@ launch_extra_args(char **argv)
  * prompts tell VMs apart; at most 63 bytes). Free it.
  */
 static char *
-launch_append(const struct session_record *r)
+launch_append(const struct session_record *r, const char *extra)
 {
 	int reserve = r->memory_mb / 8 > 48 ? r->memory_mb / 8 : 48;
 	char *s, pids[32] = "", *net = net_cmdline(r), *fs = fs_cmdline(r);
 
 	if (r->pids_max > 0)
 		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
-	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s vmux.hostname=%.63s",
+	/* the user's words last: the kernel and init take the last one */
+	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s vmux.hostname=%.63s%s%s%s%s",
 	    r->memory_mb - reserve, pids, r->read_only_root ? " vmux.ro=1" : "",
-	    net, fs, r->root_image != NULL ? " vmux.root=1" : "", r->name);
+	    net, fs, r->root_image != NULL ? " vmux.root=1" : "", r->name,
+	    r->append != NULL ? " " : "", r->append != NULL ? r->append : "",
+	    extra != NULL ? " " : "", extra != NULL ? extra : "");
 	free(net);
 	free(fs);
 	return s;
@@ -399,13 +404,15 @@ watch_tick(void *arg, pid_t qemu)
 
 /* Start QEMU for r with the given accelerator. */
 static int
-launch_qemu(
-    const char *home, const struct session_record *r, pid_t *pid, char **cause)
+launch_qemu(const struct launch_opts *o, const struct session_record *r,
+    pid_t *pid, char **cause)
 {
+	const char *home = o->home;
 	struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
 	struct qemu_config cfg;
 	struct settings st;
-	char **argv, *exit_path, *append, *netdev, *limiter = NULL;
+	char **argv, *exit_path, *append, *netdev, *limiter = NULL, *serial;
+	char *gdb = NULL;
 	int net_fd = -1;
 
 	if (r->nallow_hosts > 0) { /* see net.c: --fwd-limit */
@@ -447,6 +454,8 @@ launch_qemu(
 	cfg.cid = r->cid;
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
 	cfg.console_log = r->console_log;
+	serial = console_serial_path(r);
+	cfg.serial_sock = serial;
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
 	cfg.root_image = r->root_image;
@@ -458,8 +467,14 @@ launch_qemu(
 	    r->nmounts > 0 ? xcalloc(r->nmounts, sizeof *cfg.fs_socks) : NULL;
 	for (size_t i = 0; i < r->nmounts; i++)
 		cfg.fs_socks[i] = fs_sock_path(r, i);
-	append = launch_append(r);
+	append = launch_append(r, o->persist_append ? NULL : o->append);
 	cfg.append = append;
+	if (o->gdb) {
+		gdb = session_gdb_path(r);
+		unlink(gdb);
+		cfg.gdb_sock = gdb;
+		cfg.paused = o->paused;
+	}
 	unlink(r->qmp);
 	xasprintf(&exit_path, "%s/%s", r->dir, SESSION_EXIT);
 	unlink(exit_path);
@@ -471,6 +486,8 @@ launch_qemu(
 		free(exit_path);
 		free(append);
 		free(netdev);
+		free(serial);
+		free(gdb);
 		settings_free(&st);
 		return -1;
 	}
@@ -509,6 +526,8 @@ launch_qemu(
 	free(exit_path);
 	free(append);
 	free(netdev);
+	free(serial);
+	free(gdb);
 	for (size_t i = 0; i < cfg.nfs; i++)
 		free(cfg.fs_socks[i]);
 	free(cfg.fs_socks);
@@ -583,6 +602,44 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 	return res;
 }
 
+/*
+ * Without the agent to ask (--no-agent, --paused): wait until QEMU is up,
+ * which is when it has connected to the console keeper (the keeper removes
+ * the serial socket then) and serves its gdbstub (--gdb).
+ */
+static enum boot_result
+launch_wait_qemu(const struct launch_opts *o, const struct session_record *r,
+    uint64_t deadline, char **cause)
+{
+	char *serial = console_serial_path(r),
+	     *gdb = o->gdb ? session_gdb_path(r) : NULL;
+	enum boot_result res = BOOT_TIMEOUT;
+	struct stat st;
+
+	while (mono_ms() < deadline) {
+		if (!session_qemu_alive(r)) {
+			res = BOOT_QEMU_DIED;
+			break;
+		}
+		if (o->interrupted != NULL && *o->interrupted) {
+			xasprintf(
+			    cause, "interrupted while booting '%s'", r->name);
+			res = BOOT_FAILED;
+			break;
+		}
+		if (access(serial, F_OK) != 0 &&
+		    (gdb == NULL ||
+		        (stat(gdb, &st) == 0 && S_ISSOCK(st.st_mode)))) {
+			res = BOOT_READY;
+			break;
+		}
+		poll(NULL, 0, 10);
+	}
+	free(serial);
+	free(gdb);
+	return res;
+}
+
 /* Start the bridge and QEMU and wait for the agent; one boot attempt. */
 static enum boot_result
 launch_boot(const struct launch_opts *o, struct session_record *r,
@@ -603,12 +660,16 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 		if (rc != 0 || record_save(r, cause) != 0)
 			return BOOT_FAILED;
 	}
-	if (fs_start(r, cause) != 0 || record_save(r, cause) != 0 ||
-	    launch_qemu(o->home, r, &pid, cause) != 0)
+	if (fs_start(r, cause) != 0 || console_start(r, cause) != 0 ||
+	    record_save(r, cause) != 0 || launch_qemu(o, r, &pid, cause) != 0)
 		return BOOT_FAILED;
 	r->qemu_pid = pid;
 	if (record_save(r, cause) != 0)
 		return BOOT_FAILED;
+	/* nothing will answer (or not before gdb continues): QEMU up is
+	 * ready */
+	if (r->no_agent || o->paused)
+		return launch_wait_qemu(o, r, deadline, cause);
 	return launch_wait(o, r, deadline, cause);
 }
 
@@ -624,9 +685,10 @@ launch_reset(struct session_record *r)
 		proc_terminate(r->bridge_pid, r->vsock_uds, 1000);
 	fs_stop(r, 1000);
 	net_stop(r, 1000);
+	console_stop(r, 1000);
 	for (size_t i = 0; i < r->nmounts; i++)
 		r->mounts[i].pid = 0;
-	r->qemu_pid = r->bridge_pid = 0;
+	r->qemu_pid = r->bridge_pid = r->console_pid = 0;
 }
 
 /* Tell the user something through the caller's notice hook. */
@@ -752,6 +814,9 @@ launch_run(const struct launch_opts *o, struct session_record *r, char **cause)
 		if (res == BOOT_QEMU_DIED)
 			xasprintf(
 			    cause, "QEMU exited while booting '%s'", r->name);
+		else if (r->no_agent || o->paused)
+			xasprintf(cause, "QEMU for '%s' was not up within %d s",
+			    r->name, o->boot_timeout_s);
 		else
 			xasprintf(cause,
 			    "guest agent of '%s' did not answer within %d s "
@@ -834,6 +899,9 @@ session_launch(
 	r.memory_mb = o->memory_mb;
 	r.ttl_s = o->ttl_s;
 	r.idle_s = o->idle_s;
+	r.no_agent = o->no_agent;
+	if (o->append != NULL && o->persist_append)
+		r.append = xstrdup(o->append);
 	if (o->profile != NULL) {
 		r.profile = xstrdup(o->profile->name);
 		r.net = o->profile->net;
@@ -954,6 +1022,12 @@ session_start(
 	free(r.stop_reason);
 	r.stop_reason = NULL;
 	r.qemu_pid = r.bridge_pid = 0;
+	if (o->persist_append) { /* kept from now on ("" forgets them) */
+		free(r.append);
+		r.append = o->append != NULL && *o->append != '\0'
+		    ? xstrdup(o->append)
+		    : NULL;
+	}
 	if (launch_run(&lo, &r, cause) == 0) {
 		rc = 0;
 		*out = r;

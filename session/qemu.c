@@ -94,6 +94,52 @@ qemu_cmdline(const struct qemu_config *cfg, unsigned long khz)
 	return line;
 }
 
+/*
+ * Check --append's kernel command line words: printable ASCII, at most
+ * QEMU_APPEND_MAX bytes (the kernel's whole line is 2048), and no vmux.*
+ * word: those carry the session's policy (limits, read-only root,
+ * network, mounts), which profiles may lock and flags set. 0, or -1 with
+ * cause.
+ */
+int
+qemu_append_valid(const char *s, char **cause)
+{
+	const char *p;
+
+	if (*s == '\0' || strspn(s, " ") == strlen(s)) {
+		xasprintf(cause, "--append: no kernel arguments given");
+		return -1;
+	}
+	if (strlen(s) > QEMU_APPEND_MAX) {
+		xasprintf(
+		    cause, "--append: longer than %d bytes", QEMU_APPEND_MAX);
+		return -1;
+	}
+	for (p = s; *p != '\0'; p++) {
+		if (*p < 0x20 || *p > 0x7e) {
+			xasprintf(cause,
+			    "--append: byte 0x%02x is not printable ASCII",
+			    (unsigned char)*p);
+			return -1;
+		}
+	}
+	for (p = s; *p != '\0';) {
+		size_t n;
+
+		p += strspn(p, " ");
+		n = strcspn(p, " ");
+		if (n >= 5 && strncmp(p, "vmux.", 5) == 0) {
+			xasprintf(cause,
+			    "--append: '%.*s': vmux.* words are vmux's own "
+			    "(set them with vmux's flags or a profile)",
+			    (int)n, p);
+			return -1;
+		}
+		p += n;
+	}
+	return 0;
+}
+
 /* Build QEMU's argv for cfg (see the top of this file for the choices). */
 char **
 qemu_argv(const struct qemu_config *cfg)
@@ -140,12 +186,34 @@ qemu_argv(const struct qemu_config *cfg)
 	args_add(&a, "%s", cmdline);
 	free(cmdline);
 
-	if (cfg->console_log != NULL) {
+	if (cfg->console_log != NULL && cfg->serial_sock != NULL) {
+		/* the console keeper's socket; QEMU writes the log too */
+		char *l = qemu_escape(cfg->console_log);
+
+		e = qemu_escape(cfg->serial_sock);
+		args_add(&a, "-chardev");
+		args_add(&a,
+		    "socket,id=console0,path=%s,logfile=%s,logappend=on", e, l);
+		args_add(&a, "-serial");
+		args_add(&a, "chardev:console0");
+		free(l);
+		free(e);
+	} else if (cfg->console_log != NULL) {
 		e = qemu_escape(cfg->console_log);
 		args_add(&a, "-chardev");
 		args_add(&a, "file,id=console0,path=%s,append=on", e);
 		args_add(&a, "-serial");
 		args_add(&a, "chardev:console0");
+		free(e);
+	}
+	if (cfg->gdb_sock != NULL) { /* the user's own socket: 0600 */
+		e = qemu_escape(cfg->gdb_sock);
+		args_add(&a, "-chardev");
+		args_add(&a, "socket,id=gdb0,path=%s,server=on,wait=off", e);
+		args_add(&a, "-gdb");
+		args_add(&a, "chardev:gdb0");
+		if (cfg->paused)
+			args_add(&a, "-S");
 		free(e);
 	}
 	if (cfg->qmp != NULL) {

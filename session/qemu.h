@@ -20,13 +20,17 @@ struct qemu_config {
 	const char *vhost_user;  /* bridge's vhost-user socket; NULL = kernel
 	                            vhost-vsock with cid */
 	const char *console_log; /* file that receives the serial console */
-	const char *qmp;         /* QMP unix socket path (server, nowait) */
-	const char *append;      /* extra kernel command line, may be NULL */
-	const char *workspace;   /* raw disk image for /workspace, or NULL */
-	const char *root_image;  /* ext4 image for / (shared, read-only: the
-	                            guest's writes go to a throw-away layer) */
-	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
-	char **fs_socks;         /* vhost-user-fs sockets (tags vmuxfsN) */
+	const char
+	    *serial_sock;     /* the console keeper QEMU connects to, or NULL */
+	const char *gdb_sock; /* serve the gdbstub here, or NULL */
+	int paused;           /* with gdb_sock: start with the CPU stopped */
+	const char *qmp;      /* QMP unix socket path (server, nowait) */
+	const char *append;   /* extra kernel command line, may be NULL */
+	const char *workspace;  /* raw disk image for /workspace, or NULL */
+	const char *root_image; /* ext4 image for / (shared, read-only: the
+	                           guest's writes go to a throw-away layer) */
+	const char *netdev;     /* -netdev value of the NIC, or NULL: none */
+	char **fs_socks;        /* vhost-user-fs sockets (tags vmuxfsN) */
 	size_t nfs;
 };
 
@@ -35,6 +39,8 @@ char **qemu_argv(const struct qemu_config *cfg); /* NULL-terminated */
 void argv_free(char **argv);
 char *qemu_cmdline(const struct qemu_config *cfg, unsigned long tsc_khz);
 char *qemu_escape(const char *value);
+#define QEMU_APPEND_MAX 1024 /* --append's bytes */
+int qemu_append_valid(const char *, char **cause);
 
 /* accel.c */
 const char *accel_detect(char **why);

@@ -47,6 +47,8 @@ record_free(struct session_record *r)
 	free(r->qmp);
 	free(r->sock_dir);
 	free(r->console_log);
+	free(r->console_sock);
+	free(r->append);
 	free(r->qemu_log);
 	free(r->bridge_log);
 	free(r->qemu_bin);
@@ -179,6 +181,7 @@ record_to_json(const struct session_record *r)
 	add_str(o, "qmp", r->qmp);
 	add_str(o, "sock_dir", r->sock_dir);
 	add_str(o, "console_log", r->console_log);
+	add_str(o, "console_sock", r->console_sock);
 	add_str(o, "qemu_log", r->qemu_log);
 	add_str(o, "bridge_log", r->bridge_log);
 	add_str(o, "qemu_bin", r->qemu_bin);
@@ -188,6 +191,7 @@ record_to_json(const struct session_record *r)
 	pids = cJSON_AddObjectToObject(o, "pids");
 	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
 	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
+	cJSON_AddNumberToObject(pids, "console", r->console_pid);
 	add_str(o, "created", created);
 	cJSON_AddNumberToObject(o, "created_unix", (double)r->created);
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
@@ -218,6 +222,9 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
 	cJSON_AddBoolToObject(o, "net", r->net);
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
+	if (r->no_agent)
+		cJSON_AddBoolToObject(o, "no_agent", 1);
+	add_str(o, "append", r->append);
 	cJSON_AddNumberToObject(o, "mounts_mode", r->mounts_mode);
 	cJSON_AddNumberToObject(o, "pids_max", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
@@ -297,6 +304,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_str(o, "qmp", &r->qmp, 0, cause) != 0 ||
 	    get_str(o, "sock_dir", &r->sock_dir, 0, cause) != 0 ||
 	    get_str(o, "console_log", &r->console_log, 0, cause) != 0 ||
+	    get_str(o, "console_sock", &r->console_sock, 0, cause) != 0 ||
+	    get_str(o, "append", &r->append, 0, cause) != 0 ||
 	    get_str(o, "qemu_log", &r->qemu_log, 0, cause) != 0 ||
 	    get_str(o, "bridge_log", &r->bridge_log, 0, cause) != 0 ||
 	    get_str(o, "qemu_bin", &r->qemu_bin, 0, cause) != 0 ||
@@ -343,6 +352,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	r->net = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "net"));
 	r->read_only_root =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "read_only_root"));
+	r->no_agent =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "no_agent"));
 	if (get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
 	    get_opt_int(o, "idle_s", 0, 1e9, &r->idle_s, cause) != 0)
 		goto fail;
@@ -368,6 +379,9 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	if (get_int(pids, "bridge", 0, 0x7fffffff, &n, cause) != 0)
 		goto fail;
 	r->bridge_pid = (pid_t)n;
+	if (get_opt_int(pids, "console", 0, 0x7fffffff, &n, cause) != 0)
+		goto fail;
+	r->console_pid = (pid_t)n;
 	if (get_int(o, "created_unix", 0, 1e15, &r->created, cause) != 0)
 		goto fail;
 	if (get_int(o, "cpus", 1, 1024, &n, cause) != 0)

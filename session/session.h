@@ -35,16 +35,20 @@
 #define SESSION_VERSION   1
 
 /* File names inside a session directory (or its socket directory). */
-#define SESSION_VSOCK_SOCK  "vsock.sock"
-#define SESSION_VHOST_SOCK  "vhost-user.sock"
-#define SESSION_QMP_SOCK    "qmp.sock"
-#define SESSION_CONSOLE     "console.log"
-#define SESSION_QEMU_LOG    "qemu.log"
-#define SESSION_BRIDGE_LOG  "bridge.log"
-#define SESSION_WORKSPACE   "workspace.img" /* the workspace vmux made */
-#define SESSION_EXIT        "qemu.exit"     /* how QEMU last ended (reaper) */
-#define SESSION_BRIDGE_EXIT "bridge.exit"   /* how the bridge last ended */
-#define SESSION_LOCK        "lock"          /* per-session flock */
+#define SESSION_VSOCK_SOCK   "vsock.sock"
+#define SESSION_VHOST_SOCK   "vhost-user.sock"
+#define SESSION_QMP_SOCK     "qmp.sock"
+#define SESSION_CONSOLE      "console.log"
+#define SESSION_CONSOLE_SOCK "console.sock" /* readers (vmux console) */
+#define SESSION_SERIAL_SOCK  "serial.sock"  /* QEMU's serial port */
+#define SESSION_GDB_SOCK     "gdb.sock"     /* QEMU's gdbstub (--gdb) */
+#define SESSION_CONSOLE_EXIT "console.exit" /* how the keeper ended */
+#define SESSION_QEMU_LOG     "qemu.log"
+#define SESSION_BRIDGE_LOG   "bridge.log"
+#define SESSION_WORKSPACE    "workspace.img" /* the workspace vmux made */
+#define SESSION_EXIT         "qemu.exit"     /* how QEMU last ended (reaper) */
+#define SESSION_BRIDGE_EXIT  "bridge.exit"   /* how the bridge last ended */
+#define SESSION_LOCK         "lock"          /* per-session flock */
 
 /* Workspace sizes (MiB): the default, and the bounds --disk accepts. */
 #define WORKSPACE_DEFAULT_MB 4096
@@ -138,10 +142,14 @@ struct session_record {
 	char *qmp;         /* QMP socket */
 	char *sock_dir;    /* socket directory when not dir itself, else NULL */
 	char *console_log; /* guest serial console */
-	char *qemu_log;    /* QEMU's stdout and stderr */
-	char *bridge_log;  /* the bridge's stdout and stderr */
+	char *console_sock; /* its keeper's readers' socket (console.c) */
+	char *qemu_log;     /* QEMU's stdout and stderr */
+	char *bridge_log;   /* the bridge's stdout and stderr */
 	char *qemu_bin, *bridge_bin, *kernel, *initrd;
 	pid_t qemu_pid, bridge_pid; /* 0 when not (yet) started */
+	pid_t console_pid;          /* the console keeper; 0: none */
+	int no_agent;               /* --no-agent: the console is the way in */
+	char *append;               /* kept kernel command line words */
 	int64_t created;            /* seconds since the epoch */
 	int cpus, memory_mb;
 	unsigned *allow_ports;
@@ -331,6 +339,14 @@ int proc_terminate(pid_t pid, const char *needle, int term_ms);
 char *file_tail(const char *path, int lines);
 int rmtree(const char *path);
 
+/* console.c */
+int console_start(struct session_record *, char **cause);
+char *console_serial_path(const struct session_record *);
+char *session_gdb_path(const struct session_record *);
+void console_stop(const struct session_record *, int term_ms);
+int console_attach(
+    const struct session_record *, int want_rw, int *rw, char **cause);
+
 /* launch.c */
 struct launch_opts {
 	const char *home, *name;
@@ -355,6 +371,11 @@ struct launch_opts {
 	const char *image;     /* --image as given, or NULL */
 	int64_t ttl_s, idle_s; /* see struct session_record */
 	int lock_wait_ms;      /* start: wait this long for a busy lock */
+	const char *append;    /* --append: kernel words for this boot */
+	int persist_append;    /* --persist: and every boot after (new) */
+	int no_agent;          /* --no-agent: ready once QEMU runs (new) */
+	int gdb;               /* --gdb: QEMU's gdbstub at session_gdb_path */
+	int paused;            /* --paused: the CPU waits for gdb (with gdb) */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };

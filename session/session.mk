@@ -8,7 +8,7 @@ SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/mounts.c session/fs.c session/image.c \
                 session/agent_client.c session/attach.c \
                 session/logcap.c session/beneath.c session/labels.c \
-                session/check.c
+                session/check.c session/console.c
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
@@ -32,6 +32,15 @@ FSD_SRCS := session/fsd/main.c session/beneath.c
 PROGRAMS += $(BIN)/vmux-fsd
 
 $(BIN)/vmux-fsd: $(patsubst %.c,$(BUILD)/obj/%.o,$(FSD_SRCS) $(COMMON_SRCS))
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  LD      $@")
+	$(Q)$(CC) -o $@ $^
+
+# vmux-console: the keeper of a session's serial console (session/console/).
+CONSOLE_SRCS := session/console/main.c
+PROGRAMS += $(BIN)/vmux-console
+
+$(BIN)/vmux-console: $(patsubst %.c,$(BUILD)/obj/%.o,$(CONSOLE_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^

@@ -239,7 +239,7 @@ session_stop(const struct session_record *r, int force, int power_ms)
 	if (power_ms <= 0)
 		power_ms = STOP_POWER_MS;
 
-	if (session_qemu_alive(r) && !force) {
+	if (session_qemu_alive(r) && !force && !r->no_agent) {
 		struct vsock_target t;
 		cJSON *req = cJSON_CreateObject(), *reply;
 		char *why = NULL;
@@ -276,6 +276,7 @@ session_stop(const struct session_record *r, int force, int power_ms)
 		rc = -1;
 	fs_stop(r, STOP_TERM_MS);
 	net_stop(r, STOP_TERM_MS);
+	console_stop(r, STOP_TERM_MS);
 	/* The bridge exits by itself once QEMU is gone; help it along. */
 	if (!r->vsock_kernel) {
 		proc_wait_gone(r->bridge_pid, r->vsock_uds,

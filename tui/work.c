@@ -82,6 +82,14 @@ work_target(struct work *w, struct session_record *r, struct vsock_target *t)
 		record_free(r);
 		return -1;
 	}
+	if (r->no_agent) {
+		xasprintf(&w->cause,
+		    "session %s runs without the agent: its console is the "
+		    "way in",
+		    w->session);
+		record_free(r);
+		return -1;
+	}
 	session_target(r, t);
 	return 0;
 }

@@ -153,6 +153,74 @@ TEST(commas_in_paths_are_escaped)
 	argv_free(argv);
 }
 
+TEST(console_keeper_socket_keeps_the_log)
+{
+	struct qemu_config c = tcg_bridge;
+	char **argv;
+
+	c.console_log = "/s/a,b/console.log";
+	c.serial_sock = "/r/a,b/serial.sock";
+	argv = qemu_argv(&c);
+	/* QEMU connects (no server=on) and still writes the log itself */
+	CHECK(has_opt(argv, "-chardev",
+	    "socket,id=console0,path=/r/a,,b/serial.sock,"
+	    "logfile=/s/a,,b/console.log,logappend=on"));
+	CHECK(has_opt(argv, "-serial", "chardev:console0"));
+	CHECK(!any_contains(argv, "gdb"));
+	CHECK(find_arg(argv, "-S") < 0);
+	argv_free(argv);
+}
+
+TEST(gdbstub_and_paused)
+{
+	struct qemu_config c = tcg_bridge;
+	char **argv;
+
+	c.gdb_sock = "/r/gdb.sock";
+	argv = qemu_argv(&c);
+	CHECK(has_opt(argv, "-chardev",
+	    "socket,id=gdb0,path=/r/gdb.sock,server=on,wait=off"));
+	CHECK(has_opt(argv, "-gdb", "chardev:gdb0"));
+	CHECK(find_arg(argv, "-S") < 0);
+	argv_free(argv);
+	c.paused = 1;
+	argv = qemu_argv(&c);
+	CHECK(find_arg(argv, "-S") >= 0);
+	argv_free(argv);
+}
+
+TEST(append_words_checked)
+{
+	char big[QEMU_APPEND_MAX + 2], *cause = NULL;
+
+	CHECK(qemu_append_valid("rdinit=/bin/sh loglevel=7", &cause) == 0);
+	CHECK(qemu_append_valid("myvmux.x=1 novmux.", &cause) == 0);
+	CHECK(qemu_append_valid("quiet vmux.ro=0", &cause) != 0);
+	CHECK(cause != NULL && strstr(cause, "'vmux.ro=0'") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(qemu_append_valid("vmux.", &cause) != 0);
+	free(cause);
+	cause = NULL;
+	CHECK(qemu_append_valid("a\tb", &cause) != 0);
+	CHECK(cause != NULL && strstr(cause, "0x09") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(qemu_append_valid("caf\xc3\xa9", &cause) != 0);
+	free(cause);
+	cause = NULL;
+	CHECK(qemu_append_valid("   ", &cause) != 0);
+	free(cause);
+	cause = NULL;
+	memset(big, 'a', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	CHECK(qemu_append_valid(big, &cause) != 0);
+	free(cause);
+	cause = NULL;
+	big[QEMU_APPEND_MAX] = '\0';
+	CHECK(qemu_append_valid(big, &cause) == 0);
+}
+
 TEST(workspace_is_a_raw_virtio_blk_disk)
 {
 	struct qemu_config c = tcg_bridge;
