@@ -123,6 +123,21 @@ TEST(record_round_trip)
 	CHECK_INT(b.allow_ports[1], 4000000000u);
 	/* no temporary file is left beside the record */
 	CHECK_INT(count_entries(d), 1);
+	/* what console and boot controls keep; older records lack it */
+	CHECK(b.console_sock == NULL && b.append == NULL);
+	CHECK_INT(b.console_pid, 0);
+	CHECK_INT(b.no_agent, 0);
+	a.console_sock = xstrdup("/tmp/vmux-0/abc/console.sock");
+	a.console_pid = 1235;
+	a.append = xstrdup("rdinit=/bin/sh");
+	a.no_agent = 1;
+	record_free(&b);
+	CHECK(record_write(path, &a, &cause) == 0);
+	CHECK(record_read(path, &b, &cause) == 0);
+	CHECK_STR(b.console_sock, a.console_sock);
+	CHECK_INT(b.console_pid, 1235);
+	CHECK_STR(b.append, "rdinit=/bin/sh");
+	CHECK_INT(b.no_agent, 1);
 	record_free(&a);
 	record_free(&b);
 	CHECK(rmtree(d) == 0);
