@@ -58,8 +58,8 @@ enum console_end { END_DETACH, END_GONE, END_STDIN, END_SIGNAL };
 static enum console_end
 console_loop(int sock, int rw, int key, int sig_fd)
 {
-	struct pollfd p[3] = {{STDIN_FILENO, POLLIN, 0}, {sock, POLLIN, 0},
-	    {sig_fd, POLLIN, 0}};
+	struct pollfd p[3] = {
+	    {STDIN_FILENO, POLLIN, 0}, {sock, POLLIN, 0}, {sig_fd, POLLIN, 0}};
 	uint8_t buf[16384];
 
 	for (;;) {
@@ -74,7 +74,8 @@ console_loop(int sock, int rw, int key, int sig_fd)
 			n = read(sock, buf, sizeof buf);
 			if (n <= 0 && !(n < 0 && errno == EINTR))
 				return END_GONE;
-			if (n > 0 && write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
+			if (n > 0 &&
+			    write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
 				return END_STDIN; /* our terminal is gone */
 		}
 		if (p[2].revents & POLLIN) {
@@ -124,8 +125,9 @@ cmd_console_exec(struct args *a)
 		return EXIT_VMUX;
 	sock = console_attach(&r, want_rw, &rw, &cause);
 	if (sock == -2) {
-		cli_error("someone else is typing on the console of '%s' (another "
-		          "vmux console or the TUI); watch with --read-only",
+		cli_error(
+		    "someone else is typing on the console of '%s' (another "
+		    "vmux console or the TUI); watch with --read-only",
 		    r.name);
 		record_free(&r);
 		return EXIT_VMUX;

@@ -109,7 +109,8 @@ console_start(struct session_record *r, char **cause)
 			tail = file_tail(r->qemu_log, 3);
 			xasprintf(cause, "the console keeper %s%s%s",
 			    died ? "exited" : "did not start within 10 s",
-			    tail != NULL ? ":\n" : "", tail != NULL ? tail : "");
+			    tail != NULL ? ":\n" : "",
+			    tail != NULL ? tail : "");
 			free(tail);
 			free(exit_path);
 			console_stop(r, 0);
@@ -156,8 +157,7 @@ console_attach(
 	    !proc_matches(r->console_pid, r->console_sock)) {
 		xasprintf(cause,
 		    "session '%s' has no console keeper running (%s)", r->name,
-		    r->status == SESSION_STOPPED
-		        ? "it is stopped"
+		    r->status == SESSION_STOPPED ? "it is stopped"
 		        : r->console_sock == NULL
 		        ? "started by an older vmux: restart it"
 		        : "it has ended");

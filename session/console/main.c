@@ -46,12 +46,12 @@
 
 #include "common/common.h"
 
-#define RING_SIZE      (256 * 1024) /* the boot log replayed on attach */
+#define RING_SIZE      (256 * 1024)  /* the boot log replayed on attach */
 #define CLIENT_MAX     (1024 * 1024) /* a reader this far behind is dropped */
-#define INPUT_MAX      (64 * 1024)  /* the writer's bytes not yet taken */
+#define INPUT_MAX      (64 * 1024)   /* the writer's bytes not yet taken */
 #define MAX_CLIENTS    64
-#define HELLO_MAX      64           /* "console rw\n" and some slack */
-#define CONNECT_WAIT_S 120          /* for QEMU's connection */
+#define HELLO_MAX      64  /* "console rw\n" and some slack */
+#define CONNECT_WAIT_S 120 /* for QEMU's connection */
 
 /* A queue of bytes (a reader's pending output, the writer's input). */
 struct queue {
@@ -62,12 +62,12 @@ struct queue {
 /* One attached reader. */
 struct client {
 	int fd;
-	int hello_done;    /* its first line was read and answered */
-	int writer;        /* holds the keyboard */
-	int busy;          /* was told "busy": dropped once that is written */
+	int hello_done; /* its first line was read and answered */
+	int writer;     /* holds the keyboard */
+	int busy;       /* was told "busy": dropped once that is written */
 	char hello[HELLO_MAX];
 	size_t hello_len;
-	struct queue out;  /* bytes not yet written to it */
+	struct queue out; /* bytes not yet written to it */
 };
 
 static struct {
@@ -117,8 +117,8 @@ queue_add(struct queue *q, const void *p, size_t n)
 			q->off = 0;
 		}
 		if (q->len + n > q->cap) {
-			q->cap = q->len + n > 2 * q->cap ? q->len + n
-			                                 : 2 * q->cap;
+			q->cap =
+			    q->len + n > 2 * q->cap ? q->len + n : 2 * q->cap;
 			q->buf = xrealloc(q->buf, q->cap);
 		}
 	}
@@ -283,7 +283,8 @@ guest_output(const char *p, size_t n)
 
 		if (c->hello_done && !c->busy) {
 			if (queue_pending(&c->out) + n > CLIENT_MAX) {
-				client_drop(i); /* too slow: not worth a stall */
+				client_drop(
+				    i); /* too slow: not worth a stall */
 				continue;
 			}
 			queue_add(&c->out, p, n);
@@ -346,17 +347,18 @@ serve(int qfd, int listen_fd)
 		int r;
 
 		p[np++] = (struct pollfd){qfd,
-		    (short)(POLLIN | (queue_pending(&K.input) > 0 ? POLLOUT : 0)),
+		    (short)(POLLIN |
+		        (queue_pending(&K.input) > 0 ? POLLOUT : 0)),
 		    0};
-		p[np++] = (struct pollfd){listen_fd,
-		    K.nclients < MAX_CLIENTS ? POLLIN : 0, 0};
+		p[np++] = (struct pollfd){
+		    listen_fd, K.nclients < MAX_CLIENTS ? POLLIN : 0, 0};
 		for (i = 0; i < K.nclients; i++) {
 			struct client *c = &K.clients[i];
 			short ev = 0;
 
 			/* the writer is not read while its input is queued */
-			if (!c->hello_done ||
-			    !c->writer || queue_pending(&K.input) < INPUT_MAX)
+			if (!c->hello_done || !c->writer ||
+			    queue_pending(&K.input) < INPUT_MAX)
 				ev |= POLLIN;
 			if (queue_pending(&c->out) > 0)
 				ev |= POLLOUT;
@@ -371,8 +373,8 @@ serve(int qfd, int listen_fd)
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
 			ssize_t n = read(qfd, buf, sizeof buf);
 
-			if (n == 0 || (n < 0 && errno != EINTR &&
-			                  errno != EAGAIN))
+			if (n == 0 ||
+			    (n < 0 && errno != EINTR && errno != EAGAIN))
 				return; /* QEMU is gone */
 			if (n > 0)
 				guest_output(buf, (size_t)n);
@@ -387,7 +389,8 @@ serve(int qfd, int listen_fd)
 				K.clients[K.nclients++] =
 				    (struct client){.fd = fd};
 			} else if (fd >= 0) {
-				close(fd); /* can't happen: not polled when full */
+				close(fd); /* can't happen: not polled when full
+				            */
 			}
 		}
 		/* Clients, back to front: a drop moves the last one down. */
