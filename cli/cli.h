@@ -176,6 +176,7 @@ extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_console_entry;
 extern const struct cmd_entry cmd_gdb_entry;
+extern const struct cmd_entry cmd_rescue_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_images_entry;

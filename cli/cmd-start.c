@@ -32,6 +32,8 @@ static const struct cmd_opt cmd_start_opts[] = {
         "serve QEMU's gdbstub on a socket for this boot (vmux gdb NAME)"},
     {"paused", 0, NULL, 0,
         "with --gdb: the CPU waits for gdb's continue (returns at once)"},
+    {"no-agent", 0, NULL, 0,
+        "do not wait for the guest agent this boot (use vmux console)"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -143,6 +145,7 @@ cmd_start_exec(struct args *a)
 	o.persist_append = persist;
 	o.gdb = args_has(a, "gdb");
 	o.paused = args_has(a, "paused");
+	o.no_agent = args_has(a, "no-agent");
 	o.notice = cli_notice;
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);

@@ -27,6 +27,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_logs_entry,
     &cmd_console_entry,
     &cmd_gdb_entry,
+    &cmd_rescue_entry,
     &cmd_status_entry,
     &cmd_images_entry,
     &cmd_ping_entry,

@@ -23,7 +23,8 @@
  * route via 10.0.2.2 and DNS 10.0.2.3), and vmux.hosts=ADDR=NAME,... adds
  * the host-forwarded allowed names to /etc/hosts;
  * vmux.mounts=TAG:PATH:ro|rw,... mounts the host's shared folders (virtiofs)
- * once the workspace is up.
+ * once the workspace is up; vmux.rescue=ro|rw (vmux rescue) mounts the
+ * vmux-rescue disk at /sysroot as the agent's home.
  *
  * Disks are told apart by their virtio serial. vmux-root (vmux new --image)
  * is a root file system: init mounts it, moves /dev, /proc and /sys into
@@ -70,9 +71,12 @@
 static pid_t agent_pid = -1;
 static sigset_t init_sigs;
 static int workspace_mounted;
+static int rescue_mounted;     /* vmux.rescue: RESCUE_DIR is a disk */
+static const char *agent_home; /* the agent's --home, or NULL */
 
 #define ROOT_DIR       "/newroot"
 #define WORKSPACE_DIR  "/workspace"
+#define RESCUE_DIR     "/sysroot"
 #define WORKSPACE_WAIT 2000 /* ms for the disk node to appear */
 #define USER_CGROUP    "/sys/fs/cgroup/vmux-user"
 
@@ -697,22 +701,21 @@ workspace_mount(void)
 		return;
 	}
 	workspace_mounted = 1;
+	agent_home = WORKSPACE_DIR;
 	passwd_home();
 	say("workspace mounted (%lld ms)", uptime_ms() - t0);
 }
 
-/* Sync and unmount the workspace (all processes are gone by now). */
+/* Sync and unmount the disk at dir, called what (all processes are gone). */
 static void
-workspace_unmount(void)
+disk_unmount(const char *dir, const char *what)
 {
 	long long deadline = uptime_ms() + 1000;
 
-	if (!workspace_mounted)
-		return;
 	sync();
 	for (;;) { /* killed processes may still be letting go of files */
-		if (umount2(WORKSPACE_DIR, 0) == 0) {
-			say("workspace unmounted");
+		if (umount2(dir, 0) == 0) {
+			say("%s unmounted", what);
 			return;
 		}
 		if (errno != EBUSY || uptime_ms() >= deadline)
@@ -721,9 +724,43 @@ workspace_unmount(void)
 			;
 		usleep(20 * 1000);
 	}
-	say("workspace: umount: %s; remounting read-only", strerror(errno));
-	if (mount(NULL, WORKSPACE_DIR, NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
-		say("workspace: remount: %s", strerror(errno));
+	say("%s: umount: %s; remounting read-only", what, strerror(errno));
+	if (mount(NULL, dir, NULL, MS_REMOUNT | MS_RDONLY, NULL) < 0)
+		say("%s: remount: %s", what, strerror(errno));
+}
+
+/*
+ * With vmux.rescue=ro|rw (vmux rescue): mount the vmux-rescue disk, a
+ * stopped session's workspace or an image being repaired, at RESCUE_DIR
+ * (read-only unless rw, and then without replaying its journal, so looking
+ * changes nothing) and make it the agent's home. The root stays vmux's own
+ * initramfs: nothing of the disk runs.
+ */
+static void
+rescue_mount(void)
+{
+	char dev[32], v[8];
+	unsigned long flags = MS_NOATIME;
+	int rw;
+
+	if (cmdline_value("vmux.rescue", v, sizeof v) != 0)
+		return;
+	rw = strcmp(v, "rw") == 0;
+	if (disk_by_serial("vmux-rescue", dev, sizeof dev) < 0) {
+		say("rescue: no vmux-rescue disk");
+		return;
+	}
+	if (!rw)
+		flags |= MS_RDONLY;
+	mkdir(RESCUE_DIR, 0755);
+	if (mount(dev, RESCUE_DIR, "ext4", flags, rw ? NULL : "noload") < 0) {
+		say("rescue: mount %s: %s", dev, strerror(errno));
+		return;
+	}
+	rescue_mounted = 1;
+	agent_home = RESCUE_DIR;
+	say("rescue: %s mounted %s at %s", dev, rw ? "read-write" : "read-only",
+	    RESCUE_DIR);
 }
 
 /*
@@ -743,9 +780,9 @@ agent_start(void)
 
 	argv[argc++] = (char *)VMUX_GUEST_LOADER;
 	argv[argc++] = (char *)VMUX_AGENT_PATH;
-	if (workspace_mounted) {
+	if (agent_home != NULL) {
 		argv[argc++] = "--home";
-		argv[argc++] = (char *)WORKSPACE_DIR;
+		argv[argc++] = (char *)agent_home;
 	}
 	if (user_cgroup_ok) {
 		argv[argc++] = "--cgroup";
@@ -861,7 +898,10 @@ static void __attribute__((noreturn)) shutdown_now(int cmd)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	sync();
-	workspace_unmount();
+	if (workspace_mounted)
+		disk_unmount(WORKSPACE_DIR, "workspace");
+	if (rescue_mounted)
+		disk_unmount(RESCUE_DIR, "rescue disk");
 	reboot(cmd);
 	say("reboot: %s", strerror(errno));
 	for (;;)
@@ -928,6 +968,7 @@ main(void)
 	set_hostname();
 	loopback_up();
 	workspace_mount();
+	rescue_mount();
 	limits_setup();
 	net_up();
 	mounts_up();

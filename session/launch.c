@@ -266,11 +266,15 @@ launch_append(const struct session_record *r, const char *extra)
 	if (r->pids_max > 0)
 		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
 	/* the user's words last: the kernel and init take the last one */
-	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s vmux.hostname=%.63s%s%s%s%s",
+	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s%s vmux.hostname=%.63s%s%s%s%s",
 	    r->memory_mb - reserve, pids, r->read_only_root ? " vmux.ro=1" : "",
-	    net, fs, r->root_image != NULL ? " vmux.root=1" : "", r->name,
-	    r->append != NULL ? " " : "", r->append != NULL ? r->append : "",
-	    extra != NULL ? " " : "", extra != NULL ? extra : "");
+	    net, fs, r->root_image != NULL ? " vmux.root=1" : "",
+	    r->rescue_disk == NULL ? ""
+	        : r->rescue_rw     ? " vmux.rescue=rw"
+	                           : " vmux.rescue=ro",
+	    r->name, r->append != NULL ? " " : "",
+	    r->append != NULL ? r->append : "", extra != NULL ? " " : "",
+	    extra != NULL ? extra : "");
 	free(net);
 	free(fs);
 	return s;
@@ -459,6 +463,8 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
 	cfg.root_image = r->root_image;
+	cfg.rescue_disk = r->rescue_disk;
+	cfg.rescue_rw = r->rescue_rw;
 	netdev = net_netdev(r, limiter);
 	free(limiter);
 	cfg.netdev = netdev;
@@ -838,6 +844,16 @@ launch_workspace(
 	char *real;
 	int rc;
 
+	if (o->rescue_disk != NULL) { /* the disk is all it has */
+		if ((real = realpath(o->rescue_disk, NULL)) == NULL) {
+			xasprintf(
+			    cause, "%s: %s", o->rescue_disk, strerror(errno));
+			return -1;
+		}
+		r->rescue_disk = real;
+		r->rescue_rw = o->rescue_rw;
+		return record_save(r, cause);
+	}
 	if (o->workspace != NULL) {
 		if ((real = realpath(o->workspace, NULL)) == NULL) {
 			xasprintf(cause, "workspace %s: %s", o->workspace,
@@ -1022,7 +1038,8 @@ session_start(
 	free(r.stop_reason);
 	r.stop_reason = NULL;
 	r.qemu_pid = r.bridge_pid = 0;
-	if (o->persist_append) { /* kept from now on ("" forgets them) */
+	r.no_agent = o->no_agent; /* for this boot */
+	if (o->persist_append) {  /* kept from now on ("" forgets them) */
 		free(r.append);
 		r.append = o->append != NULL && *o->append != '\0'
 		    ? xstrdup(o->append)

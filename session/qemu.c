@@ -247,6 +247,17 @@ qemu_argv(const struct qemu_config *cfg)
 		free(e);
 	}
 
+	if (cfg->rescue_disk != NULL) {
+		e = qemu_escape(cfg->rescue_disk);
+		args_add(&a, "-drive");
+		args_add(&a, "file=%s,if=none,id=rescue0,format=raw%s", e,
+		    cfg->rescue_rw ? "" : ",readonly=on");
+		args_add(&a, "-device");
+		args_add(
+		    &a, "virtio-blk-device,drive=rescue0,serial=vmux-rescue");
+		free(e);
+	}
+
 	for (size_t i = 0; i < cfg->nfs; i++) {
 		e = qemu_escape(cfg->fs_socks[i]);
 		args_add(&a, "-chardev");

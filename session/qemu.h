@@ -24,13 +24,15 @@ struct qemu_config {
 	    *serial_sock;     /* the console keeper QEMU connects to, or NULL */
 	const char *gdb_sock; /* serve the gdbstub here, or NULL */
 	int paused;           /* with gdb_sock: start with the CPU stopped */
-	const char *qmp;      /* QMP unix socket path (server, nowait) */
-	const char *append;   /* extra kernel command line, may be NULL */
-	const char *workspace;  /* raw disk image for /workspace, or NULL */
-	const char *root_image; /* ext4 image for / (shared, read-only: the
-	                           guest's writes go to a throw-away layer) */
-	const char *netdev;     /* -netdev value of the NIC, or NULL: none */
-	char **fs_socks;        /* vhost-user-fs sockets (tags vmuxfsN) */
+	const char *rescue_disk; /* raw disk for vmux rescue (vmux-rescue) */
+	int rescue_rw;           /* ... writable; else QEMU refuses writes */
+	const char *qmp;         /* QMP unix socket path (server, nowait) */
+	const char *append;      /* extra kernel command line, may be NULL */
+	const char *workspace;   /* raw disk image for /workspace, or NULL */
+	const char *root_image;  /* ext4 image for / (shared, read-only: the
+	                            guest's writes go to a throw-away layer) */
+	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
+	char **fs_socks;         /* vhost-user-fs sockets (tags vmuxfsN) */
 	size_t nfs;
 };
 

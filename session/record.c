@@ -49,6 +49,7 @@ record_free(struct session_record *r)
 	free(r->console_log);
 	free(r->console_sock);
 	free(r->append);
+	free(r->rescue_disk);
 	free(r->qemu_log);
 	free(r->bridge_log);
 	free(r->qemu_bin);
@@ -225,6 +226,10 @@ record_to_json(const struct session_record *r)
 	if (r->no_agent)
 		cJSON_AddBoolToObject(o, "no_agent", 1);
 	add_str(o, "append", r->append);
+	if (r->rescue_disk != NULL) {
+		add_str(o, "rescue_disk", r->rescue_disk);
+		cJSON_AddBoolToObject(o, "rescue_rw", r->rescue_rw);
+	}
 	cJSON_AddNumberToObject(o, "mounts_mode", r->mounts_mode);
 	cJSON_AddNumberToObject(o, "pids_max", r->pids_max);
 	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
@@ -306,6 +311,7 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_str(o, "console_log", &r->console_log, 0, cause) != 0 ||
 	    get_str(o, "console_sock", &r->console_sock, 0, cause) != 0 ||
 	    get_str(o, "append", &r->append, 0, cause) != 0 ||
+	    get_str(o, "rescue_disk", &r->rescue_disk, 0, cause) != 0 ||
 	    get_str(o, "qemu_log", &r->qemu_log, 0, cause) != 0 ||
 	    get_str(o, "bridge_log", &r->bridge_log, 0, cause) != 0 ||
 	    get_str(o, "qemu_bin", &r->qemu_bin, 0, cause) != 0 ||
@@ -354,6 +360,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "read_only_root"));
 	r->no_agent =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "no_agent"));
+	r->rescue_rw =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rescue_rw"));
 	if (get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
 	    get_opt_int(o, "idle_s", 0, 1e9, &r->idle_s, cause) != 0)
 		goto fail;

@@ -148,9 +148,11 @@ struct session_record {
 	char *qemu_bin, *bridge_bin, *kernel, *initrd;
 	pid_t qemu_pid, bridge_pid; /* 0 when not (yet) started */
 	pid_t console_pid;          /* the console keeper; 0: none */
-	int no_agent;               /* --no-agent: the console is the way in */
-	char *append;               /* kept kernel command line words */
-	int64_t created;            /* seconds since the epoch */
+	int no_agent;      /* this boot is --no-agent: use the console */
+	char *append;      /* kept kernel command line words */
+	char *rescue_disk; /* vmux rescue: the disk at /sysroot, or NULL */
+	int rescue_rw;     /* ... attached writable */
+	int64_t created;   /* seconds since the epoch */
 	int cpus, memory_mb;
 	unsigned *allow_ports;
 	size_t nallow_ports;
@@ -373,9 +375,11 @@ struct launch_opts {
 	int lock_wait_ms;      /* start: wait this long for a busy lock */
 	const char *append;    /* --append: kernel words for this boot */
 	int persist_append;    /* --persist: and every boot after (new) */
-	int no_agent;          /* --no-agent: ready once QEMU runs (new) */
+	int no_agent;          /* --no-agent: ready once QEMU runs */
 	int gdb;               /* --gdb: QEMU's gdbstub at session_gdb_path */
 	int paused;            /* --paused: the CPU waits for gdb (with gdb) */
+	const char *rescue_disk; /* vmux rescue: attach this, no workspace */
+	int rescue_rw;
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };

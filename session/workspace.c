@@ -212,15 +212,22 @@ workspace_in_use(
 	if (session_list(home, &v, &n, cause) != 0)
 		return -1;
 	for (i = 0; i < n && !found; i++) {
-		if (!v[i].ok || v[i].rec.workspace == NULL ||
-		    (self != NULL && strcmp(v[i].name, self) == 0))
+		/* a session's own workspace, or the disk a rescue repairs */
+		const char *disks[2] = {
+		    v[i].rec.workspace, v[i].rec.rescue_disk};
+
+		if (!v[i].ok || (self != NULL && strcmp(v[i].name, self) == 0))
 			continue;
-		if (stat(v[i].rec.workspace, &st) == 0 &&
-		    st.st_dev == want.st_dev && st.st_ino == want.st_ino) {
-			xasprintf(cause,
-			    "workspace %s is in use by session '%s'", path,
-			    v[i].name);
-			found = 1;
+		for (size_t k = 0; k < 2 && !found; k++) {
+			if (disks[k] != NULL && stat(disks[k], &st) == 0 &&
+			    st.st_dev == want.st_dev &&
+			    st.st_ino == want.st_ino) {
+				xasprintf(cause,
+				    "%s %s is in use by session '%s'",
+				    k == 0 ? "workspace" : "disk", path,
+				    v[i].name);
+				found = 1;
+			}
 		}
 	}
 	session_list_free(v, n);

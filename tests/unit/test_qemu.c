@@ -189,6 +189,25 @@ TEST(gdbstub_and_paused)
 	argv_free(argv);
 }
 
+TEST(rescue_disk_read_only_unless_rw)
+{
+	struct qemu_config c = tcg_bridge;
+	char **argv;
+
+	c.rescue_disk = "/w/a,b.img";
+	argv = qemu_argv(&c);
+	CHECK(has_opt(argv, "-drive",
+	    "file=/w/a,,b.img,if=none,id=rescue0,format=raw,readonly=on"));
+	CHECK(has_opt(argv, "-device",
+	    "virtio-blk-device,drive=rescue0,serial=vmux-rescue"));
+	argv_free(argv);
+	c.rescue_rw = 1;
+	argv = qemu_argv(&c);
+	CHECK(has_opt(
+	    argv, "-drive", "file=/w/a,,b.img,if=none,id=rescue0,format=raw"));
+	argv_free(argv);
+}
+
 TEST(append_words_checked)
 {
 	char big[QEMU_APPEND_MAX + 2], *cause = NULL;
