@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-all: alone (it loads both cores itself)
 # 40-boot-under-load: 10 consecutive boots with both cores busy; each must
 # reach a working agent (new + exec) and be removed cleanly. Guards the
 # microvm/TCG TSC-calibration hang described in the guest-boot notes. Then,

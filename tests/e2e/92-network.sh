@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# run-all: alone (a network namespace and addresses of fixed names)
 # 92-network: no NIC by default; --net reaches an outside host (a network
 # namespace on a TEST-NET address, made and removed here) and no service on
 # the host's loopback by any address, even when the guest's root routes
