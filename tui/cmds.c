@@ -394,6 +394,13 @@ c_zoom(struct tui *t, int argc, char **argv)
 	tui_relayout(t);
 }
 
+/* console: the current session's serial console, or back to its shell. */
+static void
+c_console(struct tui *t, int argc, char **argv)
+{
+	tui_console_toggle(t);
+}
+
 /* toggle-sidebar: hide or show the sidebar. */
 static void
 c_toggle_sidebar(struct tui *t, int argc, char **argv)
@@ -704,6 +711,7 @@ static const struct tui_cmd tui_cmds[] = {
     {"choose-session", 0, c_choose_session},
     {"close-shell", 1, c_close_shell},
     {"command-prompt", 0, c_command_prompt},
+    {"console", 0, c_console},
     {"confirm-close-shell", 1, c_confirm_close_shell},
     {"confirm-remove-session", 1, c_confirm_remove_session},
     {"copy-mode", 0, c_copy_mode},

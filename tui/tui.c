@@ -70,6 +70,8 @@ tui_pane_by_id(struct tui *t, unsigned id)
 struct pane *
 tui_pane(struct tui *t)
 {
+	if (t->console_on)
+		return tui_find_pane(t, t->cur_session, CONSOLE_PANE);
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
@@ -158,6 +160,7 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	        (sh && (!t->cur_shell || strcmp(sh, t->cur_shell) != 0)));
 	if (changed) {
 		t->full_redraw = 1;
+		t->console_on = 0; /* another shell picked: the console goes */
 		if (t->copy.on)
 			copy_exit(t); /* copy mode belongs to the old pane */
 	}
@@ -287,6 +290,43 @@ open_after(struct tui *t, struct work *w)
 	    t->lay.pane.w, t->lay.pane.h));
 	t->full_redraw = 1;
 	model_refresh(t);
+}
+
+/*
+ * Show the current session's serial console in the main area, or go back
+ * to its shell (prefix C). The console's pane stays attached in the
+ * background, as a shell's does.
+ */
+void
+tui_console_toggle(struct tui *t)
+{
+	struct pane *p;
+
+	if (t->console_on) {
+		t->console_on = 0;
+	} else if (t->cur_session == NULL || t->opts.local != NULL) {
+		tui_message(t, 1, "no session selected");
+		return;
+	} else if (t->mode == MODE_GRID) {
+		tui_message(t, 1, "the console opens outside the grid");
+		return;
+	} else {
+		p = tui_find_pane(t, t->cur_session, CONSOLE_PANE);
+		if (p == NULL || p->state == PANE_FAILED) {
+			if (p == NULL)
+				p = tui_add_pane(t, &console_source,
+				    t->cur_session, CONSOLE_PANE, t->lay.pane.w,
+				    t->lay.pane.h);
+			pane_start(p);
+		}
+		t->console_on = 1;
+	}
+	if ((p = tui_pane(t)) != NULL) {
+		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
+		pane_mark_all(p);
+	}
+	t->full_redraw = 1;
+	draw_schedule(t);
 }
 
 /* Open a new shell in session (on the thread pool). */

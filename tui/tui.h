@@ -330,16 +330,19 @@ struct pane_source {
 	void (*stop)(struct pane *);
 	void (*resume)(struct pane *);
 };
-extern const struct pane_source shell_source; /* shell.c: attach stream */
-extern const struct pane_source local_source; /* local.c: a host PTY */
+extern const struct pane_source shell_source;   /* shell.c: attach stream */
+extern const struct pane_source local_source;   /* local.c: a host PTY */
+extern const struct pane_source console_source; /* console.c: ttyS0 */
+#define CONSOLE_PANE "[console]" /* its shell_id: no shell can be named so */
 
 struct pane {
 	struct tui *tui;
 	unsigned id; /* for jobs that finish after the pane is gone */
 	const struct pane_source *src;
 	char *session, *shell_id;
-	char *command; /* local_source: the command */
-	int grid;      /* a grid tile: never resizes the PTY */
+	char *command;  /* local_source: the command */
+	int console_rw; /* console_source: it holds the keyboard */
+	int grid;       /* a grid tile: never resizes the PTY */
 	VTerm *vt;
 	VTermScreen *vs;
 	int rows, cols; /* the PTY's size as the VTerm has it */
@@ -611,6 +614,7 @@ struct tui {
 	int cols, rows;
 	struct layout lay;
 	int zoomed, sidebar_on;
+	int console_on; /* the main area shows cur_session's console */
 	int mode;
 	int prev_mode; /* before the prefix key */
 	int quit, quit_status;
@@ -673,6 +677,7 @@ struct pane *tui_pane_by_id(struct tui *, unsigned id);
 void tui_select(struct tui *, const char *session, const char *shell);
 void tui_relayout(struct tui *);
 void tui_open_shell(struct tui *, const char *session);
+void tui_console_toggle(struct tui *);
 void tui_sidebar_rows(struct tui *, int *n);
 void tui_sidebar_pick(struct tui *, int row);
 void tui_drain_start(struct tui *);

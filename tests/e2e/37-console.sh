@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # 37-console: a guest debugged without its agent, on real guests. The
-# serial console (vmux console): the boot replayed on attach, a shell
-# typed into when the guest has no agent (new --no-agent --append
-# rdinit=/bin/sh), one keyboard (a second writer is refused, a read-only
+# serial console (vmux console, and the TUI's prefix C): the boot replayed
+# on attach, a shell typed into when the guest has no agent (new --no-agent
+# --append rdinit=/bin/sh), one keyboard (a second writer is refused, a read-only
 # watcher sees everything and types nothing), a keeper that shrugs off a
 # reader speaking nonsense, and a stopped session's console refused. Boot
-# controls: --append for one boot or kept with --persist, vmux.* words and
+# controls (and the TUI's console pane): --append for one boot or kept with --persist, vmux.* words and
 # flag mistakes refused before anything is made, --gdb --paused (gdb reads
 # the CPU at the reset vector; detaching lets the guest boot on).
 source "$(dirname "$0")/lib.sh"
@@ -71,6 +71,23 @@ t_keeper_shrugs_off_nonsense() {
 	wait_on w3 '^still-9' 10 || return 1
 }
 
+t_tui_console() {
+	# the keyboard is free once the terminals above detach
+	tm send-keys -t w2 C-]
+	tm send-keys -t w3 C-]
+	wait_on w2 'detached from the console of cs-2' 10 || return 1
+	tm new-session -d -s tui -x 100 -y 30 "$VMUX tui cs-2"
+	wait_on tui 'SESSIONS' 20 || return 1
+	tm send-keys -t tui C-b C
+	wait_on tui 'cs-2:\[console\] live' 20 || return 1
+	wait_on tui '│sum-42' 10 || return 1 # the ring: typed before it came
+	type_line 'echo tui-$((5*5))' tui
+	wait_on tui '│tui-25' 30 || return 1
+	tm send-keys -t tui C-b C
+	wait_on tui '^ cs-2 ' 10 || return 1
+	tm send-keys -t tui C-b d
+}
+
 t_append_for_one_boot() {
 	local out
 	expect_match "this boot" "$(vmux exec cs-1 -- cat /proc/cmdline)" ' cstest=one( |$)' || return 1
@@ -134,6 +151,7 @@ check "the console replays the boot to a late reader, Ctrl-] detaches" t_boot_re
 check "--no-agent: exec says to use the console, a shell is typed into there" t_no_agent_shell
 check "one keyboard: a second writer refused, a watcher sees all and types nothing" t_one_keyboard
 check "the keeper drops a reader speaking nonsense and serves on" t_keeper_shrugs_off_nonsense
+check "the TUI: prefix C shows the console (typed into), again goes back" t_tui_console
 check "--append for one boot; --persist keeps it; '' --persist forgets" t_append_for_one_boot
 check "vmux.* words, control bytes and flag mistakes refused, nothing made" t_boot_flags_refused
 check "--gdb --paused: gdb sees the reset vector; detached, the guest boots" t_gdb_paused
