@@ -51,54 +51,90 @@ const struct cmd_entry cmd_console_entry = {
 /* The loop's end. */
 enum console_end { END_DETACH, END_GONE, END_STDIN, END_SIGNAL };
 
+#define KEYS_MAX 65536 /* keys the guest has not taken yet */
+
 /*
- * Copy between the terminal and the console until one of them ends. With
- * rw 0 keys are read (for the detach key) and dropped.
+ * Copy between the terminal and the console until one of them ends. Keys
+ * go out through a bounded queue on a non-blocking socket: a guest that
+ * does not read its console (none does until a getty or shell runs) fills
+ * it, and then a pipe on stdin waits while a terminal's keys are dropped,
+ * so the detach key and the output always get through. With rw 0 keys are
+ * read (for the detach key) and dropped. *sig is the signal that ended it.
  */
 static enum console_end
-console_loop(int sock, int rw, int key, int sig_fd)
+console_loop(int sock, int rw, int key, int sig_fd, int tty, int *sig)
 {
-	struct pollfd p[3] = {
-	    {STDIN_FILENO, POLLIN, 0}, {sock, POLLIN, 0}, {sig_fd, POLLIN, 0}};
+	static uint8_t keys[KEYS_MAX];
+	size_t nkeys = 0;
 	uint8_t buf[16384];
+	int eof = 0; /* stdin ended: detach once its keys are sent ... */
+	uint64_t give_up = 0; /* ... or the guest has not taken them by then */
 
+	set_nonblock(sock, 1);
 	for (;;) {
+		struct pollfd p[3] = {
+		    {eof ? -1 : STDIN_FILENO,
+		        tty || nkeys < sizeof keys ? POLLIN : 0, 0},
+		    {sock, (short)(POLLIN | (nkeys > 0 ? POLLOUT : 0)), 0},
+		    {sig_fd, POLLIN, 0}};
 		ssize_t n;
 
-		if (poll(p, 3, -1) < 0) {
+		if (eof && mono_ms() >= give_up)
+			return END_STDIN;
+		if (poll(p, 3, eof ? 100 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return END_GONE;
 		}
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			n = read(sock, buf, sizeof buf);
-			if (n <= 0 && !(n < 0 && errno == EINTR))
+			if (n == 0 ||
+			    (n < 0 && errno != EINTR && errno != EAGAIN))
 				return END_GONE;
 			if (n > 0 &&
 			    write_all(STDOUT_FILENO, buf, (size_t)n) < 0)
 				return END_STDIN; /* our terminal is gone */
 		}
+		if ((p[1].revents & POLLOUT) && nkeys > 0) {
+			n = write(sock, keys, nkeys);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return END_GONE;
+			if (n > 0) {
+				memmove(keys, keys + n, nkeys - (size_t)n);
+				nkeys -= (size_t)n;
+			}
+		}
 		if (p[2].revents & POLLIN) {
-			int sig = sigpipe_next(sig_fd);
+			int s = sigpipe_next(sig_fd);
 
-			if (sig == SIGTERM || sig == SIGHUP || sig == SIGINT)
+			if (s == SIGTERM || s == SIGHUP || s == SIGINT) {
+				*sig = s;
 				return END_SIGNAL;
+			}
 		}
 		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			size_t send;
+			size_t send, room = sizeof keys - nkeys;
 			int found;
 
 			n = read(STDIN_FILENO, buf, sizeof buf);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0)
-				return END_STDIN;
+			if (n <= 0) {
+				eof = 1;
+				give_up = mono_ms() + 5000;
+				n = 0;
+			}
 			send = detach_scan(buf, (size_t)n, key, &found);
-			if (rw && send > 0 && write_all(sock, buf, send) < 0)
-				return END_GONE;
+			if (rw) { /* past the queue's room: dropped (a tty) */
+				memcpy(keys + nkeys, buf,
+				    send < room ? send : room);
+				nkeys += send < room ? send : room;
+			}
 			if (found)
 				return END_DETACH;
 		}
+		if (eof && nkeys == 0)
+			return END_STDIN;
 	}
 }
 
@@ -110,7 +146,7 @@ cmd_console_exec(struct args *a)
 	struct session_record r;
 	char *cause = NULL, kname[16];
 	int key = DETACH_KEY_DEFAULT, tty = isatty(STDIN_FILENO), rw = 0;
-	int want_rw = !args_has(a, "read-only"), sock, sig_fd, rc;
+	int want_rw = !args_has(a, "read-only"), sock, sig_fd, rc, sig = 0;
 	enum console_end end;
 
 	if ((ks != NULL && detach_key_parse(ks, &key, &cause) != 0) ||
@@ -154,7 +190,7 @@ cmd_console_exec(struct args *a)
 		record_free(&r);
 		return EXIT_VMUX;
 	}
-	end = console_loop(sock, rw, key, sig_fd);
+	end = console_loop(sock, rw, key, sig_fd, tty, &sig);
 	close(sock);
 	if (tty)
 		term_restore();
@@ -166,13 +202,22 @@ cmd_console_exec(struct args *a)
 		    tty ? "\n" : "", r.name);
 		break;
 	case END_GONE:
-		fprintf(stderr, "%s[the console of %s ended: the VM stopped]\n",
-		    tty ? "\n" : "", r.name);
+		if (session_qemu_alive(&r)) { /* the keeper let us go */
+			fprintf(stderr,
+			    "%s[the console of %s dropped this terminal: it "
+			    "fell too far behind; attach again]\n",
+			    tty ? "\n" : "", r.name);
+			rc = EXIT_VMUX;
+		} else {
+			fprintf(stderr,
+			    "%s[the console of %s ended: the VM stopped]\n",
+			    tty ? "\n" : "", r.name);
+		}
 		break;
 	case END_SIGNAL:
-		fprintf(stderr, "%s[detached from the console of %s: signal]\n",
-		    tty ? "\n" : "", r.name);
-		rc = EXIT_VMUX;
+		fprintf(stderr, "%s[detached from the console of %s: %s]\n",
+		    tty ? "\n" : "", r.name, strsignal(sig));
+		rc = 128 + sig;
 		break;
 	}
 	record_free(&r);

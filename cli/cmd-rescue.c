@@ -115,11 +115,13 @@ rescue_shell(const char *name)
 
 /*
  * What to rescue: the workspace of stopped session what (its lock taken
- * into *lock), or the ext4 image at path what. Fills *disk (free it).
+ * into *lock), or the ext4 image at path what (writable if rw). Fills
+ * *disk (free it).
  * 0, or EXIT_VMUX after saying why.
  */
 static int
-rescue_target(const char *home, const char *what, char **disk, int *lock)
+rescue_target(
+    const char *home, const char *what, int rw, char **disk, int *lock)
 {
 	struct session_record r;
 	char *cause = NULL, *dir;
@@ -135,7 +137,7 @@ rescue_target(const char *home, const char *what, char **disk, int *lock)
 			cli_error("no session or disk image '%s'", what);
 			return EXIT_VMUX;
 		}
-		if (workspace_check(what, &cause) != 0 ||
+		if (workspace_check_mode(what, rw, &cause) != 0 ||
 		    workspace_in_use(home, what, NULL, &cause) != 0) {
 			cli_error("%s", cause);
 			free(cause);
@@ -160,7 +162,7 @@ rescue_target(const char *home, const char *what, char **disk, int *lock)
 		    what, what);
 	} else if (r.workspace == NULL) {
 		cli_error("session '%s' has no workspace to rescue", what);
-	} else if (workspace_check(r.workspace, &cause) != 0 ||
+	} else if (workspace_check_mode(r.workspace, rw, &cause) != 0 ||
 	    workspace_in_use(home, r.workspace, what, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
@@ -187,7 +189,7 @@ cmd_rescue_exec(struct args *a)
 
 	if ((home = cli_home()) == NULL)
 		return EXIT_VMUX;
-	if ((rc = rescue_target(home, what, &disk, &lock)) != 0) {
+	if ((rc = rescue_target(home, what, rw, &disk, &lock)) != 0) {
 		free(home);
 		return rc;
 	}
@@ -221,7 +223,16 @@ cmd_rescue_exec(struct args *a)
 	signal(SIGHUP, SIG_IGN);
 	rc = rescue_shell(name);
 	/* powered off cleanly first: vmux-init syncs and unmounts the disk */
-	if (session_halt(home, name, "rescue", 0, NULL, &cause) < 0) {
+	switch (session_halt(home, name, "rescue", 0, cli_notice, &cause)) {
+	case 0:
+		break;
+	case 1: /* it had to be killed: say what that may cost */
+		if (rw)
+			cli_error("%s did not power off cleanly: check %s "
+			          "(e2fsck -n) before booting from it",
+			    name, disk);
+		break;
+	default:
 		cli_error("stopping %s: %s", name, cause);
 		free(cause);
 		cause = NULL;

@@ -168,8 +168,19 @@ console_attach(
 		return -1;
 	}
 	memcpy(sa.sun_path, r->console_sock, strlen(r->console_sock) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+	/* non-blocking: a keeper whose backlog is full is waited for only
+	 * until the deadline (a Unix socket says EAGAIN, not EINPROGRESS) */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	while (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+		if ((errno != EAGAIN && errno != EINTR) ||
+		    mono_ms() >= deadline) {
+			close(fd);
+			fd = -1;
+			break;
+		}
+		poll(NULL, 0, 10);
+	}
+	if (fd < 0 || set_nonblock(fd, 0) != 0 ||
 	    write_all(fd, hello, strlen(hello)) != (ssize_t)strlen(hello)) {
 		xasprintf(cause, "cannot reach the console of '%s': %s",
 		    r->name, strerror(errno));

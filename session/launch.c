@@ -265,7 +265,9 @@ launch_append(const struct session_record *r, const char *extra)
 
 	if (r->pids_max > 0)
 		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
-	/* the user's words last: the kernel and init take the last one */
+	/* the user's words last: vmux-init takes the first vmux.* word (these,
+	 * and qemu_append_valid refuses the user's); the kernel the last of
+	 * its own */
 	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s%s vmux.hostname=%.63s%s%s%s%s",
 	    r->memory_mb - reserve, pids, r->read_only_root ? " vmux.ro=1" : "",
 	    net, fs, r->root_image != NULL ? " vmux.root=1" : "",
@@ -475,9 +477,9 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 		cfg.fs_socks[i] = fs_sock_path(r, i);
 	append = launch_append(r, o->persist_append ? NULL : o->append);
 	cfg.append = append;
+	gdb = session_gdb_path(r);
+	unlink(gdb); /* an earlier boot's stub: vmux gdb must not see it */
 	if (o->gdb) {
-		gdb = session_gdb_path(r);
-		unlink(gdb);
 		cfg.gdb_sock = gdb;
 		cfg.paused = o->paused;
 	}
@@ -1009,6 +1011,16 @@ session_start(
 		    session_state(&r));
 		goto out;
 	}
+	if (r.rescue_disk != NULL) { /* its vmux rescue was killed */
+		xasprintf(cause,
+		    "'%s' was a vmux rescue of %s and is not started again: "
+		    "remove it (vmux rm %s)",
+		    r.name, r.rescue_disk, r.name);
+		goto out;
+	}
+	if (r.workspace != NULL &&
+	    workspace_in_use(o->home, r.workspace, r.name, cause) != 0)
+		goto out;
 	/* A bridge left over from a crash would hold the sockets. */
 	if (!r.vsock_kernel)
 		proc_terminate(r.bridge_pid, r.vsock_uds, 1000);

@@ -314,6 +314,7 @@ char *mkfs_find(char **cause);
 int run_quiet(char *const argv[], char **cause);
 int workspace_create(const char *path, int64_t size_mb, char **cause);
 int workspace_check(const char *path, char **cause);
+int workspace_check_mode(const char *path, int writable, char **cause);
 int workspace_in_use(
     const char *home, const char *path, const char *self, char **cause);
 char *workspace_keep(

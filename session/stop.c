@@ -239,7 +239,9 @@ session_stop(const struct session_record *r, int force, int power_ms)
 	if (power_ms <= 0)
 		power_ms = STOP_POWER_MS;
 
-	if (session_qemu_alive(r) && !force && !r->no_agent) {
+	/* --no-agent only skipped the boot's wait: an agent that runs
+	 * still powers off cleanly (none fails fast) */
+	if (session_qemu_alive(r) && !force) {
 		struct vsock_target t;
 		cJSON *req = cJSON_CreateObject(), *reply;
 		char *why = NULL;

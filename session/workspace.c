@@ -161,16 +161,17 @@ workspace_create(const char *path, int64_t size_mb, char **cause)
 
 /*
  * Check an existing image given with --workspace: a regular file we can
- * read and write that holds an ext2/3/4 file system. 0 or -1 with cause.
+ * read (and write, when writable) that holds an ext2/3/4 file system. 0 or
+ * -1 with cause.
  */
 int
-workspace_check(const char *path, char **cause)
+workspace_check_mode(const char *path, int writable, char **cause)
 {
 	unsigned char magic[2];
 	struct stat st;
 	int fd;
 
-	fd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY);
+	fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		xasprintf(cause, "workspace %s: %s", path, strerror(errno));
 		return -1;
@@ -191,6 +192,13 @@ workspace_check(const char *path, char **cause)
 	}
 	close(fd);
 	return 0;
+}
+
+/* workspace_check_mode for a disk the guest will write. */
+int
+workspace_check(const char *path, char **cause)
+{
+	return workspace_check_mode(path, 1, cause);
 }
 
 /*

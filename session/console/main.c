@@ -22,7 +22,9 @@
  * attach again and gets the ring), so a stalled `vmux console` never stops
  * the guest's console, the log or the other readers. Input waiting for the
  * guest is bounded too (the writer's socket is not read while INPUT_MAX is
- * queued).
+ * queued, and what a writer leaves untaken goes with it). A reader that
+ * has not said hello within HELLO_WAIT_MS is dropped, so silent
+ * connections cannot take every slot.
  *
  * Ready means both sockets are bound: they are bound at NAME.part and
  * renamed, CLIENT_SOCK first, QEMU_SOCK last, which vmux waits for. The
@@ -50,8 +52,9 @@
 #define CLIENT_MAX     (1024 * 1024) /* a reader this far behind is dropped */
 #define INPUT_MAX      (64 * 1024)   /* the writer's bytes not yet taken */
 #define MAX_CLIENTS    64
-#define HELLO_MAX      64  /* "console rw\n" and some slack */
-#define CONNECT_WAIT_S 120 /* for QEMU's connection */
+#define HELLO_MAX      64   /* "console rw\n" and some slack */
+#define CONNECT_WAIT_S 120  /* for QEMU's connection */
+#define HELLO_WAIT_MS  5000 /* a reader says what it wants by then */
 
 /* A queue of bytes (a reader's pending output, the writer's input). */
 struct queue {
@@ -67,6 +70,7 @@ struct client {
 	int busy;       /* was told "busy": dropped once that is written */
 	char hello[HELLO_MAX];
 	size_t hello_len;
+	uint64_t since;   /* mono_ms it connected (for HELLO_WAIT_MS) */
 	struct queue out; /* bytes not yet written to it */
 };
 
@@ -77,6 +81,7 @@ static struct {
 	size_t nclients;
 	struct queue input; /* the writer's bytes for the guest */
 	const char *client_path;
+	int sig_pipe[2]; /* on_stop's byte: poll wakes for a stop signal */
 } K;
 
 static volatile sig_atomic_t stopping;
@@ -100,8 +105,14 @@ die(int status, const char *fmt, ...)
 static void
 on_stop(int sig)
 {
+	int saved = errno;
+
 	(void)sig;
 	stopping = 1;
+	if (write(K.sig_pipe[1], "", 1) < 0) {
+		/* full: a wake-up is pending already */
+	}
+	errno = saved;
 }
 
 /* Append n bytes to q (the caller has checked its bound). */
@@ -195,6 +206,8 @@ client_drop(size_t i)
 
 	close(c->fd);
 	free(c->out.buf);
+	if (c->writer) /* its keys not yet taken go with it */
+		K.input.off = K.input.len = 0;
 	K.clients[i] = K.clients[--K.nclients];
 }
 
@@ -339,12 +352,13 @@ qemu_accept(int qlisten)
 static void
 serve(int qfd, int listen_fd)
 {
-	struct pollfd p[MAX_CLIENTS + 2];
+	struct pollfd p[MAX_CLIENTS + 3];
 	char buf[16384];
 
 	while (!stopping) {
 		size_t i, np = 0;
-		int r;
+		int r, timeout = -1;
+		uint64_t now = mono_ms();
 
 		p[np++] = (struct pollfd){qfd,
 		    (short)(POLLIN |
@@ -352,9 +366,18 @@ serve(int qfd, int listen_fd)
 		    0};
 		p[np++] = (struct pollfd){
 		    listen_fd, K.nclients < MAX_CLIENTS ? POLLIN : 0, 0};
+		p[np++] = (struct pollfd){K.sig_pipe[0], POLLIN, 0};
 		for (i = 0; i < K.nclients; i++) {
 			struct client *c = &K.clients[i];
 			short ev = 0;
+
+			if (!c->hello_done) { /* wake when its time is up */
+				uint64_t left = c->since + HELLO_WAIT_MS > now
+				    ? c->since + HELLO_WAIT_MS - now
+				    : 0;
+				if (timeout < 0 || (int)left < timeout)
+					timeout = (int)left;
+			}
 
 			/* the writer is not read while its input is queued */
 			if (!c->hello_done || !c->writer ||
@@ -364,7 +387,7 @@ serve(int qfd, int listen_fd)
 				ev |= POLLOUT;
 			p[np++] = (struct pollfd){c->fd, ev, 0};
 		}
-		r = poll(p, np, -1);
+		r = poll(p, np, timeout);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -387,21 +410,24 @@ serve(int qfd, int listen_fd)
 
 			if (fd >= 0 && K.nclients < MAX_CLIENTS) {
 				K.clients[K.nclients++] =
-				    (struct client){.fd = fd};
+				    (struct client){.fd = fd, .since = now};
 			} else if (fd >= 0) {
 				close(fd); /* can't happen: not polled when full
 				            */
 			}
 		}
 		/* Clients, back to front: a drop moves the last one down. */
-		for (i = np - 2; i-- > 0;) {
+		for (i = np - 3; i-- > 0;) {
 			struct client *c = &K.clients[i];
-			short re = p[i + 2].revents;
+			short re = p[i + 3].revents;
 			int gone = 0;
 
-			if (i >= K.nclients || p[i + 2].fd != c->fd)
+			if (i >= K.nclients || p[i + 3].fd != c->fd)
 				continue; /* dropped while output was copied */
-			if (re & POLLOUT)
+			if (!c->hello_done &&
+			    mono_ms() >= c->since + HELLO_WAIT_MS)
+				gone = 1; /* silent: its slot is for others */
+			if (!gone && (re & POLLOUT))
 				gone = queue_flush(&c->out, c->fd) < 0;
 			if (!gone && (re & (POLLIN | POLLHUP | POLLERR)))
 				gone = c->hello_done ? client_input(c) < 0
@@ -425,6 +451,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: vmux-console QEMU_SOCK CLIENT_SOCK\n");
 		return 2;
 	}
+	if (pipe2(K.sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+		die(1, "pipe: %s", strerror(errno));
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);

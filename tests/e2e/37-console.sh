@@ -71,6 +71,26 @@ t_keeper_shrugs_off_nonsense() {
 	wait_on w3 '^still-9' 10 || return 1
 }
 
+t_silent_readers_dropped() {
+	local i
+	# 64 connections that never say hello take every slot, for 5 s only
+	for i in $(seq 64); do
+		sleep 30 | socat - UNIX-CONNECT:"$console_sock" >/dev/null 2>&1 &
+		bg_track $!
+	done
+	wait_for 25 sh -c "'$VMUX' console -r cs-2 </dev/null >/dev/null 2>&1" ||
+		fail "the silent connections kept the console from its readers"
+}
+
+t_unread_keys_never_hang() {
+	local rc
+	# nothing reads cs-1's ttyS0: the keys fill the queue, the end of input
+	# still detaches (at most 5 s later) and nothing hangs
+	head -c 400000 /dev/zero | timeout 60 "$VMUX" console cs-1 >/dev/null 2>&1
+	rc=$?
+	expect_eq "status" $rc 0 || return 1
+}
+
 t_tui_console() {
 	# the keyboard is free once the terminals above detach
 	tm send-keys -t w2 C-]
@@ -137,6 +157,22 @@ t_gdb_paused() {
 	wait_for 60 vmux exec cs-3 -- true || fail "cs-3 never booted after gdb detached"
 }
 
+t_no_agent_is_per_boot() {
+	local out
+	# --no-agent skips the boot's wait only: the agent still powers off
+	vmux restart cs-3 --no-agent >/dev/null || return 1
+	out=$(vmux exec cs-3 -- true 2>&1)
+	expect_eq "exec this boot" $? 125 || return 1
+	# (a stop while it still boots has no agent to ask yet)
+	wait_for 60 sh -c "'$VMUX' logs cs-3 | tail -n 3 | grep -q 'listening on vsock'" ||
+		fail "cs-3's agent never started" || return 1
+	expect_status 0 vmux stop cs-3 || return 1
+	expect_match "clean power-off" "$(vmux logs cs-3 | tail -n 5)" 'vmux-init: workspace unmounted' || return 1
+	vmux start cs-3 >/dev/null || return 1
+	expect_eq "the next boot waits for the agent" "$(session_field cs-3 agent)" true || return 1
+	vmux exec cs-3 -- true || fail "exec after a plain start"
+}
+
 t_stopped_console() {
 	local out
 	vmux stop cs-2 >/dev/null 2>&1
@@ -151,8 +187,11 @@ check "the console replays the boot to a late reader, Ctrl-] detaches" t_boot_re
 check "--no-agent: exec says to use the console, a shell is typed into there" t_no_agent_shell
 check "one keyboard: a second writer refused, a watcher sees all and types nothing" t_one_keyboard
 check "the keeper drops a reader speaking nonsense and serves on" t_keeper_shrugs_off_nonsense
+check "readers that never say hello are dropped after 5 s" t_silent_readers_dropped
+check "keys the guest never reads do not hang vmux console" t_unread_keys_never_hang
 check "the TUI: prefix C shows the console (typed into), again goes back" t_tui_console
 check "--append for one boot; --persist keeps it; '' --persist forgets" t_append_for_one_boot
 check "vmux.* words, control bytes and flag mistakes refused, nothing made" t_boot_flags_refused
 check "--gdb --paused: gdb sees the reset vector; detached, the guest boots" t_gdb_paused
+check "--no-agent is for one boot; stop still powers off cleanly" t_no_agent_is_per_boot
 check "a stopped session's console is refused and its keeper gone" t_stopped_console

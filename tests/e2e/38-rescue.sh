@@ -73,9 +73,28 @@ t_disk_in_use() {
 	return 0
 }
 
+t_killed_rescue() {
+	local out
+	vmux stop rb >/dev/null || return 1
+	tm new-session -d -s r2 -x 100 -y 30 "$VMUX rescue rb --rw; sleep 60"
+	wait_on r2 '^/sysroot #' 60 || return 1
+	pkill -9 -f -- "$VMUX rescue rb --rw" || return 1
+	vmux stop rescue-rb >/dev/null 2>&1
+	out=$(vmux start rescue-rb 2>&1)
+	expect_eq "leftover start status" $? 125 || return 1
+	expect_match "leftover" "$out" "'rescue-rb' was a vmux rescue of .*: remove it \(vmux rm rescue-rb\)" || return 1
+	out=$(vmux start rb 2>&1)
+	expect_eq "rb start status" $? 125 || return 1
+	expect_match "rb's disk" "$out" "is in use by session 'rescue-rb'" || return 1
+	vmux rm -f rescue-rb >/dev/null || return 1
+	vmux start rb >/dev/null || return 1
+	expect_eq "the work" "$(vmux exec rb -- cat /workspace/keep)" precious || return 1
+}
+
 check "a running session or a missing target is refused" t_running_refused
 check "a boot that panics: the console log says why" t_broken_boot_seen
 check "rescue: the workspace read-only at /sysroot, then nothing booted" t_rescue_read_only
 check "rescue --rw fixes it; the session boots with its work" t_fix_and_boot
 check "an ext4 image file rescued: read, fixed, read back on the host" t_disk_image
 check "a disk open in a rescue is taken by no session" t_disk_in_use
+check "a killed rescue's leftover is never started; it holds the disk until removed" t_killed_rescue
