@@ -8,7 +8,7 @@
 #   FUZZ_fuzz_NAME_ARGS          extra libFuzzer flags
 #
 #   make fuzz         run every target FUZZ_TIME seconds (default 600)
-#   make fuzz-smoke   run every target FUZZ_SMOKE_TIME seconds (default 10),
+#   make fuzz-smoke   run every target FUZZ_SMOKE_TIME seconds (default 6),
 #                     ending with "fuzz-smoke: N passed, N failed"
 #   make fuzz-build   just build them
 #
@@ -19,7 +19,7 @@
 
 FUZZ_CC         ?= clang
 FUZZ_TIME       ?= 600
-FUZZ_SMOKE_TIME ?= 10
+FUZZ_SMOKE_TIME ?= 6
 FUZZ_SAN         = -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
                    -fno-sanitize-recover=undefined
 FUZZ_CFLAGS      = $(filter-out -MMD -MP,$(ALL_CFLAGS)) -O1 -g $(FUZZ_SAN)

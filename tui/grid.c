@@ -1,9 +1,14 @@
 /*
- * grid.c: the teacher's grid (prefix w, `vmux tui --grid`): every running
- * session's current shell tiled live on one screen. Each tile is its own
- * read-only attachment at the shell's real size (the guest's PTY is never
- * resized), cropped to the tile around the cursor so the most recent rows
- * show. Arrows move, Enter opens the shell full size, / filters by name.
+ * grid.c: the teacher's wall (prefix w, `vmux tui --grid`): every session
+ * the TUI shows (tui -l narrows them) has a tile. A session with a shell
+ * shows its current shell live: a read-only attachment at the shell's real
+ * size (the guest's PTY is never resized), cropped to the tile around the
+ * cursor so the most recent rows show. A session with no shell yet, or not
+ * running, shows its state and what Enter does, so a student who has not
+ * opened a shell is not invisible. Each title says how long the shell has
+ * been quiet and the last `vmux check`. Arrows move, Enter opens (a shell
+ * when there is none), / filters by name, o sorts by name, activity or
+ * check result.
  *
  * The TUI owns the tiles (t->tiles); grid_close frees them.
  */
@@ -16,6 +21,44 @@
 #include "tui.h"
 
 #define ACTIVE_MS 2000 /* output this recent marks a tile active */
+
+/* A tile with no shell to show: no attachment, state and help drawn. */
+static int
+none_start(struct pane *p, char **cause)
+{
+	(void)cause;
+	p->state = PANE_LIVE;
+	return 0;
+}
+static void
+none_write(struct pane *p, const void *b, size_t n)
+{
+	(void)p;
+	(void)b;
+	(void)n;
+}
+static void
+none_resize(struct pane *p, int cols, int rows)
+{
+	(void)p;
+	(void)cols;
+	(void)rows;
+}
+static void
+none_stop(struct pane *p)
+{
+	(void)p;
+}
+static const struct pane_source none_source = {
+    .name = "none",
+    .start = none_start,
+    .write = none_write,
+    .resize = none_resize,
+    .stop = none_stop,
+    .resume = none_stop,
+};
+
+static const char *const sort_names[] = {"name", "activity", "check"};
 
 /* The shell a session shows in the grid: the selected one, or the first
  * running. */
@@ -39,31 +82,76 @@ grid_wants(struct tui *t, const char *name)
 	    strstr(name, t->grid_filter) != NULL;
 }
 
-/* Match the tiles to the model: one per running session with a shell. */
+/* The model's session of tile p, or NULL. */
+static struct msession *
+tile_session(struct tui *t, const struct pane *p)
+{
+	return model_session(&t->model, p->session);
+}
+
+/* Sort order of tiles (t->grid_sort): name, newest output, check result. */
+static struct tui *sort_tui; /* qsort has no argument: the loop's TUI */
+static int
+tile_cmp(const void *a, const void *b)
+{
+	const struct pane *p = *(struct pane *const *)a,
+	                  *q = *(struct pane *const *)b;
+	struct msession *s = tile_session(sort_tui, p),
+	                *r = tile_session(sort_tui, q);
+	int ks, kr;
+
+	switch (sort_tui->grid_sort) {
+	case 1: /* the most recent output first, tiles with none last */
+		if (p->activity_ms != q->activity_ms)
+			return p->activity_ms > q->activity_ms ? -1 : 1;
+		break;
+	case 2: /* failed, then passed, then never checked */
+		ks = s == NULL || s->check == NULL ? 2 : !s->check_failed;
+		kr = r == NULL || r->check == NULL ? 2 : !r->check_failed;
+		if (ks != kr)
+			return ks - kr;
+		break;
+	}
+	if (s != NULL && r != NULL) /* the sidebar's order: group, name */
+		return s < r ? -1 : s > r;
+	return strcmp(p->session, q->session);
+}
+
+/*
+ * Match the tiles to the model: one per session, its current shell live or
+ * a tile that says why there is none. The selection stays on its session.
+ */
 void
 grid_sync(struct tui *t)
 {
 	struct pane **keep = xcalloc(t->model.n + 1, sizeof *keep);
+	char *sel = t->tile_sel < (int)t->ntiles
+	    ? xstrdup(t->tiles[t->tile_sel]->session)
+	    : NULL;
 	size_t n = 0;
 
 	for (size_t i = 0; i < t->model.n; i++) {
 		struct msession *s = &t->model.sessions[i];
-		const char *sh = grid_shell(t, s);
-		struct mshell *m = model_shell(s, sh);
+		const char *sh =
+		    strcmp(s->state, "running") == 0 ? grid_shell(t, s) : NULL;
+		const struct pane_source *src =
+		    sh ? &shell_source : &none_source;
+		struct mshell *m = sh ? model_shell(s, sh) : NULL;
 		struct pane *p = NULL;
-		if (sh == NULL || !grid_wants(t, s->name))
+		if (!grid_wants(t, s->name))
 			continue;
 		for (size_t k = 0; k < t->ntiles; k++) {
 			struct pane *q = t->tiles[k];
 			if (q != NULL && strcmp(q->session, s->name) == 0 &&
-			    strcmp(q->shell_id, sh) == 0) {
+			    q->src == src &&
+			    strcmp(q->shell_id, sh ? sh : "") == 0) {
 				p = q;
 				t->tiles[k] = NULL;
 				break;
 			}
 		}
 		if (p == NULL) {
-			p = pane_new(t, &shell_source, s->name, sh,
+			p = pane_new(t, src, s->name, sh ? sh : "",
 			    m ? m->cols : 80, m ? m->rows : 24, 1);
 			pane_start(p);
 		}
@@ -72,8 +160,14 @@ grid_sync(struct tui *t)
 	for (size_t k = 0; k < t->ntiles; k++)
 		pane_free(t->tiles[k]);
 	free(t->tiles);
+	sort_tui = t;
+	qsort(keep, n, sizeof *keep, tile_cmp);
 	t->tiles = keep;
 	t->ntiles = n;
+	for (size_t k = 0; sel != NULL && k < n; k++)
+		if (strcmp(keep[k]->session, sel) == 0)
+			t->tile_sel = (int)k;
+	free(sel);
 	if (t->tile_sel >= (int)n)
 		t->tile_sel = n > 0 ? (int)n - 1 : 0;
 	t->full_redraw = 1;
@@ -86,11 +180,11 @@ grid_open(struct tui *t)
 {
 	t->mode = MODE_GRID;
 	t->tile_sel = 0;
-	for (size_t i = 0; i < t->model.n; i++)
-		if (t->cur_session &&
-		    strcmp(t->model.sessions[i].name, t->cur_session) == 0)
-			t->tile_sel = (int)i;
 	grid_sync(t);
+	for (size_t i = 0; i < t->ntiles; i++) /* the selected session's */
+		if (t->cur_session &&
+		    strcmp(t->tiles[i]->session, t->cur_session) == 0)
+			t->tile_sel = (int)i;
 	model_refresh(t);
 }
 
@@ -114,6 +208,77 @@ grid_area(struct tui *t)
 	return (struct rect){0, 0, t->cols, t->rows > 1 ? t->rows - 1 : 1};
 }
 
+/* "idle 42s", "idle 3m", "idle 2h" since ms (mono_ms). */
+static void
+idle_str(uint64_t now, uint64_t ms, char *buf, size_t len)
+{
+	uint64_t s = (now - ms) / 1000;
+
+	if (s < 120)
+		snprintf(buf, len, "idle %us", (unsigned)s);
+	else if (s < 7200)
+		snprintf(buf, len, "idle %um", (unsigned)(s / 60));
+	else
+		snprintf(buf, len, "idle %uh", (unsigned)(s / 3600));
+}
+
+/*
+ * A tile's title: the session and shell (or state), active or how long
+ * quiet, and the last check's result ("check pass" / "check FAIL").
+ */
+static void
+tile_title(struct tui *t, const struct pane *p, int focus, uint64_t now,
+    char *buf, size_t len)
+{
+	struct msession *s = tile_session(t, p);
+	char act[32] = "";
+	const char *check = "";
+
+	if (p->src != &none_source)
+		snprintf(act, sizeof act, "%s", "active");
+	if (p->src != &none_source &&
+	    (p->activity_ms == 0 || now - p->activity_ms >= ACTIVE_MS))
+		idle_str(now, p->activity_ms ? p->activity_ms : now, act,
+		    sizeof act);
+	if (s != NULL && s->check != NULL)
+		check = s->check_failed ? "  check FAIL" : "  check pass";
+	if (p->src == &none_source)
+		snprintf(buf, len, "%s%s %s%s", focus ? ">" : " ", p->session,
+		    s != NULL ? s->state : "gone", check);
+	else
+		snprintf(buf, len, "%s%s:%s %s %s%s", focus ? ">" : " ",
+		    p->session, p->shell_id, pane_state_name(p), act, check);
+}
+
+/* The body of a tile with no shell: why, and what Enter does. */
+static void
+tile_none_body(struct tui *t, const struct pane *p, const struct rect *r)
+{
+	struct msession *s = tile_session(t, p);
+	int running = s != NULL && strcmp(s->state, "running") == 0;
+	const char *lines[3] = {running ? "no shell yet"
+	        : s != NULL             ? s->state
+	                                : "gone",
+	    running ? "Enter opens one" : "Enter selects it",
+	    s != NULL && s->check != NULL ? s->check : ""};
+
+	attr_set(A_NORMAL, 0, NULL);
+	for (int row = 0; row < r->h; row++) {
+		const char *l = row >= 1 && row <= 3 ? lines[row - 1] : "";
+		int cy, cx;
+
+		move(r->y + row, r->x);
+		if (*l != '\0' && r->w > 1) { /* printable: the model's text */
+			addch(' ');
+			addnstr(l, r->w - 1);
+		}
+		getyx(stdscr, cy, cx);
+		(void)cy;
+		for (; cx < r->x + r->w; cx++)
+			addch(' ');
+	}
+}
+
 /* Paint the tiles. */
 void
 grid_draw(struct tui *t)
@@ -127,7 +292,7 @@ grid_draw(struct tui *t)
 		mvaddstr(area.h / 2, 2,
 		    t->grid_filter && *t->grid_filter
 		        ? "No session matches the filter (/ changes it)."
-		        : "No running session with a shell.");
+		        : "No session.");
 		clrtoeol();
 		return;
 	}
@@ -139,12 +304,7 @@ grid_draw(struct tui *t)
 		layout_grid_tile(&g, &area, (int)i, &r);
 		if (r.y >= area.y + area.h)
 			break;
-		snprintf(title, sizeof title, "%s%s:%s %s %s",
-		    focus ? ">" : " ", p->session, p->shell_id,
-		    pane_state_name(p),
-		    p->activity_ms && now - p->activity_ms < ACTIVE_MS
-		        ? "active"
-		        : "idle");
+		tile_title(t, p, focus, now, title, sizeof title);
 		draw_style(t, focus ? TH_TILE_FOCUS : TH_TILE_TITLE);
 		mvaddnstr(r.y, r.x, title, r.w);
 		for (int x = (int)strlen(title); x < r.w; x++)
@@ -153,8 +313,10 @@ grid_draw(struct tui *t)
 		body = (struct rect){r.x, r.y + 1, r.w - 1, r.h - 1};
 		if (body.w < 1 || body.h < 1)
 			continue;
-		/* whole tiles: the crop follows the cursor, so rows shift */
-		draw_pane(t, p, &body, 1);
+		if (p->src == &none_source)
+			tile_none_body(t, p, &body);
+		else /* whole tiles: the crop follows the cursor */
+			draw_pane(t, p, &body, 1);
 		for (int y = r.y; y < r.y + r.h; y++)
 			mvadd_wch(y, r.x + r.w - 1, WACS_VLINE);
 	}
@@ -203,13 +365,25 @@ grid_key(struct tui *t, int key)
 		break;
 	case 0x0d:
 		if (n > 0) {
-			char *s = xstrdup(t->tiles[t->tile_sel]->session);
-			char *sh = xstrdup(t->tiles[t->tile_sel]->shell_id);
+			struct pane *p = t->tiles[t->tile_sel];
+			struct msession *ms = tile_session(t, p);
+			int open = p->src == &none_source && ms != NULL &&
+			    strcmp(ms->state, "running") == 0;
+			char *s = xstrdup(p->session);
+			char *sh = *p->shell_id ? xstrdup(p->shell_id) : NULL;
 			grid_close(t);
 			tui_select(t, s, sh);
+			if (open) /* a student with no shell yet */
+				tui_open_shell(t, s);
 			free(s);
 			free(sh);
 		}
+		return 1;
+	case 'o':
+		t->grid_sort = (t->grid_sort + 1) % (int)nitems(sort_names);
+		tui_message(
+		    t, 0, "tiles sorted by %s", sort_names[t->grid_sort]);
+		grid_sync(t);
 		return 1;
 	case '/':
 		prompt_open(t, "filter: ", t->grid_filter ? t->grid_filter : "",

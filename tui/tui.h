@@ -640,6 +640,7 @@ struct tui {
 	size_t ntiles;
 	int tile_sel;
 	char *grid_filter;
+	int grid_sort; /* 0 name, 1 activity, 2 check result (o cycles) */
 	int grid_filtering;
 
 	struct prompt prompt;
