@@ -383,6 +383,7 @@ struct many {
 	const char *const *skip; /* a's options not passed on */
 	char *const *cmd;        /* after "--" (NULL: no "--") */
 	int ncmd;
+	int no_dashdash;   /* cmd are plain arguments after NAME: no "--" */
 	const char *input; /* each child's stdin (NULL: /dev/null) */
 	int parallel;
 	int check; /* results are a check's (pass, fail) */
@@ -391,7 +392,8 @@ struct many {
 	void (*result)(const struct run *, size_t); /* else table/JSON */
 };
 int exec_many(struct args *);
-int new_class(struct args *); /* new-class.c */
+int many_sub(struct args *, int parallel); /* kill, close, start... */
+int new_class(struct args *);              /* new-class.c */
 int many_run(const struct many *, char *const *sessions, size_t n);
 char *many_line(const char *s, size_t len, int last);
 

@@ -31,7 +31,7 @@ const struct cmd_entry cmd_close_entry = {
                "second later, and their output is gone too. Attached clients "
                "exit with the "
                "shell's status.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_FANOUT,
     .opts = cmd_close_opts,
     .min_args = 2,
     .max_args = -1,
@@ -66,15 +66,17 @@ cmd_close_exec(struct args *a)
 	cJSON *req, *reply, *res, *closed, *failed;
 	int many = a->argc > 2;
 	char *cause = NULL;
-	int rc;
+	int rc, at = a->nnames > 1 ? a->nnames : 1; /* the shells' arguments */
 
-	for (int i = 1; i < a->argc; i++) {
+	for (int i = at; i < a->argc; i++) {
 		if (args_shell_id_valid(a->argv[i], &cause) != 0) {
 			rc = cli_usage_error(a->entry, "%s", cause);
 			free(cause);
 			return rc;
 		}
 	}
+	if (a->nnames > 1) /* a glob or -l picked several: each closes them */
+		return many_sub(a, MANY_PARALLEL);
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
 	res = cJSON_CreateObject();

@@ -33,7 +33,7 @@ const struct cmd_entry cmd_kill_entry = {
                "(default TERM; Ctrl-C would send INT). An "
                "interactive shell at its prompt ignores TERM and INT; use "
                "-s KILL, or vmux close to end the shell.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_FANOUT,
     .opts = cmd_kill_opts,
     .min_args = 2,
     .max_args = 2,
@@ -52,14 +52,17 @@ cmd_kill_exec(struct args *a)
 	int rc;
 
 	const char *known;
+	int at = a->nnames > 1 ? a->nnames : 1; /* the shell's argument */
 
 	/* usage errors are found here, not in the guest (exit 2) */
-	if (args_shell_id_valid(a->argv[1], &cause) != 0 ||
+	if (args_shell_id_valid(a->argv[at], &cause) != 0 ||
 	    (known = args_signal(sig != NULL ? sig : "TERM", &cause)) == NULL) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;
 	}
+	if (a->nnames > 1) /* a glob or -l picked several: each gets it */
+		return many_sub(a, MANY_PARALLEL);
 	name = xstrdup(known);
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0) {
 		free(name);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session/qemu.h"
@@ -44,7 +45,7 @@ const struct cmd_entry cmd_start_entry = {
     .summary = "Boot a stopped or crashed session again: same name, "
                "resources and workspace. Returns once the agent answers; a "
                "failed boot leaves the session stopped.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_FANOUT,
     .opts = cmd_start_opts,
     .min_args = 1,
     .max_args = 1,
@@ -57,7 +58,7 @@ const struct cmd_entry cmd_restart_entry = {
     .summary = "Stop a session (as vmux stop) and start it again (as vmux "
                "start). Shells and running commands end; the workspace "
                "stays.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_FANOUT,
     .opts = cmd_start_opts,
     .min_args = 1,
     .max_args = 1,
@@ -117,6 +118,13 @@ cmd_start_exec(struct args *a)
 		cause = xstrdup("--paused waits for gdb: add --gdb");
 	else if (append != NULL && !(persist && *append == '\0'))
 		(void)qemu_append_valid(append, &cause);
+	if (cause == NULL && a->nnames > 1) {
+		/* a glob or -l picked several: as many booting at once as the
+		 * host has CPUs, each its own start */
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		return many_sub(a, cpus > 0 ? (int)cpus : 1);
+	}
 	if (cause != NULL ||
 	    (s != NULL &&
 	        args_number("--boot-timeout", s, 1, 3600, &secs, &cause) !=

@@ -1,7 +1,8 @@
 /*
  * exec-many.c: one vmux command over several sessions at once: `vmux exec`
  * when a glob or -l picked more than one (`vmux exec -l class=cs101 --
- * make test`), `vmux check`, and `vmux new --count`.
+ * make test`), `vmux kill` and `vmux close` likewise, `vmux check`, and
+ * `vmux new --count`.
  *
  * Each session gets a child `vmux SUB NAME [the flags] [-- CMD]`, the same
  * binary (/proc/self/exe), at most m->parallel at a time; each
@@ -68,7 +69,8 @@ child_argv(const struct many *m, const char *self, const char *session)
 		}
 	}
 	if (m->cmd != NULL) {
-		v[n++] = xstrdup("--");
+		if (!m->no_dashdash)
+			v[n++] = xstrdup("--");
 		for (int i = 0; i < m->ncmd; i++)
 			v[n++] = xstrdup(m->cmd[i]);
 	}
@@ -399,6 +401,25 @@ many_run(const struct many *m, char *const *sessions, size_t n)
 	}
 	free(runs);
 	return rc;
+}
+
+/*
+ * a's own command (kill, close) in each of the a->nnames sessions leading
+ * argv, with the arguments that follow them: vmux SUB NAME ARGS...
+ */
+int
+many_sub(struct args *a, int parallel)
+{
+	static const char *const skip[] = {"selector", "json", NULL};
+	struct many m = {.a = a,
+	    .sub = a->entry->name,
+	    .skip = skip,
+	    .cmd = a->argv + a->nnames,
+	    .ncmd = a->argc - a->nnames,
+	    .no_dashdash = 1,
+	    .parallel = parallel};
+
+	return many_run(&m, a->argv, (size_t)a->nnames);
 }
 
 /* vmux exec over the a->nnames sessions leading argv; the command

@@ -151,9 +151,38 @@ t_stop_and_start_by_selector() {
 	expect_eq "stop -l: each said" "$out" $'stopped lb-1\nstopped lb-2' || return 1
 	expect_eq "lb-1" "$(session_field lb-1 state)" stopped || return 1
 	expect_eq "lb-3 untouched" "$(session_field lb-3 state)" running || return 1
-	vmux start 'lb-[1]' >/dev/null || return 1
-	vmux start lb-2 >/dev/null || return 1
-	expect_eq "started again" "$(vmux exec 'lb-1' -- hostname)" lb-1
+	# start -l: both at once, a line each in the table
+	out=$(vmux start -l class=a)
+	expect_eq "start -l: status" $? 0 || return 1
+	expect_match "start -l: each" "$out" $'lb-1 +ok +0 *\nlb-2 +ok +0' || return 1
+	expect_eq "started again" "$(vmux exec 'lb-1' -- hostname)" lb-1 || return 1
+	expect_eq "lb-2 too" "$(session_field lb-2 state)" running
+}
+
+t_kill_and_close_by_selector() {
+	local out i
+	for i in 1 2; do
+		printf '{"action":"open_shell","shell_id":"w","cols":80,"rows":24}\n' |
+			vmux connect "lb-$i" 5005 >/dev/null || return 1
+		printf '{"action":"write_shell","shell_id":"w","input":"sleep 600","append_newline":true}\n' |
+			vmux connect "lb-$i" 5005 >/dev/null || return 1
+		wait_guest_cmd "lb-$i" 'sleep 600' || fail "sleep never ran in lb-$i" || return 1
+	done
+	# the job in every class-a shell "w", interrupted at once
+	out=$(vmux kill -l class=a w -s INT)
+	expect_eq "kill -l: status" $? 0 || return 1
+	expect_match "kill -l: each" "$out" 'lb-1 +ok.*'$'\n''.*lb-2 +ok' || return 1
+	for i in 1 2; do
+		wait_for 20 sh -c "! '$VMUX' exec lb-$i -- sh -c 'ps | grep -q \"[s]leep 600\"'" ||
+			fail "the sleep in lb-$i was not interrupted" || return 1
+	done
+	# and closed in both; a missing shell fails its own line only
+	out=$(vmux close 'lb-[12]' w)
+	expect_eq "close glob: status" $? 0 || return 1
+	expect_eq "lb-1's shells" "$(vmux shells lb-1 --json | jq length)" 0 || return 1
+	expect_eq "lb-2's shells" "$(vmux shells lb-2 --json | jq length)" 0 || return 1
+	out=$(vmux close -l class=a w)
+	expect_eq "close again: status" $? 1 || return 1
 }
 
 t_rm_by_pattern_asks() {
@@ -200,5 +229,6 @@ check "one-session commands: -l or a glob picking one runs there; several or non
 check "exec -l / a glob runs in every session picked: a table, --json, flags, timeouts" t_exec_fans_out
 check "check SCRIPT -l: pass or fail each with the last line, kept, shown in the TUI" t_check_grades_a_class
 check "stop -l stops what it picks and says each; start -l" t_stop_and_start_by_selector
+check "kill -l and close with a glob: every shell picked" t_kill_and_close_by_selector
 check "rm by a pattern asks on a terminal, refuses without one unless --yes" t_rm_by_pattern_asks
 check "bad labels refused before anything is made; run --name cannot change a label" t_bad_labels_refused
