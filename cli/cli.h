@@ -383,7 +383,11 @@ struct many {
 	const char *const *skip; /* a's options not passed on */
 	char *const *cmd;        /* after "--" (NULL: no "--") */
 	int ncmd;
-	int no_dashdash;   /* cmd are plain arguments after NAME: no "--" */
+	int no_dashdash; /* cmd are plain arguments after NAME: no "--" */
+	/* the child's whole argv instead (cp), arg its data; NULL: as above */
+	char **(*argv_of)(
+	    const struct many *, const char *self, const char *session);
+	const void *arg;
 	const char *input; /* each child's stdin (NULL: /dev/null) */
 	int parallel;
 	int check; /* results are a check's (pass, fail) */
@@ -393,7 +397,9 @@ struct many {
 };
 int exec_many(struct args *);
 int many_sub(struct args *, int parallel); /* kill, close, start... */
-int new_class(struct args *);              /* new-class.c */
+int select_sessions(const char *glob, const char *selector, char ***names,
+    size_t *n);               /* select.c */
+int new_class(struct args *); /* new-class.c */
 int many_run(const struct many *, char *const *sessions, size_t n);
 char *many_line(const char *s, size_t len, int last);
 

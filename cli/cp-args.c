@@ -28,7 +28,8 @@ cp_split(const char *arg, char **session, char **path, char **cause)
 	    memchr(arg, '/', (size_t)(colon - arg)) != NULL)
 		return 0;
 	name = xstrndup(arg, (size_t)(colon - arg));
-	if (session_name_valid(name, &why) != 0) {
+	/* a glob picks several sessions: cmd-cp copies to or from each */
+	if (!name_is_glob(name) && session_name_valid(name, &why) != 0) {
 		xasprintf(cause,
 		    "'%s': %s (write a host path with ':' as ./%s)", arg, why,
 		    arg);

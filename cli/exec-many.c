@@ -172,7 +172,9 @@ run_all(struct run *runs, size_t n, const struct many *m, const char *self)
 	for (;;) {
 		size_t np = 0;
 		while (live < (size_t)m->parallel && next < n) {
-			char **argv = child_argv(m, self, runs[next].session);
+			char **argv = m->argv_of != NULL
+			    ? m->argv_of(m, self, runs[next].session)
+			    : child_argv(m, self, runs[next].session);
 			runs[next].started_ms = mono_ms();
 			if (run_start(&runs[next], argv, m->input) == 0)
 				live++;

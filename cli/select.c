@@ -54,6 +54,58 @@ entry_cmp(const void *a, const void *b)
 }
 
 /*
+ * The sessions glob (NULL: any) and selector (NULL: no labels asked)
+ * both pick, sorted; *names is the caller's (free each and it). 0, or an
+ * exit status after saying why (2: a bad selector; EXIT_VMUX: none
+ * matches, or the sessions could not be listed).
+ */
+int
+select_sessions(
+    const char *glob, const char *selector, char ***names, size_t *n)
+{
+	struct session_entry *ents = NULL;
+	struct selector s = {NULL, 0};
+	size_t nents = 0;
+	char *home, *cause = NULL;
+	int rc = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (selector != NULL && selector_parse(selector, &s, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_USAGE;
+	}
+	if ((home = cli_home()) == NULL) {
+		selector_free(&s);
+		return EXIT_VMUX;
+	}
+	if (session_list(home, &ents, &nents, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+	}
+	qsort(ents, nents, sizeof *ents, entry_cmp);
+	for (size_t k = 0; rc == 0 && k < nents; k++)
+		if ((glob == NULL || name_glob_match(glob, ents[k].name)) &&
+		    (selector == NULL ||
+		        (ents[k].ok &&
+		            selector_match(
+		                &s, ents[k].rec.labels, ents[k].rec.nlabels))))
+			add_name(names, n, ents[k].name);
+	if (rc == 0 && *n == 0) {
+		cli_error("no session matches %s%s%s", glob ? glob : "",
+		    glob && selector ? " and " : "",
+		    selector ? "the -l selector" : "");
+		rc = EXIT_VMUX;
+	}
+	session_list_free(ents, nents);
+	selector_free(&s);
+	free(home);
+	return rc;
+}
+
+/*
  * Rewrite a's NAME arguments (and -l) as the sessions they stand for;
  * 0, or an exit status after saying why (2: a bad pattern or one that
  * picks several sessions for a one-session command; EXIT_VMUX: no session

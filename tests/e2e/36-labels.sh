@@ -159,6 +159,26 @@ t_stop_and_start_by_selector() {
 	expect_eq "lb-2 too" "$(session_field lb-2 state)" running
 }
 
+t_cp_hand_out_and_collect() {
+	local out
+	echo "exercise 1" >"$TMP/handout.txt"
+	out=$(vmux cp -l class=a "$TMP/handout.txt" :/workspace/)
+	expect_eq "hand out: status" $? 0 || return 1
+	expect_eq "lb-2 has it" "$(vmux exec lb-2 -- cat /workspace/handout.txt)" "exercise 1" || return 1
+	[[ $(vmux exec lb-3 -- ls /workspace) == *handout* ]] && fail "lb-3 (class b) got it"
+	vmux exec -l class=a -- sh -c 'echo "answer of $(hostname)" > /workspace/answer' >/dev/null || return 1
+	mkdir -p "$TMP/collected"
+	out=$(vmux cp 'lb-[12]:/workspace/answer' "$TMP/collected")
+	expect_eq "collect: status" $? 0 || return 1
+	expect_eq "lb-1's" "$(cat "$TMP/collected/lb-1/answer")" "answer of lb-1" || return 1
+	expect_eq "lb-2's" "$(cat "$TMP/collected/lb-2/answer")" "answer of lb-2" || return 1
+	out=$(vmux cp -l class=a :/workspace/answer "$TMP/handout.txt" 2>&1)
+	expect_eq "collect into a file: status" $? 2 || return 1
+	expect_match "collect into a file" "$out" 'needs DST to be a directory' || return 1
+	out=$(vmux cp -l class=a "$TMP/handout.txt" lb-1:/workspace/ 2>&1)
+	expect_eq "-l and a NAME: status" $? 2 || return 1
+}
+
 t_kill_and_close_by_selector() {
 	local out i
 	for i in 1 2; do
@@ -230,5 +250,6 @@ check "exec -l / a glob runs in every session picked: a table, --json, flags, ti
 check "check SCRIPT -l: pass or fail each with the last line, kept, shown in the TUI" t_check_grades_a_class
 check "stop -l stops what it picks and says each; start -l" t_stop_and_start_by_selector
 check "kill -l and close with a glob: every shell picked" t_kill_and_close_by_selector
+check "cp to every session picked (a handout), and from each into DST/NAME" t_cp_hand_out_and_collect
 check "rm by a pattern asks on a terminal, refuses without one unless --yes" t_rm_by_pattern_asks
 check "bad labels refused before anything is made; run --name cannot change a label" t_bad_labels_refused
