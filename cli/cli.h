@@ -177,6 +177,9 @@ extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_console_entry;
 extern const struct cmd_entry cmd_gdb_entry;
 extern const struct cmd_entry cmd_rescue_entry;
+extern const struct cmd_entry cmd_grant_entry;
+extern const struct cmd_entry cmd_revoke_entry;
+extern const struct cmd_entry cmd_grants_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_images_entry;
@@ -295,6 +298,7 @@ struct shell_loop_opts {
 	int sig_fd;            /* sigpipe_open's read end */
 	uint64_t replay_end;   /* output before this cursor is a replay: */
 	int skip_partial_line; /* drop it up to its first newline */
+	int read_only;         /* watch: keys are not sent, size not told */
 };
 struct shell_loop_result {
 	enum shell_end end;

@@ -36,6 +36,9 @@ static const struct cmd_opt cmd_shell_opts[] = {
     {"detach-key", 0, "KEY", 0,
         "detach with KEY instead of Ctrl-] (^X, ctrl-x or C-x; 'none' "
         "turns detaching off)"},
+    {"read-only", 'r', NULL, 0,
+        "watch shell --id: nothing typed reaches it and its size is never "
+        "changed"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -64,7 +67,8 @@ struct shell_req {
 	const char *name;
 	const char *id; /* NULL: a new shell with the agent's id */
 	int detach_key;
-	cJSON *open; /* the open_shell request */
+	int read_only; /* watch shell id: no keys, no resizes */
+	cJSON *open;   /* the open_shell request */
 };
 
 /* Is t a plausible terminal name to pass on (letters, digits, ._+-)? */
@@ -92,7 +96,13 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	memset(r, 0, sizeof *r);
 	r->name = a->argv[0];
 	r->id = args_get(a, "id");
+	r->read_only = args_has(a, "read-only");
 	r->detach_key = DETACH_KEY_DEFAULT;
+	if (r->read_only && r->id == NULL) {
+		xasprintf(
+		    cause, "--read-only watches a shell: name it with --id");
+		return -1;
+	}
 	if (session_name_valid(r->name, cause) != 0)
 		return -1;
 	if (r->id != NULL && args_shell_id_valid(r->id, cause) != 0)
@@ -157,8 +167,8 @@ rec_num(const cJSON *o, const char *key, double def)
 }
 
 /*
- * Find shell id: 1 with *cursor where a repaint should start, 0 if there
- * is no such shell, -1 with cause.
+ * Find shell id: 1 with *cursor where a repaint should start (2 if it has
+ * ended), 0 if there is no such shell, -1 with cause.
  */
 static int
 shell_find(
@@ -184,7 +194,11 @@ shell_find(
 		*cursor = end - SHELL_REPLAY_BYTES > oldest
 		    ? (int64_t)(end - SHELL_REPLAY_BYTES)
 		    : (int64_t)oldest;
-		found = 1;
+		v = cJSON_GetObjectItemCaseSensitive(s, "state");
+		found =
+		    cJSON_IsString(v) && strcmp(v->valuestring, "stopped") == 0
+		    ? 2
+		    : 1;
 	}
 	cJSON_Delete(reply);
 	return found;
@@ -250,6 +264,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	}
 	o.detach_key = r->detach_key;
 	o.tty = tty;
+	o.read_only = r->read_only;
 	if (reattach) {
 		o.replay_end = (uint64_t)rec_num(rec, "output_bytes", 0);
 		o.skip_partial_line = cursor > rec_num(rec, "oldest_cursor", 0);
@@ -258,11 +273,17 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 
 	detach_key_name(r->detach_key, key, sizeof key);
 	if (r->detach_key >= 0)
-		fprintf(stderr, "[%sshell %s in %s; detach with %s]\n",
-		    reattach ? "attached to " : "", id, r->name, key);
+		fprintf(stderr, "[%sshell %s in %s%s; detach with %s]\n",
+		    r->read_only   ? "watching "
+		        : reattach ? "attached to "
+		                   : "",
+		    id, r->name, r->read_only ? ", read-only" : "", key);
 	else
-		fprintf(stderr, "[%sshell %s in %s]\n",
-		    reattach ? "attached to " : "", id, r->name);
+		fprintf(stderr, "[%sshell %s in %s%s]\n",
+		    r->read_only   ? "watching "
+		        : reattach ? "attached to "
+		                   : "",
+		    id, r->name, r->read_only ? ", read-only" : "");
 	if (tty) {
 		if (term_raw_enter(STDIN_FILENO) != 0) {
 			cli_error("cannot set the terminal to raw mode");
@@ -271,8 +292,9 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 		}
 		if (reattach && isatty(STDOUT_FILENO))
 			write_all(STDOUT_FILENO, "\033[H\033[2J", 7);
-		/* the shell may have another client's size */
-		if (reattach && term_size(&cols, &rows) == 0)
+		/* the shell may have another client's size (a watcher
+		 * leaves it so) */
+		if (reattach && !r->read_only && term_size(&cols, &rows) == 0)
 			attach_client_resize(&ac, cols, rows);
 	}
 
@@ -330,6 +352,23 @@ cmd_shell_exec(struct args *a)
 	}
 	if (r.id != NULL)
 		found = shell_find(&t, r.id, &cursor, &cause);
+	if ((found == 0 || found == 2) && r.read_only) { /* opens nothing */
+		cli_error("no running shell %s in %s to watch", r.id, r.name);
+		cJSON_Delete(r.open);
+		record_free(&rec);
+		return EXIT_VMUX;
+	}
+	if (found == 2) { /* it ended: a new one takes its id, as tmux does */
+		cJSON *req = cJSON_CreateObject(), *reply;
+
+		cJSON_AddStringToObject(req, "action", "close_shell");
+		cJSON_AddStringToObject(req, "shell_id", r.id);
+		reply = cli_agent(&t, req, SHELL_REQUEST_S, &cause);
+		cJSON_Delete(reply);
+		free(cause);
+		cause = NULL;
+		found = 0;
+	}
 	if (found == 0) {
 		id = shell_open(&t, r.open, &cause);
 		if (id == NULL && r.id != NULL &&

@@ -200,7 +200,7 @@ loop_resize(struct loop *l)
 {
 	int cols, rows;
 
-	if (term_size(&cols, &rows) == 0)
+	if (!l->o->read_only && term_size(&cols, &rows) == 0)
 		attach_client_resize(l->ac, cols, rows);
 }
 
@@ -255,12 +255,14 @@ loop_stdin(struct loop *l)
 		if (l->o->tty) { /* the terminal hung up */
 			l->res->signo = SIGHUP;
 			loop_detach(l, SHELL_END_SIGNAL);
+		} else if (l->o->read_only) { /* a watcher's input ends it */
+			loop_detach(l, SHELL_END_DETACH);
 		} else if (!l->detaching) /* end of a script: the shell's too */
 			attach_client_queue(l->ac, VMUX_ATTACH_EOF, NULL, 0);
 		return;
 	}
 	fwd = detach_scan(buf, (size_t)n, l->o->detach_key, &found);
-	if (fwd > 0)
+	if (fwd > 0 && !l->o->read_only) /* a watcher's keys go nowhere */
 		attach_client_queue(l->ac, VMUX_ATTACH_INPUT, buf, fwd);
 	if (found)
 		loop_detach(l, SHELL_END_DETACH);

@@ -21,8 +21,8 @@ wait_on() {
 	local target=$1 re=$2 deadline=$((SECONDS + $3))
 	until screen "$target" | grep -Eq -- "$re"; do
 		if ((SECONDS >= deadline)); then
-			echo "no /$re/ on the screen of $target:"
-			screen "$target" | sed 's/^/  | /'
+			echo "no /$re/ on the screen of $target (blank lines left out):"
+			screen "$target" | grep -v '^ *$' | sed 's/^/  | /'
 			return 1
 		fi
 		sleep 0.1

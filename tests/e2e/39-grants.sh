@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# 39-grants: students reach their own VM over SSH, and only it. A real sshd
+# (Debian's openssh-server) on a loopback port, with a throwaway host key
+# and the test's own authorized_keys, all in the test's folder. A granted
+# key lands in its session's shell whatever command the client asks for,
+# gets no port forwarding; a read-only grant watches the student's shell
+# and types nothing into it; grants lists both; a revoked key gets nothing;
+# a key file that is not a plain public key is refused, the file untouched.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../tui/tmux.sh"
+tui_trap
+
+AK=$TMP/authorized_keys
+mkdir -p /run/sshd
+ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey" || { echo "FAIL host key"; exit 1; }
+for k in student teacher; do
+	ssh-keygen -q -t ed25519 -N '' -C "$k" -f "$TMP/$k" || { echo "FAIL key $k"; exit 1; }
+done
+PORT=
+for try in 1 2 3 4 5; do
+	port=$((20000 + RANDOM % 30000))
+	cat >"$TMP/sshd_config" <<EOF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $TMP/hostkey
+AuthorizedKeysFile $AK
+PidFile $TMP/sshd.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+LogLevel INFO
+EOF
+	/usr/sbin/sshd -D -f "$TMP/sshd_config" -E "$TMP/sshd.log" &
+	pid=$!
+	bg_track $pid
+	if wait_for 10 grep -qs 'Server listening' "$TMP/sshd.log"; then
+		PORT=$port
+		break
+	fi
+	kill $pid 2>/dev/null
+done
+[[ -n $PORT ]] || { echo "FAIL sshd did not start: $(tail -3 "$TMP/sshd.log")"; exit 1; }
+
+# ssh_as KEY [ARGS...]: ssh to this host's sshd with KEY, nothing of the
+# invoking user's ssh configuration.
+ssh_as() {
+	local key=$1
+	shift
+	ssh -F /dev/null -i "$TMP/$key" -p "$PORT" -o BatchMode=yes \
+		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o LogLevel=ERROR "$(id -un)@127.0.0.1" "$@"
+}
+
+need_session gr1 --memory 128
+
+t_granted_key_reaches_its_shell() {
+	local out
+	out=$(vmux grant gr1 --key "$TMP/student.pub" --as alice --authorized-keys "$AK")
+	expect_eq "grant said" "$out" "granted gr1 shell main to alice" || return 1
+	out=$(printf 'hostname\nexit\n' | ssh_as student)
+	expect_match "in gr1's shell" "$out" '(^|'$'\n'')gr1('$'\r''?'$'\n''|$)' || return 1
+}
+
+t_asking_for_more_gets_only_its_shell() {
+	local out
+	# a command of the client's own, or a vmux command: still gr1's shell
+	out=$(printf 'hostname\nexit\n' | ssh_as student "$VMUX ls; cat /etc/hostname; bash -i")
+	expect_match "still gr1" "$out" '(^|'$'\n'')gr1('$'\r''?'$'\n''|$)' || return 1
+	[[ $out == *"STATE"* ]] && fail "vmux ls ran on the host: $out"
+	# forwarding through sshd to the host's own ports: refused
+	out=$(ssh_as student -W "127.0.0.1:$PORT" </dev/null 2>&1)
+	[[ $? -ne 0 ]] || fail "a forward was allowed: $out" || return 1
+	expect_match "refused" "$out" 'forwarding failed|administratively prohibited' || return 1
+}
+
+t_read_only_watcher() {
+	local out
+	vmux grant gr1 --key "$TMP/teacher.pub" --read-only --as teacher --authorized-keys "$AK" >/dev/null || return 1
+	tm new-session -d -s st -x 100 -y 30 "$(declare -f ssh_as); TMP=$TMP PORT=$PORT; ssh_as student -tt; sleep 60"
+	wait_on st '~ #$' 30 || return 1
+	tm new-session -d -s tw -x 120 -y 40 "$(declare -f ssh_as); TMP=$TMP PORT=$PORT; ssh_as teacher -tt; sleep 60"
+	wait_on tw '~ #$' 30 || return 1 # the replay (the banner is cleared)
+	type_line 'touch /workspace/from-watcher' tw
+	type_line 'echo student-$((2+3))' st
+	wait_on st '^student-5' 30 || return 1
+	wait_on tw '^student-5' 30 || return 1
+	out=$(vmux exec gr1 -- ls /workspace)
+	[[ $out == *from-watcher* ]] && fail "the watcher's keys reached the shell"
+	# the shell keeps the student's 100x30, never the watcher's 120x40
+	expect_eq "size" "$(vmux shells gr1 --json | jq -r '.[] | select(.shell_id == "main") | "\(.cols)x\(.rows)"')" 100x30 || return 1
+}
+
+t_grants_listed() {
+	local out
+	out=$(vmux grants --authorized-keys "$AK")
+	expect_match "student" "$out" 'gr1 +main +read-write +alice +\.\.\.' || return 1
+	expect_match "teacher" "$out" 'gr1 +main +read-only +teacher +\.\.\.' || return 1
+	expect_eq "json" "$(vmux grants gr1 --authorized-keys "$AK" --json | jq -c '[.[] | [.label, .read_only]]')" '[["alice",false],["teacher",true]]' || return 1
+}
+
+t_revoked_key_gets_nothing() {
+	local out
+	vmux revoke gr1 --key "$TMP/student.pub" --authorized-keys "$AK" >/dev/null || return 1
+	out=$(printf 'hostname\nexit\n' | ssh_as student 2>&1)
+	expect_eq "ssh status" $? 255 || return 1
+	expect_match "refused" "$out" 'Permission denied' || return 1
+	out=$(vmux revoke gr1 --key "$TMP/student.pub" --authorized-keys "$AK" 2>&1)
+	expect_eq "again" $? 125 || return 1
+}
+
+t_bad_keys_refused() {
+	local before out
+	before=$(cat "$AK")
+	out=$(vmux grant gr1 --key "$TMP/student" --authorized-keys "$AK" 2>&1)
+	expect_eq "private key" $? 2 || return 1
+	expect_match "said" "$out" 'not an OpenSSH public key' || return 1
+	printf 'command="/bin/sh" %s\n' "$(cat "$TMP/student.pub")" >"$TMP/opts.pub"
+	expect_status 2 vmux grant gr1 --key "$TMP/opts.pub" --authorized-keys "$AK" 2>/dev/null || return 1
+	expect_status 2 vmux grant gr1 --key "$TMP/student.pub" --as 'a b' --authorized-keys "$AK" 2>/dev/null || return 1
+	expect_status 125 vmux grant nosuch --key "$TMP/student.pub" --authorized-keys "$AK" 2>/dev/null || return 1
+	expect_eq "file untouched" "$(cat "$AK")" "$before"
+}
+
+check "a granted key lands in its session's shell" t_granted_key_reaches_its_shell
+check "whatever the client asks, only that shell; no forwarding" t_asking_for_more_gets_only_its_shell
+check "a read-only grant watches the student's shell and types nothing" t_read_only_watcher
+check "grants lists each grant" t_grants_listed
+check "a revoked key gets nothing" t_revoked_key_gets_nothing
+check "key files that are not a plain public key are refused" t_bad_keys_refused
