@@ -401,6 +401,13 @@ c_console(struct tui *t, int argc, char **argv)
 	tui_console_toggle(t);
 }
 
+/* broadcast: keys to every shown session's shell, or back to one. */
+static void
+c_broadcast(struct tui *t, int argc, char **argv)
+{
+	tui_broadcast_toggle(t);
+}
+
 /* toggle-sidebar: hide or show the sidebar. */
 static void
 c_toggle_sidebar(struct tui *t, int argc, char **argv)
@@ -708,6 +715,7 @@ c_theme(struct tui *t, int argc, char **argv)
 }
 
 static const struct tui_cmd tui_cmds[] = {
+    {"broadcast", 0, c_broadcast},
     {"choose-session", 0, c_choose_session},
     {"close-shell", 1, c_close_shell},
     {"command-prompt", 0, c_command_prompt},

@@ -47,6 +47,7 @@ static const struct {
     {"Up", "previous-shell-in-list"},
     {"Down", "next-shell-in-list"},
     {"PPage", "copy-mode -u"},
+    {"B", "broadcast"},
     {"C", "console"},
     {"N", "new-session"},
     {"X", "confirm-remove-session"},

@@ -487,10 +487,10 @@ draw_status(struct tui *t)
 	}
 	transfers_str(t, xfer, sizeof xfer);
 	if (p != NULL)
-		snprintf(left, sizeof left, " %s:%s %s %dx%d%s%s%s%.30s%s ",
+		snprintf(left, sizeof left, " %s:%s %s %dx%d%s%s%s%s%.30s%s ",
 		    p->session, p->shell_id, pane_state_name(p), p->cols,
-		    p->rows, t->zoomed ? " Z" : "",
-		    t->opts.read_only ? " RO" : "",
+		    p->rows, t->broadcast ? " BROADCAST" : "",
+		    t->zoomed ? " Z" : "", t->opts.read_only ? " RO" : "",
 		    p->title && *p->title ? " \"" : "",
 		    p->title ? p->title : "",
 		    p->title && *p->title ? "\"" : "");
@@ -499,6 +499,9 @@ draw_status(struct tui *t)
 		    t->cur_session ? t->cur_session : "vmux");
 	if (t->message != NULL)
 		snprintf(right, sizeof right, "%s ", t->message);
+	else if (t->broadcast)
+		snprintf(right, sizeof right,
+		    "[BROADCAST: keys go to every shell] C-b B stops ");
 	else if (t->copy.on)
 		snprintf(right, sizeof right,
 		    "[copy] q quits, / ? search, Space selects, Enter copies ");

@@ -291,6 +291,8 @@ input_key(struct tui *t, int key)
 		pane_mark_all(p);
 	}
 	pane_key(p, key);
+	if (t->broadcast && p->src->shell)
+		tui_broadcast_key(t, p, key);
 }
 
 /* Drain what the terminal sent. */

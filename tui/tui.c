@@ -329,6 +329,67 @@ tui_console_toggle(struct tui *t)
 	draw_schedule(t);
 }
 
+/*
+ * The pane of s's most recent shell, attached in the background when it
+ * was not yet; NULL if s runs no shell.
+ */
+static struct pane *
+broadcast_pane(struct tui *t, struct msession *s)
+{
+	const char *sh =
+	    strcmp(s->state, "running") == 0 ? recent_shell(s) : NULL;
+	struct pane *p;
+
+	if (sh == NULL)
+		return NULL;
+	if ((p = tui_find_pane(t, s->name, sh)) == NULL) {
+		struct mshell *m = model_shell(s, sh);
+
+		p = tui_add_pane(t, &shell_source, s->name, sh,
+		    m ? m->cols : t->lay.pane.w, m ? m->rows : t->lay.pane.h);
+		pane_start(p);
+	}
+	return p;
+}
+
+/*
+ * Broadcast (prefix B): what is typed goes to the most recent shell of
+ * every running session the TUI shows (all, or what tui -l picks), as
+ * tmux's synchronize-panes does for one window. Turning it on attaches
+ * those shells, so the first key reaches them all.
+ */
+void
+tui_broadcast_toggle(struct tui *t)
+{
+	size_t n = 0;
+
+	if (t->opts.read_only || t->opts.local != NULL) {
+		tui_message(t, 1, "broadcast: this TUI does not type");
+		return;
+	}
+	t->broadcast = !t->broadcast;
+	for (size_t i = 0; t->broadcast && i < t->model.n; i++)
+		if (broadcast_pane(t, &t->model.sessions[i]) != NULL)
+			n++;
+	if (t->broadcast)
+		tui_message(t, 0, "broadcast on: keys go to %zu shells", n);
+	else
+		tui_message(t, 0, "broadcast off");
+	draw_schedule(t);
+}
+
+/* A key typed into pane typed: the same key to the other shells. */
+void
+tui_broadcast_key(struct tui *t, struct pane *typed, int key)
+{
+	for (size_t i = 0; i < t->model.n; i++) {
+		struct pane *p = broadcast_pane(t, &t->model.sessions[i]);
+
+		if (p != NULL && p != typed)
+			pane_key(p, key);
+	}
+}
+
 /* Open a new shell in session (on the thread pool). */
 void
 tui_open_shell(struct tui *t, const char *session)

@@ -615,6 +615,7 @@ struct tui {
 	struct layout lay;
 	int zoomed, sidebar_on;
 	int console_on; /* the main area shows cur_session's console */
+	int broadcast;  /* keys go to every session's shell (prefix B) */
 	int mode;
 	int prev_mode; /* before the prefix key */
 	int quit, quit_status;
@@ -679,6 +680,8 @@ void tui_select(struct tui *, const char *session, const char *shell);
 void tui_relayout(struct tui *);
 void tui_open_shell(struct tui *, const char *session);
 void tui_console_toggle(struct tui *);
+void tui_broadcast_toggle(struct tui *);
+void tui_broadcast_key(struct tui *, struct pane *typed, int key);
 void tui_sidebar_rows(struct tui *, int *n);
 void tui_sidebar_pick(struct tui *, int row);
 void tui_drain_start(struct tui *);

@@ -159,6 +159,33 @@ t_stop_and_start_by_selector() {
 	expect_eq "lb-2 too" "$(session_field lb-2 state)" running
 }
 
+t_tui_broadcast() {
+	local i
+	for i in 1 2 3; do
+		printf '{"action":"open_shell","shell_id":"b","cols":80,"rows":24}\n' |
+			vmux connect "lb-$i" 5005 >/dev/null || return 1
+	done
+	tm new-session -d -s bc -x 100 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=a lb-1" || return 1
+	wait_on bc 'lb-1:b live' 30 || return 1
+	tm send-keys -t bc C-b B || return 1
+	wait_on bc 'broadcast on: keys go to 2 shells' 10 || return 1
+	wait_on bc 'BROADCAST' 10 || return 1
+	type_line 'echo bc-$((3*3)) > /workspace/bc' bc
+	for i in 1 2; do
+		wait_for 20 sh -c "[ \"\$('$VMUX' exec lb-$i -- cat /workspace/bc 2>/dev/null)\" = bc-9 ]" ||
+			fail "lb-$i did not get the broadcast" || return 1
+	done
+	[[ $(vmux exec lb-3 -- ls /workspace) == *bc* ]] && fail "lb-3 (not shown) got it"
+	tm send-keys -t bc C-b B || return 1
+	wait_on bc 'broadcast off' 10 || return 1
+	type_line 'echo one > /workspace/after' bc
+	wait_for 20 sh -c "'$VMUX' exec lb-1 -- test -e /workspace/after" || fail "lb-1 lost its key" || return 1
+	[[ $(vmux exec lb-2 -- ls /workspace) == *after* ]] && fail "broadcast did not stop"
+	tm kill-session -t bc
+	return 0
+}
+
 t_cp_hand_out_and_collect() {
 	local out
 	echo "exercise 1" >"$TMP/handout.txt"
@@ -251,5 +278,6 @@ check "check SCRIPT -l: pass or fail each with the last line, kept, shown in the
 check "stop -l stops what it picks and says each; start -l" t_stop_and_start_by_selector
 check "kill -l and close with a glob: every shell picked" t_kill_and_close_by_selector
 check "cp to every session picked (a handout), and from each into DST/NAME" t_cp_hand_out_and_collect
+check "the TUI's broadcast: typed once, run in every shell -l shows" t_tui_broadcast
 check "rm by a pattern asks on a terminal, refuses without one unless --yes" t_rm_by_pattern_asks
 check "bad labels refused before anything is made; run --name cannot change a label" t_bad_labels_refused
