@@ -180,6 +180,9 @@ extern const struct cmd_entry cmd_rescue_entry;
 extern const struct cmd_entry cmd_grant_entry;
 extern const struct cmd_entry cmd_revoke_entry;
 extern const struct cmd_entry cmd_grants_entry;
+extern const struct cmd_entry cmd_record_entry;
+extern const struct cmd_entry cmd_recordings_entry;
+extern const struct cmd_entry cmd_replay_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_images_entry;
@@ -249,6 +252,9 @@ struct cJSON;
 	    {"paused", 0, NULL, 0,                                             \
 	        "with --gdb: the CPU waits for gdb's continue (the command "   \
 	        "returns at once)"},                                           \
+	    {"record", 0, NULL, 0,                                             \
+	        "record every shell as asciicast under the session's "         \
+	        "directory (vmux recordings, vmux replay)"},                   \
 	    {"no-agent", 0, NULL, 0,                                           \
 	        "do not wait for the guest agent: ready once QEMU runs (for "  \
 	        "an image or init without one; use vmux console)"},            \

@@ -5,19 +5,26 @@
  * A grant is one line in an authorized_keys file (the account's own, or
  * --authorized-keys FILE):
  *
- *   restrict,pty,command="env VMUX_HOME=H VMUX shell NAME --id ID
- *       [--read-only]" TYPE BLOB vmux-grant:NAME:ID:rw|ro:LABEL
+ *   restrict,pty,command="env -i TERM=\"$TERM\" VMUX_HOME=H VMUX shell NAME
+ *       --id ID --if-created T [--read-only]" TYPE BLOB
+ *       vmux-grant:NAME:ID:rw|ro:LABEL
  *
  * sshd runs the forced command whatever the client asked for
  * (SSH_ORIGINAL_COMMAND is never read), and `restrict` turns off port,
  * agent and X11 forwarding and ~/.ssh/rc; `pty` gives the shell its
  * terminal back. So the key reaches NAME's shell ID, or watches it with
  * --read-only (keys dropped, size never changed), and no other session,
- * vmux command or host shell. The comment is vmux's marker, which revoke
- * and grants read. One key has one grant: granting it again replaces the
- * line (sshd would take the first). The file is rewritten whole through a
- * temporary name (mode 0600), lines that are not vmux's kept as they were.
+ * vmux command or host shell; --if-created pins the session, so a session
+ * made again under the same name (next term's student-4) is not reached.
+ * `env -i` leaves nothing of the client's environment but TERM (which
+ * vmux filters). The comment is vmux's marker, which revoke and grants
+ * read. One key has one grant: granting it again replaces the line, and a
+ * key that has a line of another kind is refused (sshd takes the first
+ * line, so it would win). The file is rewritten whole under a lock, through
+ * a temporary file made beside it with the file's own mode and owner,
+ * lines that are not vmux's kept as they were.
  */
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <ctype.h>
@@ -209,43 +216,92 @@ keys_load(const char *path, char ***lines, size_t *n)
 	}
 	while ((len = getline(&line, &cap, f)) > 0) {
 		if (line[len - 1] == '\n')
-			line[len - 1] = '\0';
+			line[--len] = '\0';
+		if (memchr(line, '\0', (size_t)len) != NULL) {
+			cli_error("%s: a line with a NUL byte; not touching it",
+			    path);
+			break;
+		}
 		*lines = xreallocarray(*lines, *n + 1, sizeof **lines);
 		(*lines)[(*n)++] = xstrdup(line);
 	}
 	free(line);
+	if (ferror(f) || len > 0) { /* a read error, or the NUL above */
+		if (ferror(f))
+			cli_error("%s: %s", path, strerror(errno));
+		fclose(f);
+		for (size_t i = 0; i < *n; i++)
+			free((*lines)[i]);
+		free(*lines);
+		*lines = NULL;
+		*n = 0;
+		return -1;
+	}
 	fclose(f);
 	return 0;
 }
 
-/* Write lines to path through path.vmux-tmp (0600). 0, or -1 said. */
+/*
+ * Write lines to path (its real file, when path is a symlink) through a
+ * mkstemp file beside it, given the old file's mode and owner (0600 and
+ * ours when new), then renamed over it. 0, or -1 said.
+ */
 static int
 keys_save(const char *path, char **lines, size_t n)
 {
-	char *tmp;
+	char *real = realpath(path, NULL), *tmp;
+	const char *target = real != NULL ? real : path;
+	struct stat st;
 	FILE *f;
-	int fd, rc = 0;
+	int fd, rc = 0, had = stat(target, &st) == 0;
 
-	xasprintf(&tmp, "%s.vmux-tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	xasprintf(&tmp, "%s.vmux-XXXXXX", target);
+	fd = mkstemp(tmp);
 	if (fd < 0 || (f = fdopen(fd, "w")) == NULL) {
 		cli_error("%s: %s", tmp, strerror(errno));
-		if (fd >= 0)
+		if (fd >= 0) {
 			close(fd);
+			unlink(tmp);
+		}
 		free(tmp);
+		free(real);
 		return -1;
 	}
+	if (had &&
+	    (fchmod(fd, st.st_mode & 07777) != 0 ||
+	        (fchown(fd, st.st_uid, st.st_gid) != 0 && errno != EPERM)))
+		rc = -1;
 	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s\n", lines[i]);
 	if (fflush(f) != 0 || fsync(fileno(f)) != 0)
 		rc = -1;
-	if (fclose(f) != 0 || rc != 0 || rename(tmp, path) != 0) {
-		cli_error("%s: %s", path, strerror(errno));
+	if (fclose(f) != 0 || rc != 0 || rename(tmp, target) != 0) {
+		cli_error("%s: %s", target, strerror(errno));
 		unlink(tmp);
 		rc = -1;
 	}
 	free(tmp);
+	free(real);
 	return rc;
+}
+
+/* Lock path's file for a read-modify-write; the fd, or -1 said. */
+static int
+keys_lock(const char *path)
+{
+	char *lock;
+	int fd;
+
+	xasprintf(&lock, "%s.vmux-lock", path);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+		cli_error("%s: %s", lock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	free(lock);
+	return fd;
 }
 
 /* Free n lines. */
@@ -309,6 +365,8 @@ cmd_grant_exec(struct args *a)
 	char **lines, *path, *home, *line, self[4096], *cause = NULL;
 	size_t n, out = 0;
 	ssize_t len;
+	int64_t created;
+	int lock;
 
 	if (shell == NULL)
 		shell = "main";
@@ -332,6 +390,7 @@ cmd_grant_exec(struct args *a)
 		free(k.blob);
 		return EXIT_VMUX;
 	}
+	created = r.created; /* pins this session, not a later namesake */
 	record_free(&r);
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	home = cli_home();
@@ -351,17 +410,36 @@ cmd_grant_exec(struct args *a)
 		return EXIT_VMUX;
 	}
 	path = keys_path(a, args_get(a, "authorized-keys") == NULL);
-	if (keys_load(path, &lines, &n) != 0) {
+	if ((lock = keys_lock(path)) < 0 || keys_load(path, &lines, &n) != 0) {
+		if (lock >= 0)
+			close(lock);
 		free(k.blob);
 		free(home);
 		free(path);
 		return EXIT_VMUX;
 	}
-	/* the key's earlier grant goes: sshd would take the first line */
+	/* the key's earlier grant goes: sshd would take the first line; a
+	 * line of the user's own for it would win over ours: refused */
 	for (size_t i = 0; i < n; i++) {
 		struct grant g;
 
-		if (grant_parse(lines[i], &g) && strcmp(g.blob, k.blob) == 0) {
+		if (!grant_parse(lines[i], &g) &&
+		    strstr(lines[i], k.blob) != NULL) {
+			cli_error(
+			    "this key already has a line in %s (line %zu) "
+			    "that is not a vmux grant: sshd would take it "
+			    "first; remove it or use another key",
+			    path, i + 1);
+			grant_free(&g);
+			lines_free(lines, n);
+			close(lock);
+			free(k.blob);
+			free(home);
+			free(path);
+			return EXIT_VMUX;
+		}
+		if (g.copy != NULL && g.blob != NULL &&
+		    strcmp(g.blob, k.blob) == 0) {
 			if (strcmp(g.session, name) != 0)
 				cli_noticef("this key was granted %s; now %s",
 				    g.session, name);
@@ -373,10 +451,12 @@ cmd_grant_exec(struct args *a)
 	}
 	n = out;
 	xasprintf(&line,
-	    "restrict,pty,command=\"env VMUX_HOME=%s %s shell %s --id %s%s\" "
-	    "%s %s " GRANT_MARK "%s:%s:%s:%s",
-	    home, self, name, shell, ro ? " --read-only" : "", k.type, k.blob,
-	    name, shell, ro ? "ro" : "rw", label);
+	    "restrict,pty,command=\"env -i TERM=\\\"$TERM\\\" VMUX_HOME=%s %s "
+	    "shell %s --id %s --if-created %lld%s\" %s %s " GRANT_MARK
+	    "%s:%s:%s:%s",
+	    home, self, name, shell, (long long)created,
+	    ro ? " --read-only" : "", k.type, k.blob, name, shell,
+	    ro ? "ro" : "rw", label);
 	lines = xreallocarray(lines, n + 1, sizeof *lines);
 	lines[n++] = line;
 	rc = keys_save(path, lines, n) == 0 ? 0 : EXIT_VMUX;
@@ -385,6 +465,7 @@ cmd_grant_exec(struct args *a)
 		    ro ? " (read-only)" : "", *label ? label : k.type,
 		    *label ? "" : " key");
 	lines_free(lines, n);
+	close(lock);
 	free(k.blob);
 	free(home);
 	free(path);
@@ -398,7 +479,7 @@ cmd_revoke_exec(struct args *a)
 	struct pubkey k;
 	char **lines, *path, *cause = NULL;
 	size_t n, out = 0, gone = 0;
-	int rc;
+	int rc, lock;
 
 	if (keyfile == NULL)
 		cause = xstrdup("--key FILE is needed");
@@ -410,7 +491,9 @@ cmd_revoke_exec(struct args *a)
 		return rc;
 	}
 	path = keys_path(a, 0);
-	if (keys_load(path, &lines, &n) != 0) {
+	if ((lock = keys_lock(path)) < 0 || keys_load(path, &lines, &n) != 0) {
+		if (lock >= 0)
+			close(lock);
 		free(k.blob);
 		free(path);
 		return EXIT_VMUX;
@@ -436,6 +519,7 @@ cmd_revoke_exec(struct args *a)
 			printf("revoked %s's grant\n", name);
 	}
 	lines_free(lines, out);
+	close(lock);
 	free(k.blob);
 	free(path);
 	return rc;

@@ -39,6 +39,9 @@ static const struct cmd_opt cmd_shell_opts[] = {
     {"read-only", 'r', NULL, 0,
         "watch shell --id: nothing typed reaches it and its size is never "
         "changed"},
+    {"if-created", 0, "UNIXTIME", 0,
+        "only if session NAME is the one made then (vmux grant pins its "
+        "session so: a new session of the same name is not reached)"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -349,6 +352,15 @@ cmd_shell_exec(struct args *a)
 	if ((rc = cli_running_session(r.name, &rec, &t)) != 0) {
 		cJSON_Delete(r.open);
 		return rc;
+	}
+	if (args_get(a, "if-created") != NULL &&
+	    strtoll(args_get(a, "if-created"), NULL, 10) != rec.created) {
+		cli_error("session '%s' was made again since this was set up "
+		          "(a grant for the earlier one)",
+		    r.name);
+		cJSON_Delete(r.open);
+		record_free(&rec);
+		return EXIT_VMUX;
 	}
 	if (r.id != NULL)
 		found = shell_find(&t, r.id, &cursor, &cause);

@@ -779,6 +779,40 @@ launch_check(
 }
 
 /*
+ * With --record: start `vmux record NAME` (this binary) beside the VM; it
+ * ends when QEMU does. A recorder that cannot start is said in its log and
+ * costs the boot nothing.
+ */
+static void
+launch_recorder(struct session_record *r)
+{
+	char self[4096], *argv[4], *log, *exit_path, *why = NULL;
+	ssize_t len;
+	pid_t pid;
+
+	r->recorder_pid = 0;
+	if (!r->record ||
+	    (len = readlink("/proc/self/exe", self, sizeof self - 1)) <= 0)
+		return;
+	self[len] = '\0';
+	argv[0] = self;
+	argv[1] = "record";
+	argv[2] = r->name;
+	argv[3] = NULL;
+	xasprintf(&log, "%s/recorder.log", r->dir);
+	xasprintf(&exit_path, "%s/recorder.exit", r->dir);
+	pid = proc_spawn(argv, -1, log, exit_path, &why);
+	if (pid > 0)
+		r->recorder_pid = pid;
+	else {
+		log_debug("recorder of %s: %s", r->name, why);
+		free(why);
+	}
+	free(log);
+	free(exit_path);
+}
+
+/*
  * Boot r (its record already written): start the bridge and QEMU, wait for
  * the agent, fall back from KVM to TCG once, and save the record as ready.
  * On failure the processes are left for the caller to clean up.
@@ -835,6 +869,7 @@ launch_run(const struct launch_opts *o, struct session_record *r, char **cause)
 		return -1;
 	}
 	r->status = SESSION_READY;
+	launch_recorder(r);
 	return record_save(r, cause);
 }
 
@@ -918,6 +953,7 @@ session_launch(
 	r.ttl_s = o->ttl_s;
 	r.idle_s = o->idle_s;
 	r.no_agent = o->no_agent;
+	r.record = o->record;
 	if (o->append != NULL && o->persist_append)
 		r.append = xstrdup(o->append);
 	if (o->profile != NULL) {

@@ -193,6 +193,7 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
 	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
 	cJSON_AddNumberToObject(pids, "console", r->console_pid);
+	cJSON_AddNumberToObject(pids, "recorder", r->recorder_pid);
 	add_str(o, "created", created);
 	cJSON_AddNumberToObject(o, "created_unix", (double)r->created);
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
@@ -225,6 +226,7 @@ record_to_json(const struct session_record *r)
 	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	if (r->no_agent)
 		cJSON_AddBoolToObject(o, "no_agent", 1);
+	cJSON_AddBoolToObject(o, "record", r->record);
 	add_str(o, "append", r->append);
 	if (r->rescue_disk != NULL) {
 		add_str(o, "rescue_disk", r->rescue_disk);
@@ -360,6 +362,7 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "read_only_root"));
 	r->no_agent =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "no_agent"));
+	r->record = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "record"));
 	r->rescue_rw =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rescue_rw"));
 	if (get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
@@ -390,6 +393,9 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	if (get_opt_int(pids, "console", 0, 0x7fffffff, &n, cause) != 0)
 		goto fail;
 	r->console_pid = (pid_t)n;
+	if (get_opt_int(pids, "recorder", 0, 0x7fffffff, &n, cause) != 0)
+		goto fail;
+	r->recorder_pid = (pid_t)n;
 	if (get_int(o, "created_unix", 0, 1e15, &r->created, cause) != 0)
 		goto fail;
 	if (get_int(o, "cpus", 1, 1024, &n, cause) != 0)

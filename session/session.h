@@ -148,11 +148,13 @@ struct session_record {
 	char *qemu_bin, *bridge_bin, *kernel, *initrd;
 	pid_t qemu_pid, bridge_pid; /* 0 when not (yet) started */
 	pid_t console_pid;          /* the console keeper; 0: none */
-	int no_agent;      /* this boot is --no-agent: use the console */
-	char *append;      /* kept kernel command line words */
-	char *rescue_disk; /* vmux rescue: the disk at /sysroot, or NULL */
-	int rescue_rw;     /* ... attached writable */
-	int64_t created;   /* seconds since the epoch */
+	int record;         /* --record: shells recorded (vmux record) */
+	pid_t recorder_pid; /* that recorder; 0: none */
+	int no_agent;       /* this boot is --no-agent: use the console */
+	char *append;       /* kept kernel command line words */
+	char *rescue_disk;  /* vmux rescue: the disk at /sysroot, or NULL */
+	int rescue_rw;      /* ... attached writable */
+	int64_t created;    /* seconds since the epoch */
 	int cpus, memory_mb;
 	unsigned *allow_ports;
 	size_t nallow_ports;
@@ -377,6 +379,7 @@ struct launch_opts {
 	const char *append;    /* --append: kernel words for this boot */
 	int persist_append;    /* --persist: and every boot after (new) */
 	int no_agent;          /* --no-agent: ready once QEMU runs */
+	int record;            /* --record (new): vmux record after each boot */
 	int gdb;               /* --gdb: QEMU's gdbstub at session_gdb_path */
 	int paused;            /* --paused: the CPU waits for gdb (with gdb) */
 	const char *rescue_disk; /* vmux rescue: attach this, no workspace */

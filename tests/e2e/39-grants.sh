@@ -120,7 +120,22 @@ t_bad_keys_refused() {
 	expect_status 2 vmux grant gr1 --key "$TMP/opts.pub" --authorized-keys "$AK" 2>/dev/null || return 1
 	expect_status 2 vmux grant gr1 --key "$TMP/student.pub" --as 'a b' --authorized-keys "$AK" 2>/dev/null || return 1
 	expect_status 125 vmux grant nosuch --key "$TMP/student.pub" --authorized-keys "$AK" 2>/dev/null || return 1
-	expect_eq "file untouched" "$(cat "$AK")" "$before"
+	expect_eq "file untouched" "$(cat "$AK")" "$before" || return 1
+	# a key that already has a line of the user's own: it would win
+	cat "$TMP/teacher.pub" >>"$AK.other" && cp "$AK.other" "$TMP/ak2"
+	out=$(vmux grant gr1 --key "$TMP/teacher.pub" --authorized-keys "$TMP/ak2" 2>&1)
+	expect_eq "own line status" $? 125 || return 1
+	expect_match "own line" "$out" 'already has a line .* that is not a vmux grant' || return 1
+}
+
+t_grant_pins_its_session() {
+	local out
+	# next term's gr1 is another session: last term's key does not reach it
+	vmux grant gr1 --key "$TMP/student.pub" --authorized-keys "$AK" >/dev/null || return 1
+	vmux rm -f gr1 >/dev/null || return 1
+	vmux new gr1 --memory 128 >/dev/null || return 1
+	out=$(printf 'hostname\nexit\n' | ssh_as student 2>&1)
+	[[ $out == *"was made again since"* ]] || fail "the old grant reached the new gr1: $out"
 }
 
 check "a granted key lands in its session's shell" t_granted_key_reaches_its_shell
@@ -129,3 +144,4 @@ check "a read-only grant watches the student's shell and types nothing" t_read_o
 check "grants lists each grant" t_grants_listed
 check "a revoked key gets nothing" t_revoked_key_gets_nothing
 check "key files that are not a plain public key are refused" t_bad_keys_refused
+check "a grant reaches only the session it was made for, not a namesake" t_grant_pins_its_session

@@ -131,6 +131,8 @@ TEST(record_round_trip)
 	a.console_pid = 1235;
 	a.append = xstrdup("rdinit=/bin/sh");
 	a.no_agent = 1;
+	a.record = 1;
+	a.recorder_pid = 1236;
 	record_free(&b);
 	CHECK(record_write(path, &a, &cause) == 0);
 	CHECK(record_read(path, &b, &cause) == 0);
@@ -138,6 +140,8 @@ TEST(record_round_trip)
 	CHECK_INT(b.console_pid, 1235);
 	CHECK_STR(b.append, "rdinit=/bin/sh");
 	CHECK_INT(b.no_agent, 1);
+	CHECK_INT(b.record, 1);
+	CHECK_INT(b.recorder_pid, 1236);
 	record_free(&a);
 	record_free(&b);
 	CHECK(rmtree(d) == 0);

@@ -1,0 +1,591 @@
+/*
+ * cmd-record.c: recordings of shells as asciicast v2 files.
+ *
+ *   vmux record NAME       the recorder (vmux starts one after each boot of
+ *                          a session made with --record)
+ *   vmux recordings NAME   what was recorded
+ *   vmux replay FILE       play one in this terminal
+ *
+ * The recorder runs on the host, beside the VM, never in it: a student
+ * cannot edit what was recorded. Each second it asks the agent for the
+ * shells and attaches to each new one as a watcher from its oldest byte
+ * (so the output before it looked is there too), and writes what the shell
+ * printed, with the time and every resize, to
+ * SESSION_DIR/recordings/ID-UNIXTIME.cast: a header line, then
+ * [seconds, "o", text] and [seconds, "r", "COLSxROWS"] lines, the format
+ * asciinema plays. Text is UTF-8: a sequence split between two reads is
+ * carried over; a byte that is not UTF-8 becomes U+FFFD (asciicast can
+ * hold only text). A file past RECORD_PART_MAX ends and ID-UNIXTIME.N.cast
+ * goes on. The recorder ends when the session's QEMU does.
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "proto/attach.h"
+#include "session/session.h"
+#include "cli.h"
+
+#define RECORD_PART_MAX (64 * 1024 * 1024) /* one file's bytes */
+#define RECORD_MAX      64                 /* shells recorded at once */
+#define RECORD_LIST_MS  1000               /* how often shells are listed */
+
+static int cmd_record_exec(struct args *);
+static int cmd_recordings_exec(struct args *);
+static int cmd_replay_exec(struct args *);
+
+static const struct cmd_opt cmd_record_opts[] = {
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_record_entry = {
+    .name = "record",
+    .pre = "NAME",
+    .summary = "Record every shell of session NAME until its VM stops, as "
+               "asciicast files under its directory (vmux runs this after "
+               "each boot of a session made with --record).",
+    .opts = cmd_record_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_record_exec,
+};
+
+static const struct cmd_opt cmd_recordings_opts[] = {
+    {"json", 0, NULL, 0, "print a list of {file, shell, started, bytes}"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_recordings_entry = {
+    .name = "recordings",
+    .pre = "NAME",
+    .summary = "List session NAME's recordings: file, shell, when it "
+               "started, size.",
+    .opts = cmd_recordings_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_recordings_exec,
+};
+
+static const struct cmd_opt cmd_replay_opts[] = {
+    {"speed", 0, "X", 0, "play X times as fast (default 1; 0: no waiting)"},
+    {NULL, 0, NULL, 0, NULL},
+};
+
+const struct cmd_entry cmd_replay_entry = {
+    .name = "replay",
+    .pre = "FILE",
+    .summary = "Play a recording (asciicast v2) in this terminal, with its "
+               "timing.",
+    .opts = cmd_replay_opts,
+    .min_args = 1,
+    .max_args = 1,
+    .exec = cmd_replay_exec,
+};
+
+/* One shell being recorded. */
+struct rec {
+	char *id;
+	struct attach_client ac;
+	FILE *f;
+	char *base;       /* dir/recordings/ID-UNIXTIME */
+	int part;         /* 0, then 1, 2 ... past RECORD_PART_MAX */
+	size_t bytes;     /* written to this part */
+	uint64_t t0;      /* mono_ms of this part's start */
+	int cols, rows;   /* the size the header says */
+	uint8_t carry[4]; /* an unfinished UTF-8 sequence */
+	size_t ncarry;
+};
+
+/* Start rec's next file with its header. 0, or -1 (errno). */
+static int
+rec_open(struct rec *r, const char *name)
+{
+	char *path;
+	cJSON *h = cJSON_CreateObject(), *env;
+	char *line;
+
+	if (r->part == 0)
+		xasprintf(&path, "%s.cast", r->base);
+	else
+		xasprintf(&path, "%s.%d.cast", r->base, r->part);
+	r->f = fopen(path, "wx");
+	free(path);
+	if (r->f == NULL) {
+		cJSON_Delete(h);
+		return -1;
+	}
+	cJSON_AddNumberToObject(h, "version", 2);
+	cJSON_AddNumberToObject(h, "width", r->cols);
+	cJSON_AddNumberToObject(h, "height", r->rows);
+	cJSON_AddNumberToObject(h, "timestamp", (double)time(NULL));
+	env = cJSON_AddObjectToObject(h, "env");
+	cJSON_AddStringToObject(env, "TERM", "xterm-256color");
+	cJSON_AddStringToObject(env, "SHELL", "/bin/sh");
+	{
+		char *title;
+
+		xasprintf(&title, "%s:%s", name, r->id);
+		cJSON_AddStringToObject(h, "title", title);
+		free(title);
+	}
+	line = cJSON_PrintUnformatted(h);
+	cJSON_Delete(h);
+	fprintf(r->f, "%s\n", line);
+	free(line);
+	fflush(r->f);
+	r->bytes = 0;
+	r->t0 = mono_ms();
+	return 0;
+}
+
+/* One event line: [seconds, code, text] (text NUL-free UTF-8). */
+static void
+rec_event(struct rec *r, const char *name, const char *code, const char *text)
+{
+	cJSON *ev = cJSON_CreateArray();
+	char *line;
+
+	if (r->f == NULL)
+		return;
+	cJSON_AddItemToArray(
+	    ev, cJSON_CreateNumber((double)(mono_ms() - r->t0) / 1000.0));
+	cJSON_AddItemToArray(ev, cJSON_CreateString(code));
+	cJSON_AddItemToArray(ev, cJSON_CreateString(text));
+	line = cJSON_PrintUnformatted(ev);
+	cJSON_Delete(ev);
+	r->bytes += (size_t)fprintf(r->f, "%s\n", line);
+	free(line);
+	fflush(r->f);
+	if (r->bytes > RECORD_PART_MAX) { /* bounded: the next part */
+		fclose(r->f);
+		r->f = NULL;
+		r->part++;
+		if (rec_open(r, name) != 0)
+			r->f = NULL; /* the disk said no: stop writing */
+	}
+}
+
+/* Length of the UTF-8 sequence led by b, 0 if b cannot lead one. */
+static size_t
+utf8_len(uint8_t b)
+{
+	return b < 0x80                       ? 1
+	    : (b & 0xe0) == 0xc0 && b >= 0xc2 ? 2
+	    : (b & 0xf0) == 0xe0              ? 3
+	    : (b & 0xf8) == 0xf0 && b <= 0xf4 ? 4
+	                                      : 0;
+}
+
+/*
+ * Output bytes as UTF-8 text for an "o" event: a sequence cut at the end is
+ * kept for the next call, a NUL or a byte that is not UTF-8 becomes U+FFFD.
+ * Returns a string the caller frees.
+ */
+static char *
+rec_text(struct rec *r, const uint8_t *p, size_t n)
+{
+	uint8_t *all = xmalloc(r->ncarry + n);
+	char *out = xmalloc(3 * (r->ncarry + n) + 1), *o = out;
+	size_t len = r->ncarry + n, i = 0;
+
+	memcpy(all, r->carry, r->ncarry);
+	memcpy(all + r->ncarry, p, n);
+	r->ncarry = 0;
+	while (i < len) {
+		size_t k = utf8_len(all[i]), j;
+		int ok = k > 0 && all[i] != 0;
+
+		if (ok && i + k > len) { /* cut: wait for the rest */
+			for (j = i + 1; j < len && (all[j] & 0xc0) == 0x80; j++)
+				;
+			if (j == len) {
+				memcpy(r->carry, all + i, len - i);
+				r->ncarry = len - i;
+				break;
+			}
+			ok = 0;
+		}
+		for (j = 1; ok && j < k; j++)
+			if ((all[i + j] & 0xc0) != 0x80)
+				ok = 0;
+		if (!ok) {
+			memcpy(o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+			continue;
+		}
+		memcpy(o, all + i, k);
+		o += k;
+		i += k;
+	}
+	*o = '\0';
+	free(all);
+	return out;
+}
+
+/* Stop recording r (its file is complete). */
+static void
+rec_close(struct rec *r)
+{
+	if (r->f != NULL)
+		fclose(r->f);
+	attach_client_free(&r->ac);
+	free(r->id);
+	free(r->base);
+	memset(r, 0, sizeof *r);
+}
+
+/* Write the whole frames r has received; -1 once the shell ended. */
+static int
+rec_frames(struct rec *r, const char *name)
+{
+	struct attach_frame f;
+	int more;
+
+	while ((more = attach_client_next(&r->ac, &f)) == 1) {
+		const uint8_t *bytes;
+		uint64_t cursor;
+		size_t len;
+		int cols, rows;
+		char *text, size[32];
+
+		if (attach_decode_data(&f, &cursor, &bytes, &len) == 0) {
+			text = rec_text(r, bytes, len);
+			if (*text != '\0')
+				rec_event(r, name, "o", text);
+			free(text);
+		} else if (attach_decode_resize(&f, &cols, &rows) == 0) {
+			snprintf(size, sizeof size, "%dx%d", cols, rows);
+			rec_event(r, name, "r", size);
+		} else if (f.type == VMUX_ATTACH_EXIT ||
+		    f.type == VMUX_ATTACH_ERROR) {
+			return -1;
+		}
+	}
+	return more < 0 || r->ac.eof ? -1 : 0;
+}
+
+/* Read r's stream; 0, or -1 when the shell (or the stream) ended. */
+static int
+rec_read(struct rec *r, const char *name)
+{
+	ssize_t n = attach_client_read(&r->ac);
+
+	if (n == -EAGAIN)
+		return 0;
+	if (n < 0)
+		return -1;
+	return rec_frames(r, name);
+}
+
+/* Is shell id recorded (or finished) already? */
+static int
+rec_known(char **done, size_t ndone, const char *id)
+{
+	for (size_t i = 0; i < ndone; i++)
+		if (strcmp(done[i], id) == 0)
+			return 1;
+	return 0;
+}
+
+static int
+cmd_record_exec(struct args *a)
+{
+	const char *name = a->argv[0];
+	struct rec recs[RECORD_MAX];
+	struct session_record r;
+	struct vsock_target t;
+	char **seen = NULL, *dir, *cause = NULL;
+	size_t nrecs = 0, nseen = 0;
+	uint64_t next_list = 0;
+
+	memset(recs, 0, sizeof recs);
+	if (session_name_valid(name, &cause) != 0) {
+		int rc = cli_usage_error(a->entry, "%s", cause);
+
+		free(cause);
+		return rc;
+	}
+	if (cli_session_record(name, &r) != 0)
+		return EXIT_VMUX;
+	xasprintf(&dir, "%s/recordings", r.dir);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		cli_error("%s: %s", dir, strerror(errno));
+		free(dir);
+		record_free(&r);
+		return EXIT_VMUX;
+	}
+	session_target(&r, &t);
+	while (session_qemu_alive(&r)) {
+		struct pollfd p[RECORD_MAX];
+		uint64_t now = mono_ms();
+
+		if (now >= next_list) { /* new shells to record */
+			cJSON *req = cJSON_CreateObject(), *reply, *s;
+
+			next_list = now + RECORD_LIST_MS;
+			cJSON_AddStringToObject(req, "action", "list_shells");
+			reply = agent_call(&t, req, now + 2000, now + 5000,
+			    NULL, NULL, &cause);
+			cJSON_Delete(req);
+			free(
+			    cause); /* booting, or gone: the loop's test says */
+			cause = NULL;
+			cJSON_ArrayForEach(s,
+			    cJSON_GetObjectItemCaseSensitive(reply, "shells"))
+			{
+				const cJSON
+				    *id = cJSON_GetObjectItemCaseSensitive(
+				        s, "shell_id"),
+				    *st = cJSON_GetObjectItemCaseSensitive(
+				        s, "state");
+				const cJSON
+				    *c = cJSON_GetObjectItemCaseSensitive(
+				        s, "cols"),
+				    *rw = cJSON_GetObjectItemCaseSensitive(
+				        s, "rows");
+				struct rec *x = &recs[nrecs];
+				cJSON *info = NULL;
+
+				/* an ended shell too: a short one may have come
+				 * and gone between two looks; its output is
+				 * kept */
+				if (!cJSON_IsString(id) ||
+				    !cJSON_IsString(st) ||
+				    strcmp(st->valuestring, "closing") == 0 ||
+				    rec_known(seen, nseen, id->valuestring) ||
+				    nrecs == RECORD_MAX)
+					continue;
+				if (args_shell_id_valid(
+				        id->valuestring, &cause) !=
+				    0) { /* not a name to put in a path */
+					free(cause);
+					cause = NULL;
+					continue;
+				}
+				seen = xreallocarray(
+				    seen, nseen + 1, sizeof *seen);
+				seen[nseen++] = xstrdup(id->valuestring);
+				if (attach_shell_open(&t, id->valuestring, -1,
+				        mono_ms() + 5000, &x->ac, &info,
+				        &cause) != 0) {
+					free(cause);
+					cause = NULL;
+					continue;
+				}
+				cJSON_Delete(info);
+				set_nonblock(x->ac.fd, 1);
+				x->id = xstrdup(id->valuestring);
+				xasprintf(&x->base, "%s/%s-%lld", dir, x->id,
+				    (long long)time(NULL));
+				x->cols = cJSON_IsNumber(c) ? c->valueint : 80;
+				x->rows =
+				    cJSON_IsNumber(rw) ? rw->valueint : 24;
+				if (rec_open(x, name) != 0) {
+					cli_error("%s.cast: %s", x->base,
+					    strerror(errno));
+					rec_close(x);
+					continue;
+				}
+				/* what came with the agent's answer */
+				if (rec_frames(x, name) != 0) {
+					rec_close(x);
+					continue;
+				}
+				nrecs++;
+			}
+			cJSON_Delete(reply);
+		}
+		for (size_t i = 0; i < nrecs; i++)
+			p[i] = (struct pollfd){recs[i].ac.fd, POLLIN, 0};
+		if (poll(p, nrecs, RECORD_LIST_MS) < 0 && errno != EINTR)
+			break;
+		for (size_t i = nrecs; i-- > 0;) {
+			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (rec_read(&recs[i], name) != 0) {
+				rec_close(&recs[i]);
+				recs[i] = recs[--nrecs];
+				memset(&recs[nrecs], 0, sizeof recs[nrecs]);
+			}
+		}
+	}
+	for (size_t i = 0; i < nrecs; i++)
+		rec_close(&recs[i]);
+	for (size_t i = 0; i < nseen; i++)
+		free(seen[i]);
+	free(seen);
+	free(dir);
+	record_free(&r);
+	return 0;
+}
+
+/* qsort order of file names. */
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The files under NAME's recordings/, sorted (caller frees). */
+static int
+rec_files(const char *dir, char ***out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	*out = NULL;
+	*n = 0;
+	if (d == NULL)
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d)) != NULL) {
+		size_t l = strlen(e->d_name);
+
+		if (l > 5 && strcmp(e->d_name + l - 5, ".cast") == 0) {
+			*out = xreallocarray(*out, *n + 1, sizeof **out);
+			(*out)[(*n)++] = xstrdup(e->d_name);
+		}
+	}
+	closedir(d);
+	qsort(*out, *n, sizeof **out, name_cmp);
+	return 0;
+}
+
+static int
+cmd_recordings_exec(struct args *a)
+{
+	struct session_record r;
+	cJSON *list = cJSON_CreateArray();
+	char **files, *dir;
+	size_t n;
+
+	if (cli_session_record(a->argv[0], &r) != 0) {
+		cJSON_Delete(list);
+		return EXIT_VMUX;
+	}
+	xasprintf(&dir, "%s/recordings", r.dir);
+	if (rec_files(dir, &files, &n) != 0) {
+		cli_error("%s: %s", dir, strerror(errno));
+		free(dir);
+		record_free(&r);
+		cJSON_Delete(list);
+		return EXIT_VMUX;
+	}
+	if (!args_has(a, "json") && n > 0)
+		printf("%-8s %-20s %10s  %s\n", "SHELL", "STARTED", "BYTES",
+		    "FILE");
+	for (size_t i = 0; i < n; i++) {
+		char *path, *shell = xstrdup(files[i]), *dash, *when;
+		struct stat st;
+		long long started = 0;
+		cJSON *o = cJSON_CreateObject();
+
+		xasprintf(&path, "%s/%s", dir, files[i]);
+		if ((dash = strrchr(shell, '-')) != NULL) {
+			started = atoll(dash + 1);
+			*dash = '\0';
+		}
+		when = time_rfc3339((double)started);
+		if (stat(path, &st) != 0)
+			st.st_size = 0;
+		cJSON_AddStringToObject(o, "file", path);
+		cJSON_AddStringToObject(o, "shell", shell);
+		cJSON_AddStringToObject(o, "started", when ? when : "");
+		cJSON_AddNumberToObject(o, "bytes", (double)st.st_size);
+		cJSON_AddItemToArray(list, o);
+		if (!args_has(a, "json"))
+			printf("%-8s %-20s %10lld  %s\n", shell,
+			    when ? when : "-", (long long)st.st_size, path);
+		free(when);
+		free(shell);
+		free(path);
+		free(files[i]);
+	}
+	if (args_has(a, "json")) {
+		char *s = cJSON_PrintUnformatted(list);
+
+		printf("%s\n", s);
+		free(s);
+	}
+	cJSON_Delete(list);
+	free(files);
+	free(dir);
+	record_free(&r);
+	return 0;
+}
+
+static int
+cmd_replay_exec(struct args *a)
+{
+	const char *sp = args_get(a, "speed");
+	double speed = sp != NULL ? strtod(sp, NULL) : 1.0, last = 0;
+	FILE *f = fopen(a->argv[0], "r");
+	char *line = NULL;
+	size_t cap = 0;
+	long lineno = 0;
+	int rc = 0;
+
+	if (sp != NULL && (speed < 0 || speed > 1000)) {
+		if (f != NULL)
+			fclose(f);
+		return cli_usage_error(
+		    a->entry, "--speed %s: want 0 (no waiting) to 1000", sp);
+	}
+	if (f == NULL) {
+		cli_error("%s: %s", a->argv[0], strerror(errno));
+		return EXIT_VMUX;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		cJSON *ev = cJSON_Parse(line), *v;
+		double at;
+
+		if (++lineno == 1) { /* the header */
+			v = cJSON_GetObjectItemCaseSensitive(ev, "version");
+			if (!cJSON_IsNumber(v) || v->valueint != 2) {
+				cli_error("%s: not an asciicast v2 recording",
+				    a->argv[0]);
+				rc = EXIT_VMUX;
+				cJSON_Delete(ev);
+				break;
+			}
+			cJSON_Delete(ev);
+			continue;
+		}
+		if (!cJSON_IsArray(ev) || cJSON_GetArraySize(ev) < 3 ||
+		    !cJSON_IsNumber(cJSON_GetArrayItem(ev, 0)) ||
+		    !cJSON_IsString(cJSON_GetArrayItem(ev, 1)) ||
+		    !cJSON_IsString(cJSON_GetArrayItem(ev, 2))) {
+			cli_error("%s:%ld: not an event", a->argv[0], lineno);
+			rc = EXIT_VMUX;
+			cJSON_Delete(ev);
+			break;
+		}
+		at = cJSON_GetArrayItem(ev, 0)->valuedouble;
+		if (speed > 0 && at > last) {
+			double d = (at - last) / speed;
+			struct timespec ts = {
+			    (time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+
+			nanosleep(&ts, NULL);
+		}
+		last = at;
+		if (strcmp(cJSON_GetArrayItem(ev, 1)->valuestring, "o") == 0) {
+			const char *s = cJSON_GetArrayItem(ev, 2)->valuestring;
+
+			write_all(STDOUT_FILENO, s, strlen(s));
+		}
+		cJSON_Delete(ev);
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}

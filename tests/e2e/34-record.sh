@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# 34-record: vmux new --record records every shell on the host as asciicast
+# v2: a shell that came and went between two looks, a live one with its
+# resize; what `vmux replay` and Debian's `asciinema cat` give back is the
+# very bytes the shell produced (colours, UTF-8, CRLF), the files are the
+# host user's alone, vmux recordings lists them, and the recorder ends with
+# the VM. replay refuses what is not a recording.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/../tui/tmux.sh"
+tui_trap
+
+need_session rc --memory 128 --record
+RDIR=$(session_field rc dir)/recordings
+
+# rec_of SHELL: the recording of shell SHELL (the first part).
+rec_of() { ls "$RDIR"/"$1"-*.cast 2>/dev/null | head -n 1; }
+
+t_short_shell_recorded_exactly() {
+	local f
+	# the shell's own bytes, as a client attached from the start got them
+	printf 'printf "\\033[31mred\\033[0m caf\\303\\251 %%s\\\\n" $((6*7))\nexit\n' |
+		vmux shell rc --id quick >"$TMP/live.out" 2>/dev/null || return 1
+	grep -q 'red.*café 42' "$TMP/live.out" || fail "the shell printed: $(cat "$TMP/live.out")" || return 1
+	wait_for 20 sh -c "'$VMUX' replay --speed 0 \"\$(ls $RDIR/quick-*.cast | head -n 1)\" 2>/dev/null | cmp -s - '$TMP/live.out'" ||
+		fail "vmux replay differs from the shell's bytes" || return 1
+	f=$(rec_of quick)
+	script -qec "asciinema cat '$f' >'$TMP/asciinema.out'" /dev/null </dev/null
+	cmp "$TMP/live.out" "$TMP/asciinema.out" || fail "asciinema cat differs from the shell's bytes" || return 1
+	expect_eq "header" "$(head -n 1 "$f" | jq -c '[.version, .title]')" '[2,"rc:quick"]' || return 1
+	expect_eq "the host user's alone" "$(stat -c %a "$f")" 600
+}
+
+t_live_shell_and_resize() {
+	local f
+	tm new-session -d -s live -x 100 -y 30 "$VMUX shell rc --id live; sleep 60"
+	wait_on live '~ #$' 30 || return 1
+	type_line 'echo typed-$((1+1))' live
+	wait_on live '^typed-2' 20 || return 1
+	wait_for 20 sh -c "grep -qs 'typed-2' $RDIR/live-*.cast" || fail "not recorded live" || return 1
+	f=$(rec_of live)
+	# made at the terminal's 100x30; a resize is an event
+	expect_eq "header size" "$(head -n 1 "$f" | jq -c '[.width, .height]')" '[100,30]' || return 1
+	tm resize-window -t live -x 90 -y 25 || return 1
+	wait_for 10 grep -q '"r","90x25"' "$f" || fail "no resize event in $f" || return 1
+	tm send-keys -t live C-]
+}
+
+t_recordings_listed() {
+	local out
+	out=$(vmux recordings rc)
+	expect_match "table" "$out" 'quick +[0-9T:-]+Z +[0-9]+ +/.*/quick-[0-9]+\.cast' || return 1
+	expect_eq "json" "$(vmux recordings rc --json | jq -r '[.[].shell] | sort | join(" ")')" "live quick" || return 1
+}
+
+t_replay_refuses_non_recordings() {
+	echo '{"hello": 1}' >"$TMP/not.cast"
+	expect_status 125 vmux replay "$TMP/not.cast" 2>/dev/null || return 1
+	expect_status 2 vmux replay --speed -1 "$(rec_of quick)" 2>/dev/null || return 1
+	expect_status 125 vmux replay "$TMP/none.cast" 2>/dev/null
+}
+
+t_recorder_ends_with_the_vm() {
+	[[ -n $(pgrep -f -- "vmux record rc$") ]] || fail "no recorder ran" || return 1
+	vmux stop rc >/dev/null || return 1
+	wait_for 10 sh -c "! pgrep -f -- 'vmux record rc\$' >/dev/null" || fail "the recorder outlived its VM"
+}
+
+check "a short shell: replay and asciinema cat give back its bytes" t_short_shell_recorded_exactly
+check "a live shell is recorded as it goes, with its resize" t_live_shell_and_resize
+check "vmux recordings lists them" t_recordings_listed
+check "replay refuses what is not a recording" t_replay_refuses_non_recordings
+check "the recorder ends with the VM" t_recorder_ends_with_the_vm
