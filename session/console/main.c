@@ -409,8 +409,8 @@ serve(int qfd, int listen_fd)
 			    SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 			if (fd >= 0 && K.nclients < MAX_CLIENTS) {
-				K.clients[K.nclients++] =
-				    (struct client){.fd = fd, .since = now};
+				K.clients[K.nclients++] = (struct client){
+				    .fd = fd, .since = mono_ms()};
 			} else if (fd >= 0) {
 				close(fd); /* can't happen: not polled when full
 				            */
