@@ -54,16 +54,17 @@ static char **
 cp_child_argv(const struct many *m, const char *self, const char *session)
 {
 	const struct cp_spec *spec = m->arg;
-	char **v = xcalloc(5, sizeof *v);
+	char **v = xcalloc(6, sizeof *v);
 
 	v[0] = xstrdup(self);
 	v[1] = xstrdup("cp");
+	v[2] = xstrdup("--"); /* a path may start with '-' */
 	if (spec->upload) {
-		v[2] = xstrdup(spec->local);
-		xasprintf(&v[3], "%s:%s", session, spec->remote);
+		v[3] = xstrdup(spec->local);
+		xasprintf(&v[4], "%s:%s", session, spec->remote);
 	} else {
-		xasprintf(&v[2], "%s:%s", session, spec->remote);
-		xasprintf(&v[3], "%s/%s", spec->local, session);
+		xasprintf(&v[3], "%s:%s", session, spec->remote);
+		xasprintf(&v[4], "%s/%s", spec->local, session);
 	}
 	return v;
 }

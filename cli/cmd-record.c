@@ -35,15 +35,22 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define RECORD_PART_MAX (64 * 1024 * 1024) /* one file's bytes */
-#define RECORD_MAX      64                 /* shells recorded at once */
-#define RECORD_LIST_MS  1000               /* how often shells are listed */
+#define RECORD_PART_MAX  (64 * 1024 * 1024)     /* one file's bytes */
+#define RECORD_MAX       64                     /* shells at once */
+#define RECORD_LIST_MS   1000                   /* shells listed this often */
+#define RECORD_TOTAL_MAX (1024LL * 1024 * 1024) /* a boot's, all shells */
+
+/* Bytes this recorder wrote: past RECORD_TOTAL_MAX it writes no more. */
+static long long rec_total;
 
 static int cmd_record_exec(struct args *);
 static int cmd_recordings_exec(struct args *);
 static int cmd_replay_exec(struct args *);
 
 static const struct cmd_opt cmd_record_opts[] = {
+    {"into", 0, "DIR", 0,
+        "the session's recordings directory (vmux passes it, so stop and "
+        "rm find this recorder by it)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -154,17 +161,29 @@ rec_event(struct rec *r, const char *name, const char *code, const char *text)
 	cJSON *ev = cJSON_CreateArray();
 	char *line;
 
-	if (r->f == NULL)
+	if (r->f == NULL || rec_total > RECORD_TOTAL_MAX) {
+		cJSON_Delete(ev);
 		return;
+	}
 	cJSON_AddItemToArray(
 	    ev, cJSON_CreateNumber((double)(mono_ms() - r->t0) / 1000.0));
 	cJSON_AddItemToArray(ev, cJSON_CreateString(code));
 	cJSON_AddItemToArray(ev, cJSON_CreateString(text));
 	line = cJSON_PrintUnformatted(ev);
 	cJSON_Delete(ev);
-	r->bytes += (size_t)fprintf(r->f, "%s\n", line);
+	{
+		int w = fprintf(r->f, "%s\n", line);
+
+		r->bytes += w > 0 ? (size_t)w : 0;
+		rec_total += w > 0 ? w : 0;
+	}
 	free(line);
 	fflush(r->f);
+	if (rec_total > RECORD_TOTAL_MAX) /* a guest that floods: bounded */
+		fprintf(stderr,
+		    "vmux record: %s: %lld bytes recorded this boot; no "
+		    "more\n",
+		    name, RECORD_TOTAL_MAX);
 	if (r->bytes > RECORD_PART_MAX) { /* bounded: the next part */
 		fclose(r->f);
 		r->f = NULL;
@@ -217,6 +236,13 @@ rec_text(struct rec *r, const uint8_t *p, size_t n)
 		for (j = 1; ok && j < k; j++)
 			if ((all[i + j] & 0xc0) != 0x80)
 				ok = 0;
+		/* no overlong forms, surrogates, or past U+10FFFF */
+		if (ok && k > 2 &&
+		    ((all[i] == 0xe0 && all[i + 1] < 0xa0) ||
+		        (all[i] == 0xed && all[i + 1] > 0x9f) ||
+		        (all[i] == 0xf0 && all[i + 1] < 0x90) ||
+		        (all[i] == 0xf4 && all[i + 1] > 0x8f)))
+			ok = 0;
 		if (!ok) {
 			memcpy(o, "\xef\xbf\xbd", 3);
 			o += 3;
@@ -264,6 +290,8 @@ rec_frames(struct rec *r, const char *name)
 				rec_event(r, name, "o", text);
 			free(text);
 		} else if (attach_decode_resize(&f, &cols, &rows) == 0) {
+			r->cols = cols; /* the next part's header */
+			r->rows = rows;
 			snprintf(size, sizeof size, "%dx%d", cols, rows);
 			rec_event(r, name, "r", size);
 		} else if (f.type == VMUX_ATTACH_EXIT ||
@@ -318,6 +346,14 @@ cmd_record_exec(struct args *a)
 	if (cli_session_record(name, &r) != 0)
 		return EXIT_VMUX;
 	xasprintf(&dir, "%s/recordings", r.dir);
+	if (args_get(a, "into") != NULL &&
+	    strcmp(args_get(a, "into"), dir) != 0) {
+		cli_error("--into %s: %s's recordings go to %s",
+		    args_get(a, "into"), name, dir);
+		free(dir);
+		record_free(&r);
+		return EXIT_VMUX;
+	}
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		cli_error("%s: %s", dir, strerror(errno));
 		free(dir);
@@ -359,43 +395,68 @@ cmd_record_exec(struct args *a)
 				/* an ended shell too: a short one may have come
 				 * and gone between two looks; its output is
 				 * kept */
+				const cJSON *at =
+				    cJSON_GetObjectItemCaseSensitive(
+				        s, "started_at");
+				char *key;
+
 				if (!cJSON_IsString(id) ||
 				    !cJSON_IsString(st) ||
 				    strcmp(st->valuestring, "closing") == 0 ||
-				    rec_known(seen, nseen, id->valuestring) ||
 				    nrecs == RECORD_MAX)
 					continue;
-				if (args_shell_id_valid(
+				/* an id an ended shell had may be a new shell's
+				 * now (vmux shell --id respawns): both count */
+				xasprintf(&key, "%s@%.3f", id->valuestring,
+				    cJSON_IsNumber(at) ? at->valuedouble : 0.0);
+				if (rec_known(seen, nseen, key) ||
+				    args_shell_id_valid(
 				        id->valuestring, &cause) !=
-				    0) { /* not a name to put in a path */
+				        0) { /* seen, or no name for a path */
 					free(cause);
 					cause = NULL;
+					free(key);
 					continue;
 				}
-				seen = xreallocarray(
-				    seen, nseen + 1, sizeof *seen);
-				seen[nseen++] = xstrdup(id->valuestring);
 				if (attach_shell_open(&t, id->valuestring, -1,
 				        mono_ms() + 5000, &x->ac, &info,
 				        &cause) != 0) {
-					free(cause);
+					free(cause); /* tried again next look */
 					cause = NULL;
+					free(key);
 					continue;
 				}
 				cJSON_Delete(info);
 				set_nonblock(x->ac.fd, 1);
 				x->id = xstrdup(id->valuestring);
-				xasprintf(&x->base, "%s/%s-%lld", dir, x->id,
-				    (long long)time(NULL));
 				x->cols = cJSON_IsNumber(c) ? c->valueint : 80;
 				x->rows =
 				    cJSON_IsNumber(rw) ? rw->valueint : 24;
-				if (rec_open(x, name) != 0) {
+				for (int k = 1; k < 100;
+				     k++) { /* a free name */
+					free(x->base);
+					if (k == 1)
+						xasprintf(&x->base,
+						    "%s/%s-%lld", dir, x->id,
+						    (long long)time(NULL));
+					else
+						xasprintf(&x->base,
+						    "%s/%s-%lld_%d", dir, x->id,
+						    (long long)time(NULL), k);
+					if (rec_open(x, name) == 0 ||
+					    errno != EEXIST)
+						break;
+				}
+				if (x->f == NULL) {
 					cli_error("%s.cast: %s", x->base,
 					    strerror(errno));
 					rec_close(x);
+					free(key);
 					continue;
 				}
+				seen = xreallocarray(
+				    seen, nseen + 1, sizeof *seen);
+				seen[nseen++] = key;
 				/* what came with the agent's answer */
 				if (rec_frames(x, name) != 0) {
 					rec_close(x);
@@ -527,18 +588,21 @@ static int
 cmd_replay_exec(struct args *a)
 {
 	const char *sp = args_get(a, "speed");
-	double speed = sp != NULL ? strtod(sp, NULL) : 1.0, last = 0;
+	char *end = NULL;
+	double speed = sp != NULL ? strtod(sp, &end) : 1.0, last = 0;
 	FILE *f = fopen(a->argv[0], "r");
 	char *line = NULL;
 	size_t cap = 0;
 	long lineno = 0;
 	int rc = 0;
 
-	if (sp != NULL && (speed < 0 || speed > 1000)) {
+	if (sp != NULL &&
+	    (end == sp || *end != '\0' || !(speed >= 0) || speed > 1000 ||
+	        (speed > 0 && speed < 0.001))) {
 		if (f != NULL)
 			fclose(f);
-		return cli_usage_error(
-		    a->entry, "--speed %s: want 0 (no waiting) to 1000", sp);
+		return cli_usage_error(a->entry,
+		    "--speed %s: want 0 (no waiting), or 0.001 to 1000", sp);
 	}
 	if (f == NULL) {
 		cli_error("%s: %s", a->argv[0], strerror(errno));
@@ -570,8 +634,17 @@ cmd_replay_exec(struct args *a)
 			break;
 		}
 		at = cJSON_GetArrayItem(ev, 0)->valuedouble;
+		if (!(at >= 0 && at < 1e9)) { /* NaN, negative, absurd */
+			cli_error(
+			    "%s:%ld: a time of %g", a->argv[0], lineno, at);
+			rc = EXIT_VMUX;
+			cJSON_Delete(ev);
+			break;
+		}
 		if (speed > 0 && at > last) {
-			double d = (at - last) / speed;
+			/* at most 60 s between two events, as a player would */
+			double d =
+			    (at - last) / speed > 60 ? 60 : (at - last) / speed;
 			struct timespec ts = {
 			    (time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
 

@@ -118,6 +118,8 @@ cmd_start_exec(struct args *a)
 		cause = xstrdup("--paused waits for gdb: add --gdb");
 	else if (append != NULL && !(persist && *append == '\0'))
 		(void)qemu_append_valid(append, &cause);
+	if (cause == NULL && s != NULL)
+		(void)args_number("--boot-timeout", s, 1, 3600, &secs, &cause);
 	if (cause == NULL && a->nnames > 1) {
 		/* a glob or -l picked several: as many booting at once as the
 		 * host has CPUs, each its own start */

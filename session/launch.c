@@ -786,7 +786,7 @@ launch_check(
 static void
 launch_recorder(struct session_record *r)
 {
-	char self[4096], *argv[4], *log, *exit_path, *why = NULL;
+	char self[4096], *argv[6], *log, *exit_path, *into, *why = NULL;
 	ssize_t len;
 	pid_t pid;
 
@@ -798,7 +798,10 @@ launch_recorder(struct session_record *r)
 	argv[0] = self;
 	argv[1] = "record";
 	argv[2] = r->name;
-	argv[3] = NULL;
+	argv[3] = "--into"; /* stop and rm find it by this path */
+	xasprintf(&into, "%s/recordings", r->dir);
+	argv[4] = into;
+	argv[5] = NULL;
 	xasprintf(&log, "%s/recorder.log", r->dir);
 	xasprintf(&exit_path, "%s/recorder.exit", r->dir);
 	pid = proc_spawn(argv, -1, log, exit_path, &why);
@@ -810,6 +813,7 @@ launch_recorder(struct session_record *r)
 	}
 	free(log);
 	free(exit_path);
+	free(into);
 }
 
 /*

@@ -279,9 +279,16 @@ session_stop(const struct session_record *r, int force, int power_ms)
 	fs_stop(r, STOP_TERM_MS);
 	net_stop(r, STOP_TERM_MS);
 	console_stop(r, STOP_TERM_MS);
-	/* the recorder ends with QEMU; one that did not is ended here */
-	proc_wait_gone(r->recorder_pid, r->name, mono_ms() + 1500);
-	proc_terminate(r->recorder_pid, r->name, STOP_TERM_MS);
+	/* the recorder ends with QEMU; one that did not is ended here (found
+	 * by its --into path, which no other process has) */
+	if (r->recorder_pid > 0) {
+		char *into;
+
+		xasprintf(&into, "%s/recordings", r->dir);
+		proc_wait_gone(r->recorder_pid, into, mono_ms() + 1500);
+		proc_terminate(r->recorder_pid, into, STOP_TERM_MS);
+		free(into);
+	}
 	/* The bridge exits by itself once QEMU is gone; help it along. */
 	if (!r->vsock_kernel) {
 		proc_wait_gone(r->bridge_pid, r->vsock_uds,

@@ -385,8 +385,8 @@ tui_broadcast_key(struct tui *t, struct pane *typed, int key)
 	for (size_t i = 0; i < t->model.n; i++) {
 		struct pane *p = broadcast_pane(t, &t->model.sessions[i]);
 
-		if (p != NULL && p != typed)
-			pane_key(p, key);
+		if (p != NULL && strcmp(p->session, typed->session) != 0)
+			pane_key(p, key); /* once per session */
 	}
 }
 

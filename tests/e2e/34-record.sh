@@ -49,24 +49,35 @@ t_recordings_listed() {
 	local out
 	out=$(vmux recordings rc)
 	expect_match "table" "$out" 'quick +[0-9T:-]+Z +[0-9]+ +/.*/quick-[0-9]+\.cast' || return 1
-	expect_eq "json" "$(vmux recordings rc --json | jq -r '[.[].shell] | sort | join(" ")')" "live quick" || return 1
+	expect_eq "json" "$(vmux recordings rc --json | jq -r '[.[].shell] | unique | join(" ")')" "live quick" || return 1
+}
+
+t_reused_id_recorded() {
+	# vmux shell --id quick again: the ended shell's id, a new shell
+	printf 'echo second-$((4+4))\nexit\n' | vmux shell rc --id quick >/dev/null 2>&1 || return 1
+	wait_for 20 sh -c "grep -qs 'second-8' $RDIR/quick-*.cast" || fail "the second shell quick was not recorded" || return 1
+	expect_eq "two recordings of quick" "$(ls "$RDIR"/quick-*.cast | wc -l)" 2
 }
 
 t_replay_refuses_non_recordings() {
 	echo '{"hello": 1}' >"$TMP/not.cast"
 	expect_status 125 vmux replay "$TMP/not.cast" 2>/dev/null || return 1
 	expect_status 2 vmux replay --speed -1 "$(rec_of quick)" 2>/dev/null || return 1
+	expect_status 2 vmux replay --speed abc "$(rec_of quick)" 2>/dev/null || return 1
+	printf '{"version":2,"width":80,"height":24}\n[1e15,"o","x"]\n' >"$TMP/far.cast"
+	expect_status 125 timeout 10 "$VMUX" replay "$TMP/far.cast" 2>/dev/null || return 1
 	expect_status 125 vmux replay "$TMP/none.cast" 2>/dev/null
 }
 
 t_recorder_ends_with_the_vm() {
-	[[ -n $(pgrep -f -- "vmux record rc$") ]] || fail "no recorder ran" || return 1
+	[[ -n $(pgrep -f -- '[v]mux record rc --into') ]] || fail "no recorder ran" || return 1
 	vmux stop rc >/dev/null || return 1
-	wait_for 10 sh -c "! pgrep -f -- 'vmux record rc\$' >/dev/null" || fail "the recorder outlived its VM"
+	wait_for 10 sh -c "! pgrep -f -- '[v]mux record rc --into' >/dev/null" || fail "the recorder outlived its VM"
 }
 
 check "a short shell: replay and asciinema cat give back its bytes" t_short_shell_recorded_exactly
 check "a live shell is recorded as it goes, with its resize" t_live_shell_and_resize
 check "vmux recordings lists them" t_recordings_listed
+check "a shell id used again (a new shell) is recorded again" t_reused_id_recorded
 check "replay refuses what is not a recording" t_replay_refuses_non_recordings
 check "the recorder ends with the VM" t_recorder_ends_with_the_vm
