@@ -1,13 +1,13 @@
 /*
  * console.c: a session's serial console, kept by vmux-console.
  *
- * QEMU's serial port connects to the keeper (session/console/main.c) at
- * SESSION_SERIAL_SOCK and still writes console.log itself (the chardev's
- * logfile), so the log and the QEMU needle (its path on QEMU's command
- * line) are as they were. The keeper serves readers at r->console_sock:
- * `vmux console`, the TUI's console pane. It needs neither the agent nor
- * a booted kernel, which is the point: it is the way into a guest whose
- * agent is dead, absent (--no-agent) or not started yet.
+ * QEMU's serial port is a pipe chardev on the keeper's FIFOs
+ * (session/console/main.c, SESSION_SERIAL_SOCK.in and .out) and still
+ * writes console.log itself (the chardev's logfile), so the log and the QEMU
+ * needle (its path on QEMU's command line) are as they were. The keeper serves
+ * readers at r->console_sock: `vmux console`, the TUI's console pane. It needs
+ * neither the agent nor a booted kernel, which is the point: it is the way into
+ * a guest whose agent is dead, absent (--no-agent) or not started yet.
  *
  * launch.c starts the keeper before each QEMU and stops it with the rest;
  * the keeper also ends by itself when QEMU does. console_attach is the
@@ -45,7 +45,7 @@ console_beside(const struct session_record *r, const char *name)
 	return s;
 }
 
-/* The socket QEMU's serial port connects to. Free it. */
+/* The base of the FIFOs QEMU's serial port uses (.in, .out). Free it. */
 char *
 console_serial_path(const struct session_record *r)
 {
@@ -67,7 +67,7 @@ session_gdb_path(const struct session_record *r)
 int
 console_start(struct session_record *r, char **cause)
 {
-	char *bin, *exit_path, *argv[4], *tail, *serial;
+	char *bin, *exit_path, *argv[4], *tail, *serial, *out;
 	struct session_exit x;
 	struct stat sb;
 	uint64_t deadline;
@@ -84,7 +84,8 @@ console_start(struct session_record *r, char **cause)
 	if ((bin = find_program("vmux-console", "VMUX_CONSOLE", cause)) == NULL)
 		return -1;
 	serial = console_serial_path(r);
-	unlink(serial);
+	xasprintf(&out, "%s.out", serial);
+	unlink(out);
 	unlink(r->console_sock);
 	xasprintf(&exit_path, "%s/%s", r->dir, SESSION_CONSOLE_EXIT);
 	unlink(exit_path);
@@ -98,11 +99,12 @@ console_start(struct session_record *r, char **cause)
 	if (pid < 0) {
 		free(exit_path);
 		free(serial);
+		free(out);
 		return -1;
 	}
 	r->console_pid = pid;
 	deadline = mono_ms() + CONSOLE_READY_MS;
-	while (stat(serial, &sb) != 0 || !S_ISSOCK(sb.st_mode)) {
+	while (stat(out, &sb) != 0 || !S_ISFIFO(sb.st_mode)) {
 		int died = proc_exit_read(exit_path, &x) == 0;
 
 		if (died || mono_ms() >= deadline) {
@@ -115,12 +117,14 @@ console_start(struct session_record *r, char **cause)
 			free(exit_path);
 			console_stop(r, 0);
 			free(serial);
+			free(out);
 			return -1;
 		}
 		poll(NULL, 0, 10);
 	}
 	free(exit_path);
 	free(serial);
+	free(out);
 	return 0;
 }
 

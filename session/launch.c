@@ -612,15 +612,14 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 
 /*
  * Without the agent to ask (--no-agent, --paused): wait until QEMU is up,
- * which is when it has connected to the console keeper (the keeper removes
- * the serial socket then) and serves its gdbstub (--gdb).
+ * which is when its QMP socket is there (made once its devices are) and it
+ * serves its gdbstub (--gdb).
  */
 static enum boot_result
 launch_wait_qemu(const struct launch_opts *o, const struct session_record *r,
     uint64_t deadline, char **cause)
 {
-	char *serial = console_serial_path(r),
-	     *gdb = o->gdb ? session_gdb_path(r) : NULL;
+	char *gdb = o->gdb ? session_gdb_path(r) : NULL;
 	enum boot_result res = BOOT_TIMEOUT;
 	struct stat st;
 
@@ -635,7 +634,7 @@ launch_wait_qemu(const struct launch_opts *o, const struct session_record *r,
 			res = BOOT_FAILED;
 			break;
 		}
-		if (access(serial, F_OK) != 0 &&
+		if (stat(r->qmp, &st) == 0 && S_ISSOCK(st.st_mode) &&
 		    (gdb == NULL ||
 		        (stat(gdb, &st) == 0 && S_ISSOCK(st.st_mode)))) {
 			res = BOOT_READY;
@@ -643,7 +642,6 @@ launch_wait_qemu(const struct launch_opts *o, const struct session_record *r,
 		}
 		poll(NULL, 0, 10);
 	}
-	free(serial);
 	free(gdb);
 	return res;
 }

@@ -192,8 +192,8 @@ qemu_argv(const struct qemu_config *cfg)
 
 		e = qemu_escape(cfg->serial_sock);
 		args_add(&a, "-chardev");
-		args_add(&a,
-		    "socket,id=console0,path=%s,logfile=%s,logappend=on", e, l);
+		args_add(&a, "pipe,id=console0,path=%s,logfile=%s,logappend=on",
+		    e, l);
 		args_add(&a, "-serial");
 		args_add(&a, "chardev:console0");
 		free(l);

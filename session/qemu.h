@@ -20,10 +20,9 @@ struct qemu_config {
 	const char *vhost_user;  /* bridge's vhost-user socket; NULL = kernel
 	                            vhost-vsock with cid */
 	const char *console_log; /* file that receives the serial console */
-	const char
-	    *serial_sock;     /* the console keeper QEMU connects to, or NULL */
-	const char *gdb_sock; /* serve the gdbstub here, or NULL */
-	int paused;           /* with gdb_sock: start with the CPU stopped */
+	const char *serial_sock; /* the keeper's FIFOs (.in, .out), or NULL */
+	const char *gdb_sock;    /* serve the gdbstub here, or NULL */
+	int paused;              /* with gdb_sock: start with the CPU stopped */
 	const char *rescue_disk; /* raw disk for vmux rescue (vmux-rescue) */
 	int rescue_rw;           /* ... writable; else QEMU refuses writes */
 	const char *qmp;         /* QMP unix socket path (server, nowait) */

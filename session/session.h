@@ -40,7 +40,7 @@
 #define SESSION_QMP_SOCK     "qmp.sock"
 #define SESSION_CONSOLE      "console.log"
 #define SESSION_CONSOLE_SOCK "console.sock" /* readers (vmux console) */
-#define SESSION_SERIAL_SOCK  "serial.sock"  /* QEMU's serial port */
+#define SESSION_SERIAL_SOCK  "serial"       /* FIFOs serial.in, serial.out */
 #define SESSION_GDB_SOCK     "gdb.sock"     /* QEMU's gdbstub (--gdb) */
 #define SESSION_CONSOLE_EXIT "console.exit" /* how the keeper ended */
 #define SESSION_QEMU_LOG     "qemu.log"

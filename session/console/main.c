@@ -1,11 +1,16 @@
 /*
  * main.c: vmux-console, the keeper of one session's serial console.
  *
- *   vmux-console QEMU_SOCK CLIENT_SOCK
+ *   vmux-console SERIAL_BASE CLIENT_SOCK
  *
- * QEMU's serial port is a chardev socket that connects to QEMU_SOCK; this
- * process is what it reaches (QEMU itself still appends the same bytes to
- * console.log: the chardev's logfile). Everything the guest writes on
+ * QEMU's serial port is a pipe chardev on the FIFOs SERIAL_BASE.out (what
+ * the guest writes) and SERIAL_BASE.in (its keys), made here; this process
+ * is the other end (QEMU itself still appends the same bytes to
+ * console.log: the chardev's logfile). FIFOs, not a socket: a serial port
+ * writes a byte at a time and drops one it cannot write after a few tries,
+ * and a socket's buffer is spent on such writes at a few hundred bytes
+ * (seen under load: whole lines lost), while a pipe packs them, 1 MiB of
+ * them here. Everything the guest writes on
  * ttyS0 (the kernel's messages, vmux-init's lines, a getty or an emergency
  * shell) is
  *  - kept in a ring of the last RING_SIZE bytes, replayed to each reader
@@ -26,10 +31,10 @@
  * has not said hello within HELLO_WAIT_MS is dropped, so silent
  * connections cannot take every slot.
  *
- * Ready means both sockets are bound: they are bound at NAME.part and
- * renamed, CLIENT_SOCK first, QEMU_SOCK last, which vmux waits for. The
- * keeper exits when QEMU's end closes (QEMU exited), on SIGTERM, or when
- * QEMU has not connected within CONNECT_WAIT_S; CLIENT_SOCK is removed.
+ * Ready means the FIFOs and the socket exist: each is made at NAME.part
+ * and renamed, SERIAL_BASE.out last, which vmux waits for. The keeper
+ * exits once QEMU has closed its end of SERIAL_BASE.out (QEMU exited), or
+ * on SIGTERM; CLIENT_SOCK is removed.
  * A setup failure is one line "vmux-console: ..." and exit 1; a bad command
  * line exit 2.
  */
@@ -48,13 +53,13 @@
 
 #include "common/common.h"
 
-#define RING_SIZE      (256 * 1024)  /* the boot log replayed on attach */
-#define CLIENT_MAX     (1024 * 1024) /* a reader this far behind is dropped */
-#define INPUT_MAX      (64 * 1024)   /* the writer's bytes not yet taken */
-#define MAX_CLIENTS    64
-#define HELLO_MAX      64   /* "console rw\n" and some slack */
-#define CONNECT_WAIT_S 120  /* for QEMU's connection */
-#define HELLO_WAIT_MS  5000 /* a reader says what it wants by then */
+#define RING_SIZE     (256 * 1024)  /* the boot log replayed on attach */
+#define CLIENT_MAX    (1024 * 1024) /* a reader this far behind is dropped */
+#define INPUT_MAX     (64 * 1024)   /* the writer's bytes not yet taken */
+#define MAX_CLIENTS   64
+#define HELLO_MAX     64            /* "console rw\n" and some slack */
+#define HELLO_WAIT_MS 5000          /* a reader says what it wants by then */
+#define PIPE_SIZE     (1024 * 1024) /* guest output QEMU can hand us */
 
 /* A queue of bytes (a reader's pending output, the writer's input). */
 struct queue {
@@ -325,32 +330,44 @@ listen_at(const char *path, char **part)
 	return fd;
 }
 
-/* Wait for QEMU's connection on qlisten; its fd. */
+/*
+ * Make the FIFO base.SUFFIX (at a .part name, renamed by the caller) and
+ * open it: our end of QEMU's pipe chardev. Its fd.
+ */
 static int
-qemu_accept(int qlisten)
+fifo_make(const char *base, const char *suffix, int flags, char **part)
 {
-	struct pollfd p = {.fd = qlisten, .events = POLLIN};
-	int waited = 0, fd;
+	int fd;
 
-	while (!stopping && waited < CONNECT_WAIT_S * 10) {
-		int r = poll(&p, 1, 100);
-
-		if (r < 0 && errno != EINTR)
-			die(1, "poll: %s", strerror(errno));
-		if (r <= 0) {
-			waited++;
-			continue;
-		}
-		fd = accept4(qlisten, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd >= 0)
-			return fd;
-	}
-	die(1, "QEMU did not connect within %d s", CONNECT_WAIT_S);
+	xasprintf(part, "%s.%s.part", base, suffix);
+	unlink(*part);
+	if (mkfifo(*part, 0600) != 0)
+		die(1, "mkfifo %s: %s", *part, strerror(errno));
+	fd = open(*part, flags | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		die(1, "open %s: %s", *part, strerror(errno));
+	return fd;
 }
 
-/* The loop: QEMU's end, new readers, the readers. Returns at QEMU's EOF. */
+/* Rename base.SUFFIX.part to base.SUFFIX. */
 static void
-serve(int qfd, int listen_fd)
+fifo_ready(const char *base, const char *suffix, const char *part)
+{
+	char *path;
+
+	xasprintf(&path, "%s.%s", base, suffix);
+	if (rename(part, path) != 0)
+		die(1, "rename %s: %s", part, strerror(errno));
+	free(path);
+}
+
+/*
+ * The loop: QEMU's output (qfd), new readers, the readers; keys go to
+ * qin. Returns when QEMU closed its end (a FIFO reports that only once a
+ * writer came and went, so the wait for QEMU to start is the same loop).
+ */
+static void
+serve(int qfd, int qin, int listen_fd)
 {
 	struct pollfd p[MAX_CLIENTS + 3];
 	char buf[16384];
@@ -360,10 +377,7 @@ serve(int qfd, int listen_fd)
 		int r, timeout = -1;
 		uint64_t now = mono_ms();
 
-		p[np++] = (struct pollfd){qfd,
-		    (short)(POLLIN |
-		        (queue_pending(&K.input) > 0 ? POLLOUT : 0)),
-		    0};
+		p[np++] = (struct pollfd){qfd, POLLIN, 0};
 		p[np++] = (struct pollfd){
 		    listen_fd, K.nclients < MAX_CLIENTS ? POLLIN : 0, 0};
 		p[np++] = (struct pollfd){K.sig_pipe[0], POLLIN, 0};
@@ -402,8 +416,11 @@ serve(int qfd, int listen_fd)
 			if (n > 0)
 				guest_output(buf, (size_t)n);
 		}
-		if ((p[0].revents & POLLOUT) && queue_flush(&K.input, qfd) < 0)
-			return;
+		/* keys: a FIFO of our own, O_RDWR, so never a broken pipe; what
+		 * it will not take now waits in K.input (bounded) */
+		if (queue_pending(&K.input) > 0 &&
+		    queue_flush(&K.input, qin) < 0)
+			K.input.off = K.input.len = 0;
 		if (p[1].revents & POLLIN) {
 			int fd = accept4(listen_fd, NULL, NULL,
 			    SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -443,12 +460,13 @@ serve(int qfd, int listen_fd)
 int
 main(int argc, char **argv)
 {
-	int qlisten, clisten, qfd;
-	char *qpart, *cpart;
+	int clisten, qfd, qin;
+	char *qpart, *inpart, *cpart;
 	struct sigaction sa = {.sa_handler = on_stop};
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: vmux-console QEMU_SOCK CLIENT_SOCK\n");
+		fprintf(
+		    stderr, "usage: vmux-console SERIAL_BASE CLIENT_SOCK\n");
 		return 2;
 	}
 	if (pipe2(K.sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -458,18 +476,22 @@ main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	/* QEMU's pipe chardev: it writes BASE.out, reads BASE.in. A pipe, not
+	 * a socket: 1-byte serial writes pack into its pages, and at 1 MiB it
+	 * holds a long while of output if this process is slow to run (a
+	 * serial port drops a byte it cannot write after a few tries) */
+	qfd = fifo_make(argv[1], "out", O_RDONLY, &qpart);
+	if (fcntl(qfd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
+		fprintf(stderr, "vmux-console: F_SETPIPE_SZ: %s\n",
+		    strerror(errno)); /* the default 64 KiB still works */
+	qin = fifo_make(argv[1], "in", O_RDWR, &inpart);
 	clisten = listen_at(argv[2], &cpart);
-	qlisten = listen_at(argv[1], &qpart);
 	if (rename(cpart, argv[2]) != 0)
 		die(1, "rename %s: %s", cpart, strerror(errno));
 	K.client_path = argv[2];
-	if (rename(qpart, argv[1]) != 0)
-		die(1, "rename %s: %s", qpart, strerror(errno));
-	qfd = qemu_accept(qlisten);
-	close(qlisten);
-	unlink(argv[1]);
-	set_nonblock(qfd, 1);
-	serve(qfd, clisten);
+	fifo_ready(argv[1], "in", inpart);
+	fifo_ready(argv[1], "out", qpart); /* last: vmux waits for it */
+	serve(qfd, qin, clisten);
 	unlink(argv[2]);
 	return 0;
 }

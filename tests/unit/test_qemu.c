@@ -159,11 +159,11 @@ TEST(console_keeper_socket_keeps_the_log)
 	char **argv;
 
 	c.console_log = "/s/a,b/console.log";
-	c.serial_sock = "/r/a,b/serial.sock";
+	c.serial_sock = "/r/a,b/serial";
 	argv = qemu_argv(&c);
-	/* QEMU connects (no server=on) and still writes the log itself */
+	/* the keeper's FIFOs (.in, .out); QEMU still writes the log itself */
 	CHECK(has_opt(argv, "-chardev",
-	    "socket,id=console0,path=/r/a,,b/serial.sock,"
+	    "pipe,id=console0,path=/r/a,,b/serial,"
 	    "logfile=/s/a,,b/console.log,logappend=on"));
 	CHECK(has_opt(argv, "-serial", "chardev:console0"));
 	CHECK(!any_contains(argv, "gdb"));
