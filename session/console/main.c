@@ -369,7 +369,7 @@ fifo_ready(const char *base, const char *suffix, const char *part)
 static void
 serve(int qfd, int qin, int listen_fd)
 {
-	struct pollfd p[MAX_CLIENTS + 3];
+	struct pollfd p[MAX_CLIENTS + 4];
 	char buf[16384];
 
 	while (!stopping) {
@@ -378,6 +378,9 @@ serve(int qfd, int qin, int listen_fd)
 		uint64_t now = mono_ms();
 
 		p[np++] = (struct pollfd){qfd, POLLIN, 0};
+		/* keys the FIFO would not take yet: wake when it will */
+		p[np++] = (struct pollfd){
+		    qin, queue_pending(&K.input) > 0 ? POLLOUT : 0, 0};
 		p[np++] = (struct pollfd){
 		    listen_fd, K.nclients < MAX_CLIENTS ? POLLIN : 0, 0};
 		p[np++] = (struct pollfd){K.sig_pipe[0], POLLIN, 0};
@@ -416,12 +419,7 @@ serve(int qfd, int qin, int listen_fd)
 			if (n > 0)
 				guest_output(buf, (size_t)n);
 		}
-		/* keys: a FIFO of our own, O_RDWR, so never a broken pipe; what
-		 * it will not take now waits in K.input (bounded) */
-		if (queue_pending(&K.input) > 0 &&
-		    queue_flush(&K.input, qin) < 0)
-			K.input.off = K.input.len = 0;
-		if (p[1].revents & POLLIN) {
+		if (p[2].revents & POLLIN) {
 			int fd = accept4(listen_fd, NULL, NULL,
 			    SOCK_CLOEXEC | SOCK_NONBLOCK);
 
@@ -434,12 +432,12 @@ serve(int qfd, int qin, int listen_fd)
 			}
 		}
 		/* Clients, back to front: a drop moves the last one down. */
-		for (i = np - 3; i-- > 0;) {
+		for (i = np - 4; i-- > 0;) {
 			struct client *c = &K.clients[i];
-			short re = p[i + 3].revents;
+			short re = p[i + 4].revents;
 			int gone = 0;
 
-			if (i >= K.nclients || p[i + 3].fd != c->fd)
+			if (i >= K.nclients || p[i + 4].fd != c->fd)
 				continue; /* dropped while output was copied */
 			if (!c->hello_done &&
 			    mono_ms() >= c->since + HELLO_WAIT_MS)
@@ -454,6 +452,12 @@ serve(int qfd, int qin, int listen_fd)
 			if (gone)
 				client_drop(i);
 		}
+		/* keys, the ones just read too: a FIFO of our own, O_RDWR, so
+		 * never a broken pipe; what it will not take now waits in
+		 * K.input (bounded), POLLOUT wakes us for it */
+		if (queue_pending(&K.input) > 0 &&
+		    queue_flush(&K.input, qin) < 0)
+			K.input.off = K.input.len = 0;
 	}
 }
 
