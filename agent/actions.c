@@ -183,16 +183,15 @@ do_attach(
 		return;
 	}
 	from = req->has_cursor ? req->cursor : oldest;
-	obj = shell_record(s);
-	cJSON_AddNumberToObject(
-	    obj, "cursor", (double)(from < oldest ? oldest : from));
-	cJSON_AddBoolToObject(obj, "attached", 1);
-	if (attach_start(a, c, s, from, &cause) != 0) {
-		cJSON_Delete(obj);
+	if (attach_start(a, c, s, from, req, &cause) != 0) {
 		conn_reply_error(a, c, cause);
 		free(cause);
 		return;
 	}
+	obj = shell_record(s); /* with this client among the attached */
+	cJSON_AddNumberToObject(
+	    obj, "cursor", (double)(from < oldest ? oldest : from));
+	cJSON_AddBoolToObject(obj, "attached", 1);
 	c->after = AFTER_ATTACH;
 	conn_reply(a, c, obj);
 }

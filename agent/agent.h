@@ -130,6 +130,8 @@ struct agent_request {
 	size_t scrollback; /* 0: agent default */
 	int has_cursor;
 	uint64_t cursor;
+	char *as;  /* attach_shell: who attaches (NULL: unnamed) */
+	int watch; /* attach_shell: keys dropped unless it takes them */
 	size_t max_chars;
 	int wait_ms;
 	char *input;
@@ -268,6 +270,9 @@ struct conn {
 	int input_blocked;  /* the shell's input buffer is full */
 	int eof;            /* the client sends no more */
 	int broken;         /* kill at the end of the pass */
+	char *as;           /* attached as (NULL: unnamed) */
+	int watching;       /* its keys are dropped unless it holds them */
+	int roster_dirty;   /* owes the client a CLIENTS frame */
 	size_t charged;     /* input buffer reserved from the memory budget */
 	struct conn *next;  /* agent's list */
 	struct conn *snext; /* shell's client list */
@@ -304,6 +309,7 @@ struct shell {
 	uint64_t eof_next;      /* when to type it (again) */
 	struct conn *clients;
 	int nclients;
+	struct conn *keyboard; /* a client that took it (TAKE), or NULL */
 	struct conn *closer;
 };
 
@@ -365,8 +371,9 @@ void shell_destroy_all(struct agent *);
 void shell_reap_orphans(struct agent *);
 
 /* attach.c */
-int attach_start(
-    struct agent *, struct conn *, struct shell *, uint64_t, char **);
+int attach_start(struct agent *, struct conn *, struct shell *, uint64_t,
+    const struct agent_request *, char **);
+cJSON *attach_roster(const struct shell *, const struct conn *);
 void attach_detach(struct agent *, struct conn *);
 int attach_wants_write(const struct conn *);
 void attach_read(struct agent *, struct conn *);

@@ -10,6 +10,12 @@
  * client's frames is independent of all this: keystrokes go to the shell's
  * input buffer, and only when that is full does the agent stop reading the
  * client (backpressure on input, never on output).
+ *
+ * Who is attached is part of the stream too: every client is owed a CLIENTS
+ * frame (roster_dirty) when one comes or goes or the keyboard changes hands,
+ * built when it is sent, so a burst of changes costs one frame, never a
+ * queue. A client attached to watch, or any client while another holds the
+ * keyboard (TAKE), has its keys, resizes and signals dropped.
  */
 #include <sys/socket.h>
 
@@ -62,15 +68,89 @@ attach_queue_exit(struct conn *c, const struct shell *s)
 	c->exit_sent = 1;
 }
 
+/* Every client of s owes its user a new CLIENTS frame. */
+static void
+attach_roster_changed(struct shell *s)
+{
+	for (struct conn *c = s->clients; c != NULL; c = c->snext)
+		c->roster_dirty = 1;
+}
+
+/*
+ * Who is attached to s, as CLIENTS carries it and shell records show it
+ * (`me`: the client it is for, marked "you"; NULL for a record).
+ */
+cJSON *
+attach_roster(const struct shell *s, const struct conn *me)
+{
+	cJSON *obj = cJSON_CreateObject(), *arr, *e;
+	int n = 0;
+
+	arr = cJSON_AddArrayToObject(obj, "clients");
+	for (const struct conn *c = s->clients; c != NULL; c = c->snext) {
+		if (n++ >= VMUX_ATTACH_ROSTER_MAX)
+			continue;
+		e = cJSON_CreateObject();
+		if (c->as != NULL)
+			cJSON_AddStringToObject(e, "as", c->as);
+		else
+			cJSON_AddNullToObject(e, "as");
+		cJSON_AddBoolToObject(
+		    e, "watching", c->watching && s->keyboard != c);
+		cJSON_AddBoolToObject(e, "keyboard", s->keyboard == c);
+		if (me != NULL)
+			cJSON_AddBoolToObject(e, "you", c == me);
+		cJSON_AddItemToArray(arr, e);
+	}
+	if (s->keyboard != NULL && s->keyboard->as != NULL)
+		cJSON_AddStringToObject(obj, "keyboard", s->keyboard->as);
+	else if (s->keyboard != NULL)
+		cJSON_AddStringToObject(obj, "keyboard", "");
+	else
+		cJSON_AddNullToObject(obj, "keyboard");
+	cJSON_AddNumberToObject(obj, "more",
+	    n > VMUX_ATTACH_ROSTER_MAX ? n - VMUX_ATTACH_ROSTER_MAX : 0);
+	return obj;
+}
+
+/* Put c's CLIENTS frame into c->out. */
+static void
+attach_fill_roster(struct conn *c)
+{
+	cJSON *obj = attach_roster(c->shell, c);
+	char *text = cJSON_PrintUnformatted(obj);
+	size_t n;
+
+	if (text == NULL)
+		fatalx("cJSON_PrintUnformatted: out of memory");
+	n = strlen(text);
+	buf_reserve(&c->out, VMUX_ATTACH_HDR + n);
+	vmux_attach_header(c->out.data, VMUX_ATTACH_CLIENTS, (uint32_t)n);
+	memcpy(c->out.data + VMUX_ATTACH_HDR, text, n);
+	c->out.len = VMUX_ATTACH_HDR + n;
+	c->roster_dirty = 0;
+	cJSON_free(text);
+	cJSON_Delete(obj);
+}
+
+/* May c's keys (and resizes, signals) reach the shell? */
+static int
+attach_may_type(const struct conn *c, const struct shell *s)
+{
+	if (s->keyboard != NULL)
+		return s->keyboard == c;
+	return !c->watching;
+}
+
 /*
  * Make c a client of s, streaming from `cursor` (clamped to what the ring
- * still has; a TRUNCATED frame says so). Frames start once the JSON reply
- * is written. 0, or -1 with cause when the memory budget has no room for
- * the client's input buffer.
+ * still has; a TRUNCATED frame says so), as the request says who it is.
+ * Frames start once the JSON reply is written. 0, or -1 with cause when
+ * the memory budget has no room for the client's input buffer.
  */
 int
 attach_start(struct agent *a, struct conn *c, struct shell *s, uint64_t cursor,
-    char **cause)
+    const struct agent_request *req, char **cause)
 {
 	uint64_t oldest = ring_oldest(&s->ring);
 	uint8_t p[16];
@@ -88,9 +168,12 @@ attach_start(struct agent *a, struct conn *c, struct shell *s, uint64_t cursor,
 		attach_queue(c, VMUX_ATTACH_TRUNCATED, p, sizeof p);
 		c->cursor = oldest;
 	}
+	c->as = req->as != NULL ? xstrdup(req->as) : NULL;
+	c->watching = req->watch;
 	c->snext = s->clients;
 	s->clients = c;
 	s->nclients++;
+	attach_roster_changed(s);
 	c->is_attach = 1;
 	a->nconns--;
 	a->nattach++;
@@ -113,6 +196,9 @@ attach_detach(struct agent *a, struct conn *c)
 			break;
 		}
 	}
+	if (c->shell->keyboard == c)
+		c->shell->keyboard = NULL; /* a taker that goes hands back */
+	attach_roster_changed(c->shell);
 	c->snext = NULL;
 	c->shell = NULL;
 }
@@ -134,7 +220,7 @@ attach_wants_write(const struct conn *c)
 		return 1;
 	if (s == NULL)
 		return 0;
-	if (c->cursor < attach_limit(s))
+	if (c->cursor < attach_limit(s) || c->roster_dirty)
 		return 1;
 	return s->state == SHELL_STOPPED && !c->exit_sent;
 }
@@ -159,6 +245,10 @@ attach_fill(struct conn *c)
 	}
 	if (s == NULL)
 		return 0;
+	if (c->roster_dirty) {
+		attach_fill_roster(c);
+		return 1;
+	}
 	oldest = ring_oldest(&s->ring);
 	if (c->cursor < oldest) {
 		vmux_put_u64(p, c->cursor);
@@ -239,6 +329,18 @@ attach_frame(struct agent *a, struct conn *c, uint8_t type, const uint8_t *p,
 	}
 	if (s == NULL)
 		return 1; /* closing down: ignore */
+	if (type == VMUX_ATTACH_TAKE || type == VMUX_ATTACH_RELEASE) {
+		if (type == VMUX_ATTACH_TAKE)
+			s->keyboard = c;
+		else if (s->keyboard == c)
+			s->keyboard = NULL;
+		attach_roster_changed(s);
+		return 1;
+	}
+	if ((type == VMUX_ATTACH_INPUT || type == VMUX_ATTACH_RESIZE ||
+	        type == VMUX_ATTACH_EOF || type == VMUX_ATTACH_SIGNAL) &&
+	    !attach_may_type(c, s))
+		return 1; /* a watcher's, or not the keyboard's holder's */
 	switch (type) {
 	case VMUX_ATTACH_INPUT:
 		activity_touch();
@@ -398,4 +500,5 @@ attach_shell_gone(struct agent *a, struct shell *s)
 	}
 	s->clients = NULL;
 	s->nclients = 0;
+	s->keyboard = NULL;
 }

@@ -498,6 +498,7 @@ sweep(struct agent *a)
 		buf_free(&c->in);
 		buf_free(&c->out);
 		buf_free(&c->ctl);
+		free(c->as);
 		free(c);
 	}
 	while ((s = *sp) != NULL) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "proto/attach.h"
 
 static const char *action_names[] = {
     [ACTION_EXEC] = "exec",
@@ -49,6 +50,7 @@ request_free(struct agent_request *r)
 	env_free(r->env);
 	free(r->command);
 	free(r->cwd);
+	free(r->as);
 	free(r->stdin_data);
 	free(r->shell_id);
 	free(r->input);
@@ -333,6 +335,23 @@ get_cursor(const cJSON *obj, struct agent_request *r, char **cause)
 	return 0;
 }
 
+/* Fields of attach_shell: the shell, a cursor, who attaches and how. */
+static int
+parse_attach(const cJSON *obj, struct agent_request *r, char **cause)
+{
+	if (get_shell_id(obj, 1, r, cause) != 0 ||
+	    get_cursor(obj, r, cause) != 0 ||
+	    get_string(obj, "as", 0, &r->as, cause) != 0 ||
+	    get_bool(obj, "watch", &r->watch, cause) != 0)
+		return -1;
+	if (r->as != NULL && !vmux_attach_as_valid(r->as)) {
+		xasprintf(cause, "\"as\" must be 1-%d of [A-Za-z0-9._@-]",
+		    VMUX_ATTACH_AS_MAX);
+		return -1;
+	}
+	return 0;
+}
+
 /* Fields of read_shell. */
 static int
 parse_read_shell(const cJSON *obj, struct agent_request *r, char **cause)
@@ -530,9 +549,7 @@ request_parse(const char *line, size_t len, char **cause)
 		rc = get_shell_id(obj, 1, r, cause);
 		break;
 	case ACTION_ATTACH_SHELL:
-		rc = get_shell_id(obj, 1, r, cause) || get_cursor(obj, r, cause)
-		    ? -1
-		    : 0;
+		rc = parse_attach(obj, r, cause);
 		break;
 	case ACTION_EXTRACT_ARCHIVE:
 		rc = parse_extract(obj, r, cause);

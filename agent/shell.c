@@ -62,7 +62,7 @@ shell_find(struct agent *a, const char *id)
 cJSON *
 shell_record(const struct shell *s)
 {
-	cJSON *obj = cJSON_CreateObject(), *arr;
+	cJSON *obj = cJSON_CreateObject(), *arr, *roster;
 	const char *name;
 
 	json_add_str(obj, "shell_id", s->id);
@@ -100,6 +100,12 @@ shell_record(const struct shell *s)
 	    obj, "oldest_cursor", (double)ring_oldest(&s->ring));
 	cJSON_AddNumberToObject(obj, "scrollback_bytes", (double)s->ring.cap);
 	cJSON_AddNumberToObject(obj, "clients", s->nclients);
+	roster = attach_roster(s, NULL);
+	cJSON_AddItemToObject(
+	    obj, "roster", cJSON_DetachItemFromObject(roster, "clients"));
+	cJSON_AddItemToObject(
+	    obj, "keyboard", cJSON_DetachItemFromObject(roster, "keyboard"));
+	cJSON_Delete(roster);
 	return obj;
 }
 

@@ -125,8 +125,8 @@ main(int argc, char **argv)
 	/* The login shell: the line editor a user of the guest gets. */
 	req = shell_request("open_shell");
 	if (call(&target, req, &cause) != 0 ||
-	    attach_shell_open(&target, RTT_SHELL_ID, -1, mono_ms() + 15000,
-	        &client, &record, &cause) != 0) {
+	    attach_shell_open(&target, RTT_SHELL_ID, -1, NULL,
+	        mono_ms() + 15000, &client, &record, &cause) != 0) {
 		fprintf(stderr, "shell-rtt: %s\n", cause);
 		return 1;
 	}

@@ -305,6 +305,7 @@ struct shell_loop_opts {
 	uint64_t replay_end;   /* output before this cursor is a replay: */
 	int skip_partial_line; /* drop it up to its first newline */
 	int read_only;         /* watch: keys are not sent, size not told */
+	const char *title;     /* "NAME:ID", titled once others attach */
 };
 struct shell_loop_result {
 	enum shell_end end;

@@ -6,7 +6,7 @@
  * --authorized-keys FILE):
  *
  *   restrict,pty,command="env -i TERM=\"$TERM\" VMUX_HOME=H VMUX shell NAME
- *       --id ID --if-created T [--read-only]" TYPE BLOB
+ *       --id ID --if-created T --as LABEL [--read-only]" TYPE BLOB
  *       vmux-grant:NAME:ID:rw|ro:LABEL
  *
  * sshd runs the forced command whatever the client asked for
@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/attach.h"
 #include "session/session.h"
 #include "cli.h"
 
@@ -49,7 +50,9 @@ static const struct cmd_opt cmd_grant_opts[] = {
     {"key", 0, "FILE", 0, "the student's public key (an OpenSSH .pub)"},
     {"read-only", 0, NULL, 0,
         "watch the shell: nothing typed reaches it, its size never changes"},
-    {"as", 0, "LABEL", 0, "who the key is (listed by vmux grants)"},
+    {"as", 0, "LABEL", 0,
+        "who the key is: listed by vmux grants, and shown to the others "
+        "attached to the shell (default: the session's name)"},
     {"shell", 0, "ID", 0, "the shell it opens (default: main)"},
     {"authorized-keys", 0, "FILE", 0,
         "the file to write (default: ~/.ssh/authorized_keys)"},
@@ -375,12 +378,10 @@ cmd_grant_exec(struct args *a)
 	if (keyfile == NULL)
 		cause = xstrdup("--key FILE is needed (the student's .pub)");
 	else if (session_name_valid(name, &cause) == 0 &&
-	    args_shell_id_valid(shell, &cause) == 0 &&
-	    strspn(label,
-	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	        "0123456789._-@") != strlen(label))
-		xasprintf(
-		    &cause, "--as '%s': letters, digits and ._-@ only", label);
+	    args_shell_id_valid(shell, &cause) == 0 && *label != '\0' &&
+	    !vmux_attach_as_valid(label))
+		xasprintf(&cause, "--as '%s': 1-%d letters, digits and ._-@",
+		    label, VMUX_ATTACH_AS_MAX);
 	if (cause != NULL || key_read(keyfile, &k, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
@@ -452,9 +453,9 @@ cmd_grant_exec(struct args *a)
 	n = out;
 	xasprintf(&line,
 	    "restrict,pty,command=\"env -i TERM=\\\"$TERM\\\" VMUX_HOME=%s %s "
-	    "shell %s --id %s --if-created %lld%s\" %s %s " GRANT_MARK
+	    "shell %s --id %s --if-created %lld --as %s%s\" %s %s " GRANT_MARK
 	    "%s:%s:%s:%s",
-	    home, self, name, shell, (long long)created,
+	    home, self, name, shell, (long long)created, *label ? label : name,
 	    ro ? " --read-only" : "", k.type, k.blob, name, shell,
 	    ro ? "ro" : "rw", label);
 	lines = xreallocarray(lines, n + 1, sizeof *lines);

@@ -391,6 +391,9 @@ cmd_record_exec(struct args *a)
 				        s, "rows");
 				struct rec *x = &recs[nrecs];
 				cJSON *info = NULL;
+				/* students see they are recorded */
+				const struct attach_who recorder = {
+				    "recorder", 1};
 
 				/* an ended shell too: a short one may have come
 				 * and gone between two looks; its output is
@@ -419,8 +422,8 @@ cmd_record_exec(struct args *a)
 					continue;
 				}
 				if (attach_shell_open(&t, id->valuestring, -1,
-				        mono_ms() + 5000, &x->ac, &info,
-				        &cause) != 0) {
+				        &recorder, mono_ms() + 5000, &x->ac,
+				        &info, &cause) != 0) {
 					free(cause); /* tried again next look */
 					cause = NULL;
 					free(key);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/attach.h"
 #include "proto/proto.h"
 #include "session/session.h"
 #include "cli.h"
@@ -39,6 +40,9 @@ static const struct cmd_opt cmd_shell_opts[] = {
     {"read-only", 'r', NULL, 0,
         "watch shell --id: nothing typed reaches it and its size is never "
         "changed"},
+    {"as", 0, "LABEL", 0,
+        "who you are to the others attached to the shell (default: your "
+        "login name); who they are shows in the terminal's title"},
     {"if-created", 0, "UNIXTIME", 0,
         "only if session NAME is the one made then (vmux grant pins its "
         "session so: a new session of the same name is not reached)"},
@@ -70,8 +74,9 @@ struct shell_req {
 	const char *name;
 	const char *id; /* NULL: a new shell with the agent's id */
 	int detach_key;
-	int read_only; /* watch shell id: no keys, no resizes */
-	cJSON *open;   /* the open_shell request */
+	int read_only;  /* watch shell id: no keys, no resizes */
+	const char *as; /* who attaches, or NULL: unnamed */
+	cJSON *open;    /* the open_shell request */
 };
 
 /* Is t a plausible terminal name to pass on (letters, digits, ._+-)? */
@@ -100,7 +105,13 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	r->name = a->argv[0];
 	r->id = args_get(a, "id");
 	r->read_only = args_has(a, "read-only");
+	r->as = args_has(a, "as") ? args_get(a, "as") : attach_default_as();
 	r->detach_key = DETACH_KEY_DEFAULT;
+	if (r->as != NULL && !vmux_attach_as_valid(r->as)) {
+		xasprintf(cause, "--as: '%s' is not 1-%d of [A-Za-z0-9._@-]",
+		    r->as, VMUX_ATTACH_AS_MAX);
+		return -1;
+	}
 	if (r->read_only && r->id == NULL) {
 		xasprintf(
 		    cause, "--read-only watches a shell: name it with --id");
@@ -249,8 +260,9 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	struct shell_loop_opts o;
 	struct shell_loop_result res;
 	struct attach_client ac;
+	struct attach_who who = {r->as, r->read_only};
 	cJSON *rec = NULL;
-	char *cause = NULL, key[16];
+	char *cause = NULL, key[16], *title;
 	int tty = isatty(STDIN_FILENO), rc, cols, rows;
 
 	memset(&o, 0, sizeof o);
@@ -259,8 +271,8 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 		cli_error("cannot make a pipe");
 		return EXIT_VMUX;
 	}
-	if (attach_shell_open(t, id, cursor, mono_ms() + SHELL_REQUEST_S * 1000,
-	        &ac, &rec, &cause) != 0) {
+	if (attach_shell_open(t, id, cursor, &who,
+	        mono_ms() + SHELL_REQUEST_S * 1000, &ac, &rec, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		return EXIT_VMUX;
@@ -268,6 +280,8 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	o.detach_key = r->detach_key;
 	o.tty = tty;
 	o.read_only = r->read_only;
+	xasprintf(&title, "%s:%s", r->name, id);
+	o.title = title;
 	if (reattach) {
 		o.replay_end = (uint64_t)rec_num(rec, "output_bytes", 0);
 		o.skip_partial_line = cursor > rec_num(rec, "oldest_cursor", 0);
@@ -291,6 +305,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 		if (term_raw_enter(STDIN_FILENO) != 0) {
 			cli_error("cannot set the terminal to raw mode");
 			attach_client_free(&ac);
+			free(title);
 			return EXIT_VMUX;
 		}
 		if (reattach && isatty(STDOUT_FILENO))
@@ -303,6 +318,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 
 	shell_loop(&ac, &o, &res);
 	attach_client_free(&ac);
+	free(title);
 	if (tty) {
 		shell_term_reset();
 		term_restore();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/attach.h"
 #include "session/session.h"
 #include "tui/tui.h"
 #include "cli.h"
@@ -24,6 +25,9 @@ static const struct cmd_opt cmd_tui_opts[] = {
     {"config", 'f', "FILE", 0,
         "read FILE instead of $XDG_CONFIG_HOME/vmux/vmux.conf"},
     {"no-sidebar", 0, NULL, 0, "start with the sidebar hidden"},
+    {"as", 0, "LABEL", 0,
+        "who you are to the others attached to a shell (default: your "
+        "login name): a student's title shows who watches"},
     {"selector", 'l', "SELECTOR", 0,
         "only the sessions whose labels match (KEY=VALUE, KEY!=VALUE, "
         "KEY, !KEY; commas: all hold), in the sidebar and the grid"},
@@ -46,7 +50,9 @@ const struct cmd_entry cmd_tui_entry = {
                "selected and its most recent shell shown (one is opened if "
                "it has none). Keys follow tmux with the prefix C-b: c new "
                "shell, n/p next/previous, s sessions, z zoom, [ copy mode, "
-               "] paste, k signal menu, u upload, g download, w grid, : "
+               "] paste, k signal menu, u upload, g download, w grid "
+               "(the wall: z zooms into a tile, t takes its keyboard, "
+               "prefix T hands it back), : "
                "command prompt, d detach, ? help. Detaching leaves every "
                "VM and shell running. `vmux` with no command on a terminal "
                "is `vmux tui`.",
@@ -80,6 +86,11 @@ cmd_tui_exec(struct args *a)
 	o.theme = args_get(a, "theme");
 	o.config = args_get(a, "config");
 	o.no_sidebar = args_has(a, "no-sidebar");
+	o.as = args_has(a, "as") ? args_get(a, "as") : attach_default_as();
+	if (o.as != NULL && !vmux_attach_as_valid(o.as))
+		return cli_usage_error(&cmd_tui_entry,
+		    "--as '%s': want 1-%d of [A-Za-z0-9._@-]", o.as,
+		    VMUX_ATTACH_AS_MAX);
 	o.local = args_values(a, "local-command", &o.nlocal);
 	if (o.nlocal == 0)
 		o.local = NULL;

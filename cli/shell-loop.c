@@ -12,6 +12,11 @@
  * (re-opened through /proc, so the terminal's shared file status flags are
  * never changed). EOF on a stdin that is not a terminal sends EOF: the shell
  * reads end of file and the output streams on until it exits.
+ *
+ * Who else is attached (CLIENTS frames) goes into the terminal's title once
+ * anyone else has been there ("vmux NAME:ID · with teacher (watching)"), so
+ * a student sees who watches; a takeover and its end are said on stderr,
+ * since keys typed meanwhile go nowhere.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -60,6 +65,8 @@ struct loop {
 	uint64_t deadline;   /* detaching or draining: give up at */
 	enum shell_end want; /* how it ends once detached */
 	int done;
+	char *title;    /* the last title set, NULL: never set */
+	char *keyboard; /* who else holds the keyboard, NULL: nobody */
 };
 
 /* Set up stdout: our own non-blocking descriptor where possible. */
@@ -339,6 +346,46 @@ loop_data(struct loop *l, const struct attach_frame *f)
 	outq_add(&l->out, p, n);
 }
 
+/* A CLIENTS frame: the title, and a word when the keyboard changes hands. */
+static void
+loop_clients(struct loop *l, const struct attach_frame *f)
+{
+	struct attach_roster r;
+	char *title, *osc;
+	const char *other;
+
+	if (attach_decode_clients(f, &r) != 0)
+		return;
+	other = r.keyboard != NULL && !r.mine ? r.keyboard : NULL;
+	if (other != NULL &&
+	    (l->keyboard == NULL || strcmp(l->keyboard, other) != 0))
+		loop_msg(l,
+		    "%s has taken the keyboard: what you type is ignored "
+		    "until it is handed back",
+		    other);
+	else if (other == NULL && l->keyboard != NULL && !l->detaching)
+		loop_msg(l, "%s handed the keyboard back", l->keyboard);
+	free(l->keyboard);
+	l->keyboard = other != NULL ? xstrdup(other) : NULL;
+	if (other != NULL)
+		xasprintf(&title, "vmux %s · %s has the keyboard · with %s",
+		    l->o->title, other, r.others);
+	else if (r.n > 0)
+		xasprintf(&title, "vmux %s · with %s", l->o->title, r.others);
+	else
+		xasprintf(&title, "vmux %s", l->o->title);
+	if (l->o->tty && l->o->title != NULL && (l->title != NULL || r.n > 0) &&
+	    (l->title == NULL || strcmp(l->title, title) != 0)) {
+		xasprintf(&osc, "\033]2;%s\007", title); /* labels: printable */
+		outq_add(&l->out, (const uint8_t *)osc, strlen(osc));
+		free(osc);
+		free(l->title);
+		l->title = title;
+	} else
+		free(title);
+	attach_roster_free(&r);
+}
+
 /* Act on one frame from the agent. */
 static void
 loop_frame(struct loop *l, const struct attach_frame *f)
@@ -371,6 +418,9 @@ loop_frame(struct loop *l, const struct attach_frame *f)
 	case VMUX_ATTACH_DETACH:
 		l->res->end = l->detaching ? l->want : SHELL_END_DETACH;
 		l->done = 1;
+		break;
+	case VMUX_ATTACH_CLIENTS:
+		loop_clients(l, f);
 		break;
 	default: /* RESIZE (another client's), or a newer frame type */
 		break;
@@ -507,6 +557,8 @@ shell_loop(struct attach_client *ac, const struct shell_loop_opts *o,
 	if (res->end == SHELL_END_EXIT)
 		outq_write(&l.out);
 	outq_close(&l.out);
+	free(l.title);
+	free(l.keyboard);
 }
 
 /*

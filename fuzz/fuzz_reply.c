@@ -64,6 +64,7 @@ frames(const uint8_t *data, size_t size)
 {
 	struct attach_client c;
 	struct attach_frame f;
+	struct attach_roster roster;
 	const uint8_t *bytes;
 	uint64_t cur, from, to;
 	size_t len, seen = 0;
@@ -92,6 +93,15 @@ frames(const uint8_t *data, size_t size)
 			break;
 		case VMUX_ATTACH_EXIT:
 			attach_decode_exit(&f, &code, &sig, &cur);
+			break;
+		case VMUX_ATTACH_CLIENTS: /* labels printed: all printable */
+			if (attach_decode_clients(&f, &roster) == 0) {
+				for (const char *s = roster.others; *s; s++)
+					if ((unsigned char)*s < 0x20 ||
+					    *s == 0x7f)
+						abort();
+				attach_roster_free(&roster);
+			}
 			break;
 		default:
 			break;

@@ -10,3 +10,6 @@ printf '\000{"shells":[{"command":"rm\\u001b]0;x\\u0007 -rf"}]}' >"$d/escapes"
 printf '\001\001\012\000\000\000\000\000\000\000\000\000\000\000hi' >"$d/data"
 printf '\001\003\004\000\000\000\377\377\377\377' >"$d/resize"
 printf '\001\004\020\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$d/exit"
+# CLIENTS: who is attached, one label an escape sequence
+printf '\001\014\264\000\000\000' >"$d/clients"
+printf '%s' '{"clients":[{"as":"teacher","watching":true,"keyboard":false,"you":false},{"as":"a\u001b]0;x","you":false},{"as":"alice","you":true,"keyboard":true}],"keyboard":"teacher","more":3}' >>"$d/clients"

@@ -23,6 +23,10 @@
  *   ERROR     UTF-8 text: a bad frame or a refused action; the stream goes on
  *             unless the frame could not be parsed (then the agent closes).
  *   DETACH    empty: answer to the client's DETACH, then the agent closes.
+ *   CLIENTS   JSON: who is attached, sent on attach and whenever that or the
+ *             keyboard changes: {"clients": [{"as": LABEL, "watching":
+ *             bool, "keyboard": bool, "you": bool}, ...], "keyboard": LABEL
+ *             or null, "more": N (clients past the 32 listed)}.
  * Client to agent:
  *   INPUT     raw bytes to type into the PTY (Ctrl-C is just 0x03).
  *   RESIZE    u16 cols, u16 rows (1..4096): resize the PTY (SIGWINCH).
@@ -35,6 +39,13 @@
  *             while the shell runs, as a closed pipe keeps reading as end
  *             of file; in canonical mode only while the foreground process
  *             waits in read(2). Output goes on streaming until EXIT.
+ *   TAKE      empty: this client alone types (and resizes, signals) until
+ *             it sends RELEASE or goes; the others' keys are dropped. A
+ *             teacher's takeover; every client is told by CLIENTS.
+ *   RELEASE   empty: hand the keyboard back.
+ * The attach request may say who the client is ("as": 1-64 of
+ * [A-Za-z0-9._@-]) and that it only watches ("watch": true: its keys,
+ * resizes and signals are dropped unless it takes the keyboard).
  * Unknown frame types are answered with ERROR and otherwise ignored, so
  * either side may add types later. A length over VMUX_ATTACH_MAX_PAYLOAD is a
  * broken stream.
@@ -63,6 +74,9 @@ enum vmux_attach_type {
 	VMUX_ATTACH_ERROR = 7,
 	VMUX_ATTACH_DETACH = 8,
 	VMUX_ATTACH_EOF = 9,
+	VMUX_ATTACH_TAKE = 10,    /* client: take the keyboard */
+	VMUX_ATTACH_RELEASE = 11, /* client: hand it back */
+	VMUX_ATTACH_CLIENTS = 12, /* agent: who is attached (JSON) */
 	/* exec_stream (agent/PROTOCOL.md): the same framing, its own types */
 	VMUX_EXEC_STDOUT = 16, /* agent: the command's stdout bytes */
 	VMUX_EXEC_STDERR = 17, /* agent: the command's stderr bytes */
@@ -71,6 +85,28 @@ enum vmux_attach_type {
 	VMUX_EXEC_STDIN_EOF = 20, /* client: close the command's stdin */
 };
 #define VMUX_EXEC_EXIT_LEN 9
+
+#define VMUX_ATTACH_AS_MAX     64 /* bytes of an attach's "as" label */
+#define VMUX_ATTACH_ROSTER_MAX 32 /* clients a CLIENTS frame lists */
+#define VMUX_ATTACH_AS_CHARS                                                   \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-@"
+
+/* Is s a label an attach may carry ("as")? */
+static inline int
+vmux_attach_as_valid(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] != '\0') {
+		const char *c = VMUX_ATTACH_AS_CHARS;
+		while (*c != '\0' && *c != s[n])
+			c++;
+		if (*c == '\0')
+			return 0;
+		n++;
+	}
+	return n >= 1 && n <= VMUX_ATTACH_AS_MAX;
+}
 
 /* Store v little endian at p. */
 static inline void

@@ -13,6 +13,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -273,6 +275,91 @@ attach_decode_resize(const struct attach_frame *f, int *cols, int *rows)
 }
 
 /*
+ * CLIENTS: who else is attached, as one printable line ("teacher
+ * (watching), bob, +3 more"; "" when nobody), and who holds the keyboard.
+ * -1 on a frame that is not such JSON; *r is then left empty.
+ */
+int
+attach_decode_clients(const struct attach_frame *f, struct attach_roster *r)
+{
+	cJSON *obj, *arr, *e, *v;
+	char *s;
+	int more = 0;
+
+	memset(r, 0, sizeof *r);
+	if (f->type != VMUX_ATTACH_CLIENTS ||
+	    (obj = cJSON_ParseWithLength((const char *)f->payload, f->len)) ==
+	        NULL)
+		return -1;
+	r->others = xstrdup("");
+	arr = cJSON_GetObjectItemCaseSensitive(obj, "clients");
+	cJSON_ArrayForEach(e, arr)
+	{
+		const char *as = "?"; /* unnamed, or no label we would print */
+		v = cJSON_GetObjectItemCaseSensitive(e, "as");
+		if (cJSON_IsString(v) && vmux_attach_as_valid(v->valuestring))
+			as = v->valuestring;
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "you"))) {
+			r->mine = cJSON_IsTrue(
+			    cJSON_GetObjectItemCaseSensitive(e, "keyboard"));
+			continue;
+		}
+		xasprintf(&s, "%s%s%s%s", r->others, *r->others ? ", " : "", as,
+		    cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(e, "watching"))
+		        ? " (watching)"
+		        : "");
+		free(r->others);
+		r->others = s;
+		r->n++;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(obj, "more");
+	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e6)
+		more = (int)v->valuedouble;
+	if (more > 0) {
+		xasprintf(&s, "%s%s+%d more", r->others, *r->others ? ", " : "",
+		    more);
+		free(r->others);
+		r->others = s;
+		r->n += more;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(obj, "keyboard");
+	if (cJSON_IsString(v))
+		r->keyboard = xstrdup(vmux_attach_as_valid(v->valuestring)
+		        ? v->valuestring
+		        : "?");
+	cJSON_Delete(obj);
+	return 0;
+}
+
+/*
+ * Who this user attaches as by default: the login name when it is a label
+ * an attach may carry, else NULL (unnamed). From the password database,
+ * never the environment: $USER is whatever the caller set.
+ */
+const char *
+attach_default_as(void)
+{
+	static char name[VMUX_ATTACH_AS_MAX + 1];
+	struct passwd *pw = getpwuid(getuid());
+
+	if (pw == NULL || pw->pw_name == NULL ||
+	    !vmux_attach_as_valid(pw->pw_name))
+		return NULL;
+	snprintf(name, sizeof name, "%s", pw->pw_name);
+	return name;
+}
+
+/* Free what attach_decode_clients filled. */
+void
+attach_roster_free(struct attach_roster *r)
+{
+	free(r->others);
+	free(r->keyboard);
+	memset(r, 0, sizeof *r);
+}
+
+/*
  * The exit status a client reports for a shell that ended: its code when
  * known (the agent makes it 128+N for signal N), else 128+N from the
  * signal, else 1 (unknown).
@@ -294,8 +381,8 @@ attach_exit_status(int code, int sig)
  */
 int
 attach_shell_open(const struct vsock_target *t, const char *shell_id,
-    int64_t cursor, uint64_t deadline, struct attach_client *c, cJSON **record,
-    char **cause)
+    int64_t cursor, const struct attach_who *who, uint64_t deadline,
+    struct attach_client *c, cJSON **record, char **cause)
 {
 	uint8_t *rest = NULL;
 	size_t rest_len = 0;
@@ -311,6 +398,10 @@ attach_shell_open(const struct vsock_target *t, const char *shell_id,
 	cJSON_AddStringToObject(req, "shell_id", shell_id);
 	if (cursor >= 0)
 		cJSON_AddNumberToObject(req, "cursor", (double)cursor);
+	if (who != NULL && who->as != NULL)
+		cJSON_AddStringToObject(req, "as", who->as);
+	if (who != NULL && who->watch)
+		cJSON_AddBoolToObject(req, "watch", 1);
 	reply = agent_line_call(fd, req, deadline, &rest, &rest_len, cause);
 	cJSON_Delete(req);
 	if (reply == NULL) {

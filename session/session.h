@@ -489,8 +489,24 @@ int attach_decode_truncated(
     const struct attach_frame *, uint64_t *from, uint64_t *to);
 int attach_decode_resize(const struct attach_frame *, int *cols, int *rows);
 int attach_exit_status(int code, int sig);
+
+/* Who attaches (proto/attach.h's "as" and "watch"). */
+struct attach_who {
+	const char *as; /* a label, or NULL: unnamed */
+	int watch;      /* keys dropped unless it takes the keyboard */
+};
+/* A CLIENTS frame, decoded. */
+struct attach_roster {
+	char *others;   /* the other clients, printable: "teacher (watching)" */
+	int n;          /* how many others */
+	char *keyboard; /* who holds the keyboard, or NULL */
+	int mine;       /* we do */
+};
+int attach_decode_clients(const struct attach_frame *, struct attach_roster *);
+void attach_roster_free(struct attach_roster *);
+const char *attach_default_as(void);
 int attach_shell_open(const struct vsock_target *, const char *shell_id,
-    int64_t cursor, uint64_t deadline, struct attach_client *, cJSON **record,
-    char **cause);
+    int64_t cursor, const struct attach_who *, uint64_t deadline,
+    struct attach_client *, cJSON **record, char **cause);
 
 #endif

@@ -714,6 +714,14 @@ c_theme(struct tui *t, int argc, char **argv)
 	draw_theme_apply(t);
 }
 
+/* takeover: hold the shell's keyboard (others' keys dropped), or hand it
+ * back. */
+static void
+c_takeover(struct tui *t, int argc, char **argv)
+{
+	tui_takeover(t);
+}
+
 static const struct tui_cmd tui_cmds[] = {
     {"broadcast", 0, c_broadcast},
     {"choose-session", 0, c_choose_session},
@@ -743,6 +751,7 @@ static const struct tui_cmd tui_cmds[] = {
     {"send-signal", 1, c_send_signal},
     {"show-output", 0, c_show_output},
     {"signal-menu", 1, c_signal_menu},
+    {"takeover", 1, c_takeover},
     {"theme", 0, c_theme},
     {"toggle-sidebar", 0, c_toggle_sidebar},
     {"transfers", 0, c_transfers},

@@ -48,6 +48,7 @@ static const struct {
     {"Down", "next-shell-in-list"},
     {"PPage", "copy-mode -u"},
     {"B", "broadcast"},
+    {"T", "takeover"},
     {"C", "console"},
     {"N", "new-session"},
     {"X", "confirm-remove-session"},

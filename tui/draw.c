@@ -471,7 +471,7 @@ static void
 draw_status(struct tui *t)
 {
 	const struct rect *r = &t->lay.status;
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 	char left[256], right[512], xfer[512];
 	int lw;
 
@@ -502,6 +502,23 @@ draw_status(struct tui *t)
 	else if (t->broadcast)
 		snprintf(right, sizeof right,
 		    "[BROADCAST: keys go to every shell] C-b B stops ");
+	else if (p != NULL && p->kb_mine)
+		snprintf(right, sizeof right,
+		    "[YOU HAVE THE KEYBOARD] C-b T hands it back ");
+	else if (p != NULL && p->keyboard != NULL)
+		snprintf(right, sizeof right,
+		    "[%s has the keyboard: keys are dropped] ", p->keyboard);
+	else if (t->mode == MODE_GRID && t->grid_zoom)
+		snprintf(right, sizeof right,
+		    "[watching%s%.60s] t takes the keyboard, z back ",
+		    p != NULL && p->others && *p->others ? " with " : "",
+		    p != NULL && p->others ? p->others : "");
+	else if (t->mode == MODE_GRID)
+		snprintf(right, sizeof right,
+		    "[wall] Enter opens, z zooms, t takes over, o sorts ");
+	else if (p != NULL && p->others != NULL && *p->others)
+		snprintf(
+		    right, sizeof right, "[with %.60s] C-b ? help ", p->others);
 	else if (t->copy.on)
 		snprintf(right, sizeof right,
 		    "[copy] q quits, / ? search, Space selects, Enter copies ");
@@ -619,7 +636,7 @@ draw_help(struct tui *t)
 	int y = 0, skip = t->help_scroll;
 
 	key_string(t->cfg.prefix, pre, sizeof pre);
-	for (size_t i = 0; i < t->cfg.nbinds + 9 && y < in.h; i++) {
+	for (size_t i = 0; i < t->cfg.nbinds + 10 && y < in.h; i++) {
 		if (i < t->cfg.nbinds) {
 			key_string(t->cfg.binds[i].key, key, sizeof key);
 			snprintf(line, sizeof line, " %s %-8s %s", pre, key,
@@ -632,7 +649,8 @@ draw_help(struct tui *t)
 			    "quits",
 			    " sessions (prefix s): Up Down Enter Esc, d stops",
 			    " grid (prefix w): arrows move, Enter opens, / "
-			    "filters",
+			    "filters,",
+			    "   o sorts, z zooms, t takes the keyboard",
 			    " mouse: wheel scrolls back, click in the sidebar",
 			    "   selects",
 			    " prompt (prefix :): vmux commands (new, rm, cp,",

@@ -6,9 +6,11 @@
  * cursor so the most recent rows show. A session with no shell yet, or not
  * running, shows its state and what Enter does, so a student who has not
  * opened a shell is not invisible. Each title says how long the shell has
- * been quiet and the last `vmux check`. Arrows move, Enter opens (a shell
- * when there is none), / filters by name, o sorts by name, activity or
- * check result.
+ * been quiet, the last `vmux check` and who else is attached. Arrows move,
+ * Enter opens (a shell when there is none), / filters by name, o sorts by
+ * name, activity or check result. z zooms into the selected tile, still
+ * watching; t there takes the keyboard (the student is told, and their
+ * keys are dropped) until prefix T hands it back.
  *
  * The TUI owns the tiles (t->tiles); grid_close frees them.
  */
@@ -170,6 +172,8 @@ grid_sync(struct tui *t)
 	free(sel);
 	if (t->tile_sel >= (int)n)
 		t->tile_sel = n > 0 ? (int)n - 1 : 0;
+	if (n == 0)
+		t->grid_zoom = 0;
 	t->full_redraw = 1;
 	draw_schedule(t);
 }
@@ -197,6 +201,7 @@ grid_close(struct tui *t)
 	free(t->tiles);
 	t->tiles = NULL;
 	t->ntiles = 0;
+	t->grid_zoom = 0;
 	t->mode = MODE_NORMAL;
 	tui_relayout(t);
 }
@@ -246,8 +251,14 @@ tile_title(struct tui *t, const struct pane *p, int focus, uint64_t now,
 		snprintf(buf, len, "%s%s %s%s", focus ? ">" : " ", p->session,
 		    s != NULL ? s->state : "gone", check);
 	else
-		snprintf(buf, len, "%s%s:%s %s %s%s", focus ? ">" : " ",
-		    p->session, p->shell_id, pane_state_name(p), act, check);
+		snprintf(buf, len, "%s%s:%s %s %s%s%s%s%s%s", focus ? ">" : " ",
+		    p->session, p->shell_id, pane_state_name(p), act, check,
+		    p->kb_mine                ? "  YOU TYPE"
+		        : p->keyboard != NULL ? "  typing: "
+		                              : "",
+		    p->keyboard != NULL && !p->kb_mine ? p->keyboard : "",
+		    p->others != NULL && *p->others ? "  with " : "",
+		    p->others != NULL ? p->others : "");
 }
 
 /* The body of a tile with no shell: why, and what Enter does. */
@@ -296,12 +307,15 @@ grid_draw(struct tui *t)
 		clrtoeol();
 		return;
 	}
-	layout_grid((int)t->ntiles, &area, &g);
+	layout_grid(t->grid_zoom ? 1 : (int)t->ntiles, &area, &g);
 	for (size_t i = 0; i < t->ntiles; i++) {
 		struct pane *p = t->tiles[i];
-		char title[256];
+		char title[512];
 		int focus = (int)i == t->tile_sel;
-		layout_grid_tile(&g, &area, (int)i, &r);
+		if (t->grid_zoom && !focus)
+			continue; /* the selected tile alone, filling the wall
+			           */
+		layout_grid_tile(&g, &area, t->grid_zoom ? 0 : (int)i, &r);
 		if (r.y >= area.y + area.h)
 			break;
 		tile_title(t, p, focus, now, title, sizeof title);
@@ -342,6 +356,10 @@ grid_key(struct tui *t, int key)
 	int n = (int)t->ntiles;
 
 	layout_grid(n > 0 ? n : 1, &area, &g);
+	if (t->grid_zoom && n > 0 && t->tiles[t->tile_sel]->kb_want) {
+		pane_key(t->tiles[t->tile_sel], key); /* prefix T hands back */
+		return 1;
+	}
 	switch (key) {
 	case KEYC_LEFT:
 	case 'h':
@@ -379,6 +397,15 @@ grid_key(struct tui *t, int key)
 			free(sh);
 		}
 		return 1;
+	case 'z':
+		t->grid_zoom = !t->grid_zoom && n > 0;
+		break;
+	case 't':
+		if (n > 0 && t->tiles[t->tile_sel]->src->take != NULL) {
+			t->grid_zoom = 1;
+			tui_takeover(t);
+		}
+		break;
 	case 'o':
 		t->grid_sort = (t->grid_sort + 1) % (int)nitems(sort_names);
 		tui_message(
@@ -391,8 +418,13 @@ grid_key(struct tui *t, int key)
 		return 1;
 	case 'q':
 	case 0x1b:
-		grid_close(t);
-		return 1;
+		if (t->grid_zoom) /* back to the wall */
+			t->grid_zoom = 0;
+		else {
+			grid_close(t);
+			return 1;
+		}
+		break;
 	default:
 		return 0;
 	}

@@ -217,6 +217,8 @@ pane_free(struct pane *p)
 	free(p->backlog);
 	free(p->faint_out);
 	free(p->title);
+	free(p->others);
+	free(p->keyboard);
 	free(p->error);
 	free(p->session);
 	free(p->shell_id);
@@ -318,11 +320,12 @@ pane_resize(struct pane *p, int cols, int rows)
 	p->src->resize(p, cols, rows);
 }
 
-/* Bytes for the source's input (dropped when read-only or a tile). */
+/* Bytes for the source's input (dropped when read-only, or a tile that
+ * has not taken the keyboard). */
 void
 pane_send(struct pane *p, const void *bytes, size_t len)
 {
-	if (p->tui->opts.read_only || p->grid || len == 0)
+	if (p->tui->opts.read_only || (p->grid && !p->kb_want) || len == 0)
 		return;
 	p->src->write(p, bytes, len);
 }

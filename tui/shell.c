@@ -82,6 +82,27 @@ shell_exited(struct pane *p, int code, int sig)
 	model_refresh(p->tui);
 }
 
+/* Who else is attached, and who holds the keyboard (a CLIENTS frame). */
+static void
+shell_clients(struct pane *p, const struct attach_frame *f)
+{
+	struct attach_roster r;
+
+	if (attach_decode_clients(f, &r) != 0)
+		return;
+	if (r.keyboard != NULL && !r.mine && !p->grid &&
+	    (p->keyboard == NULL || strcmp(p->keyboard, r.keyboard) != 0))
+		tui_message(p->tui, 1,
+		    "%s has taken the keyboard of %s:%s: your keys are dropped",
+		    r.keyboard, p->session, p->shell_id);
+	free(p->others);
+	free(p->keyboard);
+	p->others = r.others;
+	p->keyboard = r.keyboard;
+	p->kb_mine = r.mine;
+	draw_schedule(p->tui);
+}
+
 /* One frame from the agent; -1 when the stream is over. */
 static int
 shell_frame(struct pane *p, const struct attach_frame *f)
@@ -131,6 +152,9 @@ shell_frame(struct pane *p, const struct attach_frame *f)
 	case VMUX_ATTACH_DETACH:
 		shell_lost(p, "detached by the agent");
 		return -1;
+	case VMUX_ATTACH_CLIENTS:
+		shell_clients(p, f);
+		return 0;
 	default:
 		return 0; /* types added later */
 	}
@@ -243,6 +267,8 @@ attach_after(struct tui *t, struct work *w)
 	p->fd = w->ac.fd;
 	p->state = PANE_LIVE;
 	p->retries = 0;
+	if (p->kb_want) /* held before the stream broke: the agent let go */
+		attach_client_queue(&p->ac, VMUX_ATTACH_TAKE, NULL, 0);
 	v = cJSON_GetObjectItemCaseSensitive(w->reply, "cols");
 	cols = cJSON_IsNumber(v) ? v->valueint : p->cols;
 	v = cJSON_GetObjectItemCaseSensitive(w->reply, "rows");
@@ -281,6 +307,8 @@ shell_attach(struct pane *p, int64_t cursor)
 	w->session = xstrdup(p->session);
 	w->shell = xstrdup(p->shell_id);
 	w->cursor = cursor;
+	w->who.as = p->tui->opts.as;
+	w->who.watch = p->grid || p->tui->opts.read_only;
 	work_queue(w);
 	draw_schedule(p->tui);
 }
@@ -335,6 +363,19 @@ shell_signal(struct pane *p, const char *sig)
 	return 0;
 }
 
+/* Hold the keyboard (TAKE: every other client's keys are dropped), or
+ * hand it back. */
+static void
+shell_take(struct pane *p, int on)
+{
+	p->kb_want = on;
+	if (p->state != PANE_LIVE)
+		return; /* taken once attached */
+	attach_client_queue(
+	    &p->ac, on ? VMUX_ATTACH_TAKE : VMUX_ATTACH_RELEASE, NULL, 0);
+	shell_update_poll(p);
+}
+
 const struct pane_source shell_source = {
     .name = "shell",
     .shell = 1,
@@ -344,4 +385,5 @@ const struct pane_source shell_source = {
     .signal = shell_signal,
     .stop = shell_stop,
     .resume = shell_update_poll,
+    .take = shell_take,
 };

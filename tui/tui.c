@@ -75,6 +75,39 @@ tui_pane(struct tui *t)
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
+/* The pane keys and takeover act on: the wall's selected tile, or the
+ * current pane. */
+struct pane *
+tui_key_pane(struct tui *t)
+{
+	if (t->mode == MODE_GRID)
+		return t->tile_sel < (int)t->ntiles ? t->tiles[t->tile_sel]
+		                                    : NULL;
+	return tui_pane(t);
+}
+
+/*
+ * Take the keyboard of the shell shown (the wall's tile, or the current
+ * pane): the agent drops every other client's keys, and they are told;
+ * again hands it back.
+ */
+void
+tui_takeover(struct tui *t)
+{
+	struct pane *p = tui_key_pane(t);
+
+	if (p == NULL || p->src->take == NULL || p->state != PANE_LIVE) {
+		tui_message(t, 1, "no live shell here to take over");
+		return;
+	}
+	p->src->take(p, !p->kb_want);
+	tui_message(t, 0,
+	    p->kb_want ? "you have the keyboard of %s:%s (prefix T hands it "
+	                 "back)"
+	               : "keyboard of %s:%s handed back",
+	    p->session, p->shell_id);
+}
+
 /* The label key the sidebar groups by (--group-by, else the config's). */
 const char *
 tui_group_by(const struct tui *t)

@@ -316,9 +316,10 @@ void strike_flush(struct strike *);
  * A pane's source: where its output comes from and where its keys go, as a
  * table of operations (as tmux's window_mode), one file each. start may
  * finish later (the pane's state says); signal is NULL where there is no
- * job to signal; stop closes every handle the source opened; resume is
- * called once the pane has parsed its backlog (a source stops reading
- * while pane_backlogged).
+ * job to signal, take where there is no keyboard to take from other
+ * clients; stop closes every handle the source opened; resume is called
+ * once the pane has parsed its backlog (a source stops reading while
+ * pane_backlogged).
  */
 struct pane_source {
 	const char *name;
@@ -329,6 +330,7 @@ struct pane_source {
 	int (*signal)(struct pane *, const char *sig);
 	void (*stop)(struct pane *);
 	void (*resume)(struct pane *);
+	void (*take)(struct pane *, int on); /* hold the keyboard, or not */
 };
 extern const struct pane_source shell_source;   /* shell.c: attach stream */
 extern const struct pane_source local_source;   /* local.c: a host PTY */
@@ -342,7 +344,11 @@ struct pane {
 	char *session, *shell_id;
 	char *command;  /* local_source: the command */
 	int console_rw; /* console_source: it holds the keyboard */
-	int grid;       /* a grid tile: never resizes the PTY */
+	int grid;       /* a grid tile: watches, never resizes the PTY */
+	char *others;   /* who else is attached ("alice, teacher (watching)") */
+	char *keyboard; /* who holds the shell's keyboard, or NULL */
+	int kb_mine;    /* we do (the agent said so) */
+	int kb_want;    /* we asked to (taken again after a reattach) */
 	VTerm *vt;
 	VTermScreen *vs;
 	int rows, cols; /* the PTY's size as the VTerm has it */
@@ -566,6 +572,7 @@ struct work {
 	char *group_by; /* model refresh: the label the sidebar groups by */
 	cJSON *request, *reply;
 	int64_t cursor;
+	struct attach_who who; /* attach as (the string is the TUI's) */
 	int fd;
 	struct attach_client ac;
 	int rc;
@@ -599,6 +606,7 @@ struct tui_opts {
 	int nlocal;
 	const struct selector *sel; /* -l: only the sessions it matches */
 	const char *group_by;       /* --group-by: over the config's */
+	const char *as;             /* --as: who others see attached */
 	int grid, read_only, no_sidebar;
 };
 
@@ -643,6 +651,7 @@ struct tui {
 	char *grid_filter;
 	int grid_sort; /* 0 name, 1 activity, 2 check result (o cycles) */
 	int grid_filtering;
+	int grid_zoom; /* the selected tile fills the wall (z) */
 
 	struct prompt prompt;
 	struct menu menu;
@@ -673,6 +682,8 @@ int tui_main(const struct tui_opts *);
 void tui_message(struct tui *, int error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 struct pane *tui_pane(struct tui *);
+struct pane *tui_key_pane(struct tui *);
+void tui_takeover(struct tui *);
 struct pane *tui_find_pane(
     struct tui *, const char *session, const char *shell);
 struct pane *tui_pane_by_id(struct tui *, unsigned id);

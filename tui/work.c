@@ -131,7 +131,7 @@ work_attach(struct work *w)
 		snprintf(w->code, sizeof w->code, "%s", WORK_NO_SESSION);
 		return;
 	}
-	if (attach_shell_open(&t, w->shell, w->cursor,
+	if (attach_shell_open(&t, w->shell, w->cursor, &w->who,
 	        mono_ms() + WORK_REPLY_MS, &w->ac, &w->reply, &w->cause) == 0)
 		w->rc = 0;
 	else /* the agent's code travels to the loop thread with w */

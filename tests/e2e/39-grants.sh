@@ -90,6 +90,14 @@ t_read_only_watcher() {
 	[[ $out == *from-watcher* ]] && fail "the watcher's keys reached the shell"
 	# the shell keeps the student's 100x30, never the watcher's 120x40
 	expect_eq "size" "$(vmux shells gr1 --json | jq -r '.[] | select(.shell_id == "main") | "\(.cols)x\(.rows)"')" 100x30 || return 1
+	# each is attached under their grant's label; the student sees the
+	# teacher watching in their terminal's title
+	expect_eq "who is attached" "$(vmux shells gr1 --json | jq -c '[.[] | select(.shell_id == "main") | .roster[] | [.as, .watching]] | sort')" '[["alice",false],["teacher",true]]' || return 1
+	local deadline=$((SECONDS + 20))
+	until [[ $(tm display-message -p -t st '#{pane_title}') == *'gr1:main · with teacher (watching)'* ]]; do
+		((SECONDS < deadline)) || fail "student's title: $(tm display-message -p -t st '#{pane_title}')" || return 1
+		sleep 0.1
+	done
 }
 
 t_grants_listed() {

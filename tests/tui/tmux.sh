@@ -16,13 +16,13 @@ tui_tmux_kill() { tm kill-server 2>/dev/null; }
 screen() { tm capture-pane -p -t "$1"; }
 
 # wait_on TARGET REGEX DEADLINE_S: poll until a line matches; on time out,
-# say what was on the screen and fail.
+# say what was on the screen (but blank lines and empty tile edges) and fail.
 wait_on() {
 	local target=$1 re=$2 deadline=$((SECONDS + $3))
 	until screen "$target" | grep -Eq -- "$re"; do
 		if ((SECONDS >= deadline)); then
 			echo "no /$re/ on the screen of $target (blank lines left out):"
-			screen "$target" | grep -v '^ *$' | sed 's/^/  | /'
+			screen "$target" | grep -v '^[ │]*$' | sed 's/^/  | /'
 			return 1
 		fi
 		sleep 0.1

@@ -191,6 +191,8 @@ struct seen {
 	int exit_code, exit_seen, truncated, error, detach;
 	uint64_t first_cursor;
 	int got_data;
+	char roster[4096]; /* the last CLIENTS frame */
+	int rosters;       /* CLIENTS frames seen */
 };
 
 /*
@@ -234,6 +236,10 @@ att_until(int fd, struct seen *s, const char *needle, int ms)
 			break;
 		case VMUX_ATTACH_DETACH:
 			s->detach = 1;
+			break;
+		case VMUX_ATTACH_CLIENTS:
+			snprintf(s->roster, sizeof s->roster, "%s", (char *)p);
+			s->rosters++;
 			break;
 		}
 		free(p);
@@ -605,6 +611,130 @@ TEST(shell_attach_stream)
 	CHECK(s2.exit_seen);
 	CHECK_INT(s2.exit_code, 0);
 	close(a2);
+	CHECK_INT(ta_stop(&ta), 0);
+}
+
+/* Read frames until the last CLIENTS frame holds needle; 1 if it does. */
+static int
+att_roster(int fd, struct seen *s, const char *needle, int ms)
+{
+	uint64_t until = mono_ms() + (uint64_t)ms;
+
+	while (strstr(s->roster, needle) == NULL && mono_ms() < until)
+		att_until(fd, s, "\001never", 100);
+	if (strstr(s->roster, needle) == NULL)
+		fprintf(stderr, "    no %s in CLIENTS %s\n", needle, s->roster);
+	return strstr(s->roster, needle) != NULL;
+}
+
+/*
+ * Who is attached: every client is told (CLIENTS) and records list it; a
+ * watcher's keys and resizes go nowhere; TAKE gives one client the
+ * keyboard (the others' keys are dropped) until RELEASE or it goes.
+ */
+TEST(shell_attach_watch_and_take)
+{
+	struct test_agent ta;
+	struct seen st = {0}, ss = {0}, sw = {0};
+	uint8_t rs[4];
+	int teacher, student, watcher;
+	char *text;
+	cJSON *r;
+
+	CHECK(ta_start(&ta, 5000) == 0);
+	cJSON_Delete(ta_request(&ta,
+	    "{\"action\":\"open_shell\",\"shell_id\":\"k\","
+	    "\"command\":\"echo ready; exec cat\"}"));
+	CHECK(wait_bytes(&ta, "k", 5, 10000));
+	student = -1;
+	r = ta_line_request(&ta,
+	    "{\"action\":\"attach_shell\",\"shell_id\":\"k\","
+	    "\"as\":\"alice\"}\n",
+	    &student);
+	CHECK(student >= 0 && r != NULL);
+	cJSON_Delete(r);
+	r = ta_line_request(&ta,
+	    "{\"action\":\"attach_shell\",\"shell_id\":\"k\","
+	    "\"as\":\"teacher\",\"watch\":true}\n",
+	    &teacher);
+	CHECK(teacher >= 0 && r != NULL);
+	/* the answer's record lists both */
+	text = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "roster"));
+	CHECK(strstr(text, "\"as\":\"teacher\",\"watching\":true") != NULL);
+	CHECK(strstr(text, "\"as\":\"alice\",\"watching\":false") != NULL);
+	cJSON_free(text);
+	cJSON_Delete(r);
+	CHECK(att_roster(student, &ss,
+	    "{\"as\":\"teacher\",\"watching\":true,\"keyboard\":false,"
+	    "\"you\":false}",
+	    10000));
+	CHECK(strstr(ss.roster,
+	          "{\"as\":\"alice\",\"watching\":false,\"keyboard\":false,"
+	          "\"you\":true}") != NULL);
+	CHECK(att_roster(teacher, &st, "\"keyboard\":null", 10000));
+
+	/* a watcher's keys and resizes go nowhere */
+	vmux_put_u16(rs, 99);
+	vmux_put_u16(rs + 2, 11);
+	ta_send_frame(teacher, VMUX_ATTACH_RESIZE, rs, 4);
+	ta_send_frame(teacher, VMUX_ATTACH_INPUT, "watcher\r", 8);
+	ta_send_frame(student, VMUX_ATTACH_INPUT, "student\r", 8);
+	CHECK(att_until(student, &ss, "student\r\nstudent", 10000));
+	CHECK(strstr(buf_cstr(&ss.data), "watcher") == NULL);
+	r = ta_request(&ta, "{\"action\":\"list_shells\"}");
+	CHECK_INT(
+	    ta_num(cJSON_GetArrayItem(cJSON_GetObjectItem(r, "shells"), 0),
+	        "cols"),
+	    80);
+	cJSON_Delete(r);
+
+	/* the teacher takes the keyboard: the student is told, and dropped */
+	ta_send_frame(teacher, VMUX_ATTACH_TAKE, NULL, 0);
+	CHECK(att_roster(student, &ss, "\"keyboard\":\"teacher\"", 10000));
+	ta_send_frame(student, VMUX_ATTACH_INPUT, "lost\r", 5);
+	ta_send_frame(teacher, VMUX_ATTACH_INPUT, "took\r", 5);
+	CHECK(att_until(student, &ss, "took\r\ntook", 10000));
+	CHECK(strstr(buf_cstr(&ss.data), "lost") == NULL);
+
+	/* a third client (a recorder) sees who holds it */
+	r = ta_line_request(&ta,
+	    "{\"action\":\"attach_shell\",\"shell_id\":\"k\","
+	    "\"as\":\"recorder\",\"watch\":true}\n",
+	    &watcher);
+	CHECK(watcher >= 0 && r != NULL);
+	CHECK_STR(ta_str(r, "keyboard"), "teacher");
+	cJSON_Delete(r);
+	CHECK(att_roster(watcher, &sw, "\"keyboard\":\"teacher\"", 10000));
+
+	/* handed back: the student types again */
+	ta_send_frame(teacher, VMUX_ATTACH_RELEASE, NULL, 0);
+	CHECK(att_roster(student, &ss, "\"keyboard\":null", 10000));
+	ta_send_frame(student, VMUX_ATTACH_INPUT, "back\r", 5);
+	CHECK(att_until(student, &ss, "back\r\nback", 10000));
+
+	/* a taker that goes hands it back too */
+	ta_send_frame(teacher, VMUX_ATTACH_TAKE, NULL, 0);
+	CHECK(att_roster(student, &ss, "\"keyboard\":\"teacher\"", 10000));
+	close(teacher);
+	CHECK(att_roster(student, &ss, "\"keyboard\":null", 10000));
+	CHECK(strstr(ss.roster, "teacher") == NULL);
+	ta_send_frame(student, VMUX_ATTACH_INPUT, "again\r", 6);
+	CHECK(att_until(student, &ss, "again\r\nagain", 10000));
+
+	/* a bad label is refused */
+	r = ta_line_request(&ta,
+	    "{\"action\":\"attach_shell\",\"shell_id\":\"k\","
+	    "\"as\":\"a b\"}\n",
+	    &teacher);
+	CHECK(r != NULL && ta_str(r, "error") != NULL);
+	cJSON_Delete(r);
+	if (teacher >= 0)
+		close(teacher);
+	close(student);
+	close(watcher);
+	buf_free(&ss.data);
+	buf_free(&st.data);
+	buf_free(&sw.data);
 	CHECK_INT(ta_stop(&ta), 0);
 }
 
