@@ -19,6 +19,7 @@ bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/run
 	@BUILD=$(BUILD) bench/tui
 	@BUILD=$(BUILD) bench/workspace
+	@BUILD=$(BUILD) bench/class
 
 # The TUI's figures alone.
 bench-tui: all $(BENCH_TOOLS)
@@ -28,3 +29,8 @@ bench-tui: all $(BENCH_TOOLS)
 bench-workspace: all
 	@BUILD=$(BUILD) bench/workspace
 .PHONY: bench-workspace
+
+# The teaching room alone: 30 sessions booted, fanned out to, left idle.
+bench-class: all
+	@BUILD=$(BUILD) bench/class
+.PHONY: bench-class

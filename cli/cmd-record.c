@@ -13,10 +13,12 @@
  * printed, with the time and every resize, to
  * SESSION_DIR/recordings/ID-UNIXTIME.cast: a header line, then
  * [seconds, "o", text] and [seconds, "r", "COLSxROWS"] lines, the format
- * asciinema plays. Text is UTF-8: a sequence split between two reads is
- * carried over; a byte that is not UTF-8 becomes U+FFFD (asciicast can
- * hold only text). A file past RECORD_PART_MAX ends and ID-UNIXTIME.N.cast
- * goes on. The recorder ends when the session's QEMU does.
+ * asciinema plays, and a [seconds, "m", "N bytes of output lost ..."]
+ * marker where the agent's ring let go of output before it was read. Text is
+ * UTF-8: a sequence split between two reads is carried over; a byte that is not
+ * UTF-8 becomes U+FFFD (asciicast can hold only text). A file past
+ * RECORD_PART_MAX ends and ID-UNIXTIME.N.cast goes on. The recorder ends when
+ * the session's QEMU does.
  */
 #include <sys/stat.h>
 
@@ -279,16 +281,24 @@ rec_frames(struct rec *r, const char *name)
 
 	while ((more = attach_client_next(&r->ac, &f)) == 1) {
 		const uint8_t *bytes;
-		uint64_t cursor;
+		uint64_t cursor, from, to;
 		size_t len;
 		int cols, rows;
-		char *text, size[32];
+		char *text, size[32], gap[96];
 
 		if (attach_decode_data(&f, &cursor, &bytes, &len) == 0) {
 			text = rec_text(r, bytes, len);
 			if (*text != '\0')
 				rec_event(r, name, "o", text);
 			free(text);
+		} else if (attach_decode_truncated(&f, &from, &to) == 0) {
+			/* the agent's ring let go of output before it was
+			 * read: a marker, so a replay says what is missing */
+			snprintf(gap, sizeof gap,
+			    "%llu bytes of output lost (the shell's scrollback "
+			    "overtook the recorder)",
+			    (unsigned long long)(to - from));
+			rec_event(r, name, "m", gap);
 		} else if (attach_decode_resize(&f, &cols, &rows) == 0) {
 			r->cols = cols; /* the next part's header */
 			r->rows = rows;

@@ -5,6 +5,7 @@
  * `rm -f web`, `cp ./x web:/root`) and runs as a child (jobs.c), so every
  * CLI operation and flag works here too.
  */
+#include <dirent.h>
 #include <ncurses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -683,6 +684,89 @@ c_transfers(struct tui *t, int argc, char **argv)
 	menu_open(t, "Enter cancels", items, n, transfer_chosen, NULL);
 }
 
+/* The recordings the replay menu offers (their paths), until the next. */
+static char **replay_files;
+static size_t replay_nfiles;
+
+/* Sort names (for qsort). */
+static int
+replay_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A recording picked from the menu: play it. */
+static void
+replay_chosen(struct tui *t, int choice, void *arg)
+{
+	if (choice >= 0 && (size_t)choice < replay_nfiles)
+		tui_replay_open(t, replay_files[choice]);
+}
+
+/*
+ * replay [FILE]: play a recording in place of the shell (Space pauses,
+ * arrows seek, +/- speed); without FILE, a menu of the session's
+ * recordings, or back to the shell when one is playing.
+ */
+static void
+c_replay(struct tui *t, int argc, char **argv)
+{
+	struct dirent *e;
+	char *dir, *path;
+	DIR *d;
+
+	if (argc > 1) {
+		tui_replay_open(t, argv[1]);
+		return;
+	}
+	if (t->aside != NULL && strcmp(t->aside, REPLAY_PANE) == 0) {
+		tui_replay_open(t, NULL);
+		return;
+	}
+	if (t->cur_session == NULL) {
+		tui_message(t, 1, "no session selected");
+		return;
+	}
+	for (size_t i = 0; i < replay_nfiles; i++)
+		free(replay_files[i]);
+	free(replay_files);
+	replay_files = NULL;
+	replay_nfiles = 0;
+	path = session_dir(t->home, t->cur_session);
+	xasprintf(&dir, "%s/recordings", path);
+	free(path);
+	if ((d = opendir(dir)) != NULL) {
+		while ((e = readdir(d)) != NULL && replay_nfiles < 256) {
+			size_t n = strlen(e->d_name);
+			if (n < 6 || strcmp(e->d_name + n - 5, ".cast") != 0)
+				continue;
+			replay_files = xreallocarray(replay_files,
+			    replay_nfiles + 1, sizeof *replay_files);
+			xasprintf(&replay_files[replay_nfiles++], "%s/%s", dir,
+			    e->d_name);
+		}
+		closedir(d);
+	}
+	if (replay_nfiles == 0) {
+		tui_message(t, 1,
+		    "%s has no recordings (vmux new --record makes them)",
+		    t->cur_session);
+		free(dir);
+		return;
+	}
+	qsort(
+	    replay_files, replay_nfiles, sizeof *replay_files, replay_name_cmp);
+	{
+		const char **items = xcalloc(replay_nfiles, sizeof *items);
+		for (size_t i = 0; i < replay_nfiles; i++)
+			items[i] = replay_files[i] + strlen(dir) + 1;
+		menu_open(t, "recordings: Enter plays", items, replay_nfiles,
+		    replay_chosen, NULL);
+		free(items);
+	}
+	free(dir);
+}
+
 /* grid: the teacher's grid, or back. */
 static void
 c_grid(struct tui *t, int argc, char **argv)
@@ -745,6 +829,7 @@ static const struct tui_cmd tui_cmds[] = {
     {"previous-shell", 0, c_previous_shell},
     {"previous-shell-in-list", 0, c_previous_in_list},
     {"refresh", 0, c_refresh},
+    {"replay", 0, c_replay},
     {"select", 0, c_select},
     {"select-shell", 0, c_select_shell},
     {"send-prefix", 1, c_send_prefix},

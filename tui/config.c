@@ -49,6 +49,7 @@ static const struct {
     {"PPage", "copy-mode -u"},
     {"B", "broadcast"},
     {"T", "takeover"},
+    {"R", "replay"},
     {"C", "console"},
     {"N", "new-session"},
     {"X", "confirm-remove-session"},

@@ -636,7 +636,7 @@ draw_help(struct tui *t)
 	int y = 0, skip = t->help_scroll;
 
 	key_string(t->cfg.prefix, pre, sizeof pre);
-	for (size_t i = 0; i < t->cfg.nbinds + 10 && y < in.h; i++) {
+	for (size_t i = 0; i < t->cfg.nbinds + 11 && y < in.h; i++) {
 		if (i < t->cfg.nbinds) {
 			key_string(t->cfg.binds[i].key, key, sizeof key);
 			snprintf(line, sizeof line, " %s %-8s %s", pre, key,
@@ -651,6 +651,7 @@ draw_help(struct tui *t)
 			    " grid (prefix w): arrows move, Enter opens, / "
 			    "filters,",
 			    "   o sorts, z zooms, t takes the keyboard",
+			    " replay (prefix R): Space, Left/Right, + -, 0",
 			    " mouse: wheel scrolls back, click in the sidebar",
 			    "   selects",
 			    " prompt (prefix :): vmux commands (new, rm, cp,",

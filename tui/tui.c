@@ -70,8 +70,8 @@ tui_pane_by_id(struct tui *t, unsigned id)
 struct pane *
 tui_pane(struct tui *t)
 {
-	if (t->console_on)
-		return tui_find_pane(t, t->cur_session, CONSOLE_PANE);
+	if (t->aside != NULL)
+		return tui_find_pane(t, t->cur_session, t->aside);
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
@@ -193,7 +193,7 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	        (sh && (!t->cur_shell || strcmp(sh, t->cur_shell) != 0)));
 	if (changed) {
 		t->full_redraw = 1;
-		t->console_on = 0; /* another shell picked: the console goes */
+		t->aside = NULL; /* another shell picked: console, replay go */
 		if (t->copy.on)
 			copy_exit(t); /* copy mode belongs to the old pane */
 	}
@@ -335,8 +335,8 @@ tui_console_toggle(struct tui *t)
 {
 	struct pane *p;
 
-	if (t->console_on) {
-		t->console_on = 0;
+	if (t->aside != NULL && strcmp(t->aside, CONSOLE_PANE) == 0) {
+		t->aside = NULL;
 	} else if (t->cur_session == NULL || t->opts.local != NULL) {
 		tui_message(t, 1, "no session selected");
 		return;
@@ -352,12 +352,47 @@ tui_console_toggle(struct tui *t)
 				    t->lay.pane.h);
 			pane_start(p);
 		}
-		t->console_on = 1;
+		t->aside = CONSOLE_PANE;
 	}
 	if ((p = tui_pane(t)) != NULL) {
 		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
 		pane_mark_all(p);
 	}
+	t->full_redraw = 1;
+	draw_schedule(t);
+}
+
+/*
+ * Play recording `file` in the main area in place of the current shell
+ * (the `replay` command); NULL goes back to the shell.
+ */
+void
+tui_replay_open(struct tui *t, const char *file)
+{
+	struct pane *p;
+
+	if (file == NULL) {
+		t->aside = NULL;
+	} else if (t->cur_session == NULL) {
+		tui_message(t, 1, "no session selected");
+		return;
+	} else if (t->mode == MODE_GRID) {
+		tui_message(t, 1, "a recording plays outside the grid");
+		return;
+	} else {
+		p = tui_find_pane(t, t->cur_session, REPLAY_PANE);
+		if (p == NULL)
+			p = tui_add_pane(t, &replay_source, t->cur_session,
+			    REPLAY_PANE, 80, 24);
+		else
+			p->src->stop(p); /* another recording: this one ends */
+		free(p->command);
+		p->command = xstrdup(file);
+		pane_start(p);
+		t->aside = REPLAY_PANE;
+	}
+	if ((p = tui_pane(t)) != NULL)
+		pane_mark_all(p);
 	t->full_redraw = 1;
 	draw_schedule(t);
 }

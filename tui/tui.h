@@ -335,16 +335,19 @@ struct pane_source {
 extern const struct pane_source shell_source;   /* shell.c: attach stream */
 extern const struct pane_source local_source;   /* local.c: a host PTY */
 extern const struct pane_source console_source; /* console.c: ttyS0 */
+extern const struct pane_source replay_source;  /* replay.c: a recording */
 #define CONSOLE_PANE "[console]" /* its shell_id: no shell can be named so */
+#define REPLAY_PANE  "[replay]"  /* the session's recording being played */
 
 struct pane {
 	struct tui *tui;
 	unsigned id; /* for jobs that finish after the pane is gone */
 	const struct pane_source *src;
 	char *session, *shell_id;
-	char *command;  /* local_source: the command */
-	int console_rw; /* console_source: it holds the keyboard */
-	int grid;       /* a grid tile: watches, never resizes the PTY */
+	char *command;         /* local_source: the command; replay: the file */
+	struct replay *replay; /* replay_source's playback */
+	int console_rw;        /* console_source: it holds the keyboard */
+	int grid;              /* a grid tile: watches, never resizes the PTY */
 	char *others;   /* who else is attached ("alice, teacher (watching)") */
 	char *keyboard; /* who holds the shell's keyboard, or NULL */
 	int kb_mine;    /* we do (the agent said so) */
@@ -622,8 +625,9 @@ struct tui {
 	int cols, rows;
 	struct layout lay;
 	int zoomed, sidebar_on;
-	int console_on; /* the main area shows cur_session's console */
-	int broadcast;  /* keys go to every session's shell (prefix B) */
+	const char *aside; /* the main area shows cur_session's pane of this
+	                      id (CONSOLE_PANE, REPLAY_PANE), not a shell */
+	int broadcast;     /* keys go to every session's shell (prefix B) */
 	int mode;
 	int prev_mode; /* before the prefix key */
 	int quit, quit_status;
@@ -691,6 +695,7 @@ void tui_select(struct tui *, const char *session, const char *shell);
 void tui_relayout(struct tui *);
 void tui_open_shell(struct tui *, const char *session);
 void tui_console_toggle(struct tui *);
+void tui_replay_open(struct tui *, const char *file);
 void tui_broadcast_toggle(struct tui *);
 void tui_broadcast_key(struct tui *, struct pane *typed, int key);
 void tui_sidebar_rows(struct tui *, int *n);

@@ -4,7 +4,9 @@
 # resize; what `vmux replay` and Debian's `asciinema cat` give back is the
 # very bytes the shell produced (colours, UTF-8, CRLF), the files are the
 # host user's alone, vmux recordings lists them, and the recorder ends with
-# the VM. replay refuses what is not a recording.
+# the VM. replay refuses what is not a recording. The TUI plays a recording
+# in place of the shell (C-b R, or `replay FILE` at the prompt) with its
+# timing, seeks both ways and goes back to the shell.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/../tui/tmux.sh"
 tui_trap
@@ -28,6 +30,44 @@ t_short_shell_recorded_exactly() {
 	cmp "$TMP/live.out" "$TMP/asciinema.out" || fail "asciinema cat differs from the shell's bytes" || return 1
 	expect_eq "header" "$(head -n 1 "$f" | jq -c '[.version, .title]')" '[2,"rc:quick"]' || return 1
 	expect_eq "the host user's alone" "$(stat -c %a "$f")" 600
+}
+
+t_tui_replay() {
+	# a recording of our own: one line at once, one 40 s later
+	{
+		echo '{"version": 2, "width": 60, "height": 10}'
+		echo '[0.2, "o", "first-line\r\n"]'
+		echo '[40.0, "o", "late-line\r\n"]'
+		echo '[40.1, "m", "a marker is not shown"]'
+	} >"$TMP/crafted.cast"
+	tm new-session -d -s tv -x 120 -y 30 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui rc" || return 1
+	wait_on tv 'rc:' 30 || return 1
+	tm send-keys -t tv C-b : || return 1
+	tm send-keys -t tv -l "replay $TMP/crafted.cast" && tm send-keys -t tv Enter || return 1
+	wait_on tv 'first-line' 10 || return 1
+	wait_on tv '"replay 0:0[0-9]/0:40 x1' 10 || return 1
+	! screen tv | grep -q 'late-line' || fail "played ahead of its time" || return 1
+	# Right seeks 5 s a press: eight reach the end
+	tm send-keys -t tv Right Right Right Right Right Right Right Right || return 1
+	wait_on tv 'late-line' 10 || return 1
+	wait_on tv '0:40/0:40 x1 \(end\)' 10 || return 1
+	! screen tv | grep -q 'marker' || fail "a marker was shown" || return 1
+	# Left: back 5 s, parsed again from the start: the late line is gone
+	tm send-keys -t tv Left || return 1
+	wait_for 10 sh -c "! TMUX_TMPDIR=$TMP tmux -L $TUI_SOCK capture-pane -p -t tv | grep -q late-line" ||
+		fail "seeking back left the late line" || return 1
+	screen tv | grep -q 'first-line' || fail "seeking back lost the first line" || return 1
+	# C-b R: back to the shell; again: the session's recordings to pick
+	tm send-keys -t tv C-b R || return 1
+	wait_for 10 sh -c "! TMUX_TMPDIR=$TMP tmux -L $TUI_SOCK capture-pane -p -t tv | grep -q first-line" ||
+		fail "still replaying" || return 1
+	tm send-keys -t tv C-b R || return 1
+	wait_on tv 'recordings: Enter plays' 10 || return 1
+	wait_on tv 'live-[0-9]+\.cast' 10 || return 1
+	tm send-keys -t tv Enter || return 1 # the first: the live shell's
+	wait_on tv 'typed-2' 20 || return 1
+	tm send-keys -t tv C-b d
 }
 
 t_live_shell_and_resize() {
@@ -80,4 +120,5 @@ check "a live shell is recorded as it goes, with its resize" t_live_shell_and_re
 check "vmux recordings lists them" t_recordings_listed
 check "a shell id used again (a new shell) is recorded again" t_reused_id_recorded
 check "replay refuses what is not a recording" t_replay_refuses_non_recordings
+check "the TUI replays a recording, seeks, and goes back" t_tui_replay
 check "the recorder ends with the VM" t_recorder_ends_with_the_vm

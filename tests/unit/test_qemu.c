@@ -81,11 +81,12 @@ TEST(tcg_with_bridge_has_every_piece)
 	CHECK(find_arg(argv, "-no-user-config") > 0);
 	CHECK(find_arg(argv, "-nographic") > 0);
 	CHECK(find_arg(argv, "-no-reboot") > 0);
-	CHECK(has_opt(argv, "-accel", "tcg"));
-	CHECK(find_arg(argv, "-cpu") < 0);
+	/* a capped translation cache; ARAT and no PIT: a tickless idle */
+	CHECK(has_opt(argv, "-accel", "tcg,tb-size=32"));
+	CHECK(has_opt(argv, "-cpu", "qemu64,+arat"));
 	CHECK(has_opt(argv, "-object",
 	    "memory-backend-memfd,id=mem0,size=256M,share=on"));
-	CHECK(has_opt(argv, "-machine", "microvm,memory-backend=mem0"));
+	CHECK(has_opt(argv, "-machine", "microvm,memory-backend=mem0,pit=off"));
 	CHECK(has_opt(argv, "-global", "virtio-mmio.force-legacy=false"));
 	CHECK(has_opt(argv, "-m", "256"));
 	CHECK(has_opt(argv, "-smp", "2"));
@@ -128,6 +129,7 @@ TEST(kvm_with_kernel_vsock)
 	CHECK_STR(argv[0], "/opt/qemu/bin/qemu-system-x86_64");
 	CHECK(has_opt(argv, "-accel", "kvm"));
 	CHECK(has_opt(argv, "-cpu", "host"));
+	CHECK(has_opt(argv, "-machine", "microvm,memory-backend=mem0"));
 	CHECK(has_opt(argv, "-device", "vhost-vsock-device,guest-cid=7"));
 	CHECK(!any_contains(argv, "vhost-user"));
 	CHECK(!any_contains(argv, "tsc_early_khz"));
