@@ -143,6 +143,8 @@ do_write(
 	if (req->append_newline)
 		buf_add(&b, "\r", 1);
 	rc = shell_input(a, s, b.data, b.len);
+	if (rc >= 0)
+		attach_echo_input(s, NULL, b.data, b.len);
 	buf_free(&b);
 	if (rc == -EPIPE) {
 		reply_errorf(a, c, VMUX_E_NOT_RUNNING,

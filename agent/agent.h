@@ -130,8 +130,9 @@ struct agent_request {
 	size_t scrollback; /* 0: agent default */
 	int has_cursor;
 	uint64_t cursor;
-	char *as;  /* attach_shell: who attaches (NULL: unnamed) */
-	int watch; /* attach_shell: keys dropped unless it takes them */
+	char *as;       /* attach_shell: who attaches (NULL: unnamed) */
+	int watch;      /* attach_shell: keys dropped unless it takes them */
+	int want_input; /* attach_shell: wants what others type (TYPED) */
 	size_t max_chars;
 	int wait_ms;
 	char *input;
@@ -273,6 +274,7 @@ struct conn {
 	char *as;           /* attached as (NULL: unnamed) */
 	int watching;       /* its keys are dropped unless it holds them */
 	int roster_dirty;   /* owes the client a CLIENTS frame */
+	int want_input;     /* is sent TYPED frames */
 	size_t charged;     /* input buffer reserved from the memory budget */
 	struct conn *next;  /* agent's list */
 	struct conn *snext; /* shell's client list */
@@ -382,5 +384,7 @@ void attach_queue(struct conn *, uint8_t, const void *, size_t);
 void attach_send_resize(struct shell *);
 void attach_shell_gone(struct agent *, struct shell *);
 void attach_input_drained(struct agent *, struct shell *);
+void attach_echo_input(
+    struct shell *, const struct conn *from, const void *, size_t);
 
 #endif

@@ -133,6 +133,29 @@ attach_fill_roster(struct conn *c)
 	cJSON_Delete(obj);
 }
 
+/*
+ * What `from` typed, to the clients that asked for it (a recorder of
+ * input). Never queued past a client's control queue: dropped instead, as
+ * a missing keystroke in a recording costs less than the client.
+ */
+void
+attach_echo_input(
+    struct shell *s, const struct conn *from, const void *bytes, size_t len)
+{
+	uint8_t hdr[VMUX_ATTACH_HDR];
+
+	if (len > VMUX_ATTACH_MAX_PAYLOAD)
+		return; /* can't happen: input comes in frames or requests */
+	for (struct conn *c = s->clients; c != NULL; c = c->snext) {
+		if (!c->want_input || c == from ||
+		    c->ctl.len + sizeof hdr + len > ATTACH_CTL_MAX / 2)
+			continue;
+		vmux_attach_header(hdr, VMUX_ATTACH_TYPED, (uint32_t)len);
+		buf_add(&c->ctl, hdr, sizeof hdr);
+		buf_add(&c->ctl, bytes, len);
+	}
+}
+
 /* May c's keys (and resizes, signals) reach the shell? */
 static int
 attach_may_type(const struct conn *c, const struct shell *s)
@@ -170,6 +193,7 @@ attach_start(struct agent *a, struct conn *c, struct shell *s, uint64_t cursor,
 	}
 	c->as = req->as != NULL ? xstrdup(req->as) : NULL;
 	c->watching = req->watch;
+	c->want_input = req->want_input;
 	c->snext = s->clients;
 	s->clients = c;
 	s->nclients++;
@@ -351,6 +375,8 @@ attach_frame(struct agent *a, struct conn *c, uint8_t type, const uint8_t *p,
 		}
 		if (rc < 0)
 			attach_error(c, "shell is not running");
+		else
+			attach_echo_input(s, c, p, len);
 		break;
 	case VMUX_ATTACH_RESIZE:
 		cols = len == 4 ? vmux_get_u16(p) : 0;

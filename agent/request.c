@@ -342,7 +342,8 @@ parse_attach(const cJSON *obj, struct agent_request *r, char **cause)
 	if (get_shell_id(obj, 1, r, cause) != 0 ||
 	    get_cursor(obj, r, cause) != 0 ||
 	    get_string(obj, "as", 0, &r->as, cause) != 0 ||
-	    get_bool(obj, "watch", &r->watch, cause) != 0)
+	    get_bool(obj, "watch", &r->watch, cause) != 0 ||
+	    get_bool(obj, "input", &r->want_input, cause) != 0)
 		return -1;
 	if (r->as != NULL && !vmux_attach_as_valid(r->as)) {
 		xasprintf(cause, "\"as\" must be 1-%d of [A-Za-z0-9._@-]",

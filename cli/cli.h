@@ -255,6 +255,9 @@ struct cJSON;
 	    {"record", 0, NULL, 0,                                             \
 	        "record every shell as asciicast under the session's "         \
 	        "directory (vmux recordings, vmux replay)"},                   \
+	    {"record-input", 0, NULL, 0,                                       \
+	        "with --record: what is typed too (passwords typed at a "      \
+	        "prompt that does not echo them included)"},                   \
 	    {"no-agent", 0, NULL, 0,                                           \
 	        "do not wait for the guest agent: ready once QEMU runs (for "  \
 	        "an image or init without one; use vmux console)"},            \

@@ -375,7 +375,8 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		return -1;
 	}
 	o->no_agent = args_has(a, "no-agent");
-	o->record = args_has(a, "record");
+	o->record = args_has(a, "record") || args_has(a, "record-input");
+	o->record_input = args_has(a, "record-input");
 	o->gdb = args_has(a, "gdb");
 	o->paused = args_has(a, "paused");
 	if (o->paused && !o->gdb) {

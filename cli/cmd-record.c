@@ -13,10 +13,11 @@
  * printed, with the time and every resize, to
  * SESSION_DIR/recordings/ID-UNIXTIME.cast: a header line, then
  * [seconds, "o", text] and [seconds, "r", "COLSxROWS"] lines, the format
- * asciinema plays, and a [seconds, "m", "N bytes of output lost ..."]
- * marker where the agent's ring let go of output before it was read. Text is
- * UTF-8: a sequence split between two reads is carried over; a byte that is not
- * UTF-8 becomes U+FFFD (asciicast can hold only text). A file past
+ * asciinema plays, with --input [seconds, "i", text] for what any client
+ * typed (the agent's TYPED frames), and a [seconds, "m", "N bytes of output
+ * lost ..."] marker where the agent's ring let go of output before it was read.
+ * Text is UTF-8: a sequence split between two reads is carried over; a byte
+ * that is not UTF-8 becomes U+FFFD (asciicast can hold only text). A file past
  * RECORD_PART_MAX ends and ID-UNIXTIME.N.cast goes on. The recorder ends when
  * the session's QEMU does.
  */
@@ -53,6 +54,9 @@ static const struct cmd_opt cmd_record_opts[] = {
     {"into", 0, "DIR", 0,
         "the session's recordings directory (vmux passes it, so stop and "
         "rm find this recorder by it)"},
+    {"input", 0, NULL, 0,
+        "record what is typed into each shell too (\"i\" events; vmux "
+        "new --record-input)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -110,8 +114,10 @@ struct rec {
 	size_t bytes;     /* written to this part */
 	uint64_t t0;      /* mono_ms of this part's start */
 	int cols, rows;   /* the size the header says */
-	uint8_t carry[4]; /* an unfinished UTF-8 sequence */
+	uint8_t carry[4]; /* an unfinished UTF-8 sequence: output's */
 	size_t ncarry;
+	uint8_t icarry[4]; /* ... and input's */
+	size_t nicarry;
 };
 
 /* Start rec's next file with its header. 0, or -1 (errno). */
@@ -207,20 +213,20 @@ utf8_len(uint8_t b)
 }
 
 /*
- * Output bytes as UTF-8 text for an "o" event: a sequence cut at the end is
- * kept for the next call, a NUL or a byte that is not UTF-8 becomes U+FFFD.
- * Returns a string the caller frees.
+ * Bytes as UTF-8 text for an "o" or "i" event: a sequence cut at the end is
+ * kept in carry for the next call, a NUL or a byte that is not UTF-8
+ * becomes U+FFFD. Returns a string the caller frees.
  */
 static char *
-rec_text(struct rec *r, const uint8_t *p, size_t n)
+rec_text(uint8_t carry[4], size_t *ncarry, const uint8_t *p, size_t n)
 {
-	uint8_t *all = xmalloc(r->ncarry + n);
-	char *out = xmalloc(3 * (r->ncarry + n) + 1), *o = out;
-	size_t len = r->ncarry + n, i = 0;
+	uint8_t *all = xmalloc(*ncarry + n);
+	char *out = xmalloc(3 * (*ncarry + n) + 1), *o = out;
+	size_t len = *ncarry + n, i = 0;
 
-	memcpy(all, r->carry, r->ncarry);
-	memcpy(all + r->ncarry, p, n);
-	r->ncarry = 0;
+	memcpy(all, carry, *ncarry);
+	memcpy(all + *ncarry, p, n);
+	*ncarry = 0;
 	while (i < len) {
 		size_t k = utf8_len(all[i]), j;
 		int ok = k > 0 && all[i] != 0;
@@ -229,8 +235,8 @@ rec_text(struct rec *r, const uint8_t *p, size_t n)
 			for (j = i + 1; j < len && (all[j] & 0xc0) == 0x80; j++)
 				;
 			if (j == len) {
-				memcpy(r->carry, all + i, len - i);
-				r->ncarry = len - i;
+				memcpy(carry, all + i, len - i);
+				*ncarry = len - i;
 				break;
 			}
 			ok = 0;
@@ -287,9 +293,15 @@ rec_frames(struct rec *r, const char *name)
 		char *text, size[32], gap[96];
 
 		if (attach_decode_data(&f, &cursor, &bytes, &len) == 0) {
-			text = rec_text(r, bytes, len);
+			text = rec_text(r->carry, &r->ncarry, bytes, len);
 			if (*text != '\0')
 				rec_event(r, name, "o", text);
+			free(text);
+		} else if (f.type == VMUX_ATTACH_TYPED) {
+			text =
+			    rec_text(r->icarry, &r->nicarry, f.payload, f.len);
+			if (*text != '\0')
+				rec_event(r, name, "i", text);
 			free(text);
 		} else if (attach_decode_truncated(&f, &from, &to) == 0) {
 			/* the agent's ring let go of output before it was
@@ -345,6 +357,7 @@ cmd_record_exec(struct args *a)
 	char **seen = NULL, *dir, *cause = NULL;
 	size_t nrecs = 0, nseen = 0;
 	uint64_t next_list = 0;
+	int record_input = args_has(a, "input");
 
 	memset(recs, 0, sizeof recs);
 	if (session_name_valid(name, &cause) != 0) {
@@ -403,7 +416,7 @@ cmd_record_exec(struct args *a)
 				cJSON *info = NULL;
 				/* students see they are recorded */
 				const struct attach_who recorder = {
-				    "recorder", 1};
+				    "recorder", 1, record_input};
 
 				/* an ended shell too: a short one may have come
 				 * and gone between two looks; its output is

@@ -260,7 +260,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	struct shell_loop_opts o;
 	struct shell_loop_result res;
 	struct attach_client ac;
-	struct attach_who who = {r->as, r->read_only};
+	struct attach_who who = {r->as, r->read_only, 0};
 	cJSON *rec = NULL;
 	char *cause = NULL, key[16], *title;
 	int tty = isatty(STDIN_FILENO), rc, cols, rows;

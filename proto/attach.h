@@ -39,6 +39,9 @@
  *             while the shell runs, as a closed pipe keeps reading as end
  *             of file; in canonical mode only while the foreground process
  *             waits in read(2). Output goes on streaming until EXIT.
+ *   TYPED     raw bytes another client typed (INPUT the shell took), only
+ *             to a client that asked ("input": true); dropped rather than
+ *             queued past the client's control queue (a recorder's "i").
  *   TAKE      empty: this client alone types (and resizes, signals) until
  *             it sends RELEASE or goes; the others' keys are dropped. A
  *             teacher's takeover; every client is told by CLIENTS.
@@ -77,6 +80,7 @@ enum vmux_attach_type {
 	VMUX_ATTACH_TAKE = 10,    /* client: take the keyboard */
 	VMUX_ATTACH_RELEASE = 11, /* client: hand it back */
 	VMUX_ATTACH_CLIENTS = 12, /* agent: who is attached (JSON) */
+	VMUX_ATTACH_TYPED = 13,   /* agent: what another client typed */
 	/* exec_stream (agent/PROTOCOL.md): the same framing, its own types */
 	VMUX_EXEC_STDOUT = 16, /* agent: the command's stdout bytes */
 	VMUX_EXEC_STDERR = 17, /* agent: the command's stderr bytes */

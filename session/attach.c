@@ -402,6 +402,8 @@ attach_shell_open(const struct vsock_target *t, const char *shell_id,
 		cJSON_AddStringToObject(req, "as", who->as);
 	if (who != NULL && who->watch)
 		cJSON_AddBoolToObject(req, "watch", 1);
+	if (who != NULL && who->input)
+		cJSON_AddBoolToObject(req, "input", 1);
 	reply = agent_line_call(fd, req, deadline, &rest, &rest_len, cause);
 	cJSON_Delete(req);
 	if (reply == NULL) {

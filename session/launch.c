@@ -784,7 +784,7 @@ launch_check(
 static void
 launch_recorder(struct session_record *r)
 {
-	char self[4096], *argv[6], *log, *exit_path, *into, *why = NULL;
+	char self[4096], *argv[7], *log, *exit_path, *into, *why = NULL;
 	ssize_t len;
 	pid_t pid;
 
@@ -799,7 +799,8 @@ launch_recorder(struct session_record *r)
 	argv[3] = "--into"; /* stop and rm find it by this path */
 	xasprintf(&into, "%s/recordings", r->dir);
 	argv[4] = into;
-	argv[5] = NULL;
+	argv[5] = r->record_input ? "--input" : NULL;
+	argv[6] = NULL;
 	xasprintf(&log, "%s/recorder.log", r->dir);
 	xasprintf(&exit_path, "%s/recorder.exit", r->dir);
 	pid = proc_spawn(argv, -1, log, exit_path, &why);
@@ -956,6 +957,7 @@ session_launch(
 	r.idle_s = o->idle_s;
 	r.no_agent = o->no_agent;
 	r.record = o->record;
+	r.record_input = o->record_input;
 	if (o->append != NULL && o->persist_append)
 		r.append = xstrdup(o->append);
 	if (o->profile != NULL) {

@@ -227,6 +227,7 @@ record_to_json(const struct session_record *r)
 	if (r->no_agent)
 		cJSON_AddBoolToObject(o, "no_agent", 1);
 	cJSON_AddBoolToObject(o, "record", r->record);
+	cJSON_AddBoolToObject(o, "record_input", r->record_input);
 	add_str(o, "append", r->append);
 	if (r->rescue_disk != NULL) {
 		add_str(o, "rescue_disk", r->rescue_disk);
@@ -363,6 +364,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	r->no_agent =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "no_agent"));
 	r->record = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "record"));
+	r->record_input =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "record_input"));
 	r->rescue_rw =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rescue_rw"));
 	if (get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||

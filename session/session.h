@@ -149,6 +149,7 @@ struct session_record {
 	pid_t qemu_pid, bridge_pid; /* 0 when not (yet) started */
 	pid_t console_pid;          /* the console keeper; 0: none */
 	int record;         /* --record: shells recorded (vmux record) */
+	int record_input;   /* --record-input: their input too */
 	pid_t recorder_pid; /* that recorder; 0: none */
 	int no_agent;       /* this boot is --no-agent: use the console */
 	char *append;       /* kept kernel command line words */
@@ -380,6 +381,7 @@ struct launch_opts {
 	int persist_append;    /* --persist: and every boot after (new) */
 	int no_agent;          /* --no-agent: ready once QEMU runs */
 	int record;            /* --record (new): vmux record after each boot */
+	int record_input;      /* --record-input: and what is typed */
 	int gdb;               /* --gdb: QEMU's gdbstub at session_gdb_path */
 	int paused;            /* --paused: the CPU waits for gdb (with gdb) */
 	const char *rescue_disk; /* vmux rescue: attach this, no workspace */
@@ -494,6 +496,7 @@ int attach_exit_status(int code, int sig);
 struct attach_who {
 	const char *as; /* a label, or NULL: unnamed */
 	int watch;      /* keys dropped unless it takes the keyboard */
+	int input;      /* sent what the others type (TYPED frames) */
 };
 /* A CLIENTS frame, decoded. */
 struct attach_roster {

@@ -32,6 +32,26 @@ t_short_shell_recorded_exactly() {
 	expect_eq "the host user's alone" "$(stat -c %a "$f")" 600
 }
 
+t_input_recorded_when_asked() {
+	local f typed
+	vmux new ri --memory 128 --record-input >/dev/null || fail "boot ri" || return 1
+	tm new-session -d -s ri -x 100 -y 30 "$VMUX shell ri --id typed; sleep 60"
+	wait_on ri '~ #$' 30 || return 1
+	# typing is recorded live: wait for the recorder to attach
+	wait_for 20 sh -c "'$VMUX' shells ri --json | jq -e '.[].roster[] | select(.as == \"recorder\")' >/dev/null" ||
+		fail "the recorder never attached" || return 1
+	type_line 'echo in-$((3*3))' ri
+	wait_on ri '^in-9' 20 || return 1
+	f=$(ls "$(session_field ri dir)"/recordings/typed-*.cast | head -n 1)
+	wait_for 20 sh -c "tail -n +2 '$f' | jq -j 'select(.[1] == \"i\") | .[2]' | grep -qF 'echo in-\$((3*3))'" ||
+		fail "no input events in $f: $(tail -n +2 "$f" | jq -c 'select(.[1] == "i")' | head -n 5)" || return 1
+	# --record alone: output only
+	! cat "$RDIR"/*.cast | jq -e 'select(.[1]? == "i")' >/dev/null 2>&1 ||
+		fail "a --record session recorded input" || return 1
+	tm send-keys -t ri C-]
+	vmux rm -f ri >/dev/null
+}
+
 t_tui_replay() {
 	# a recording of our own: one line at once, one 40 s later
 	{
@@ -121,4 +141,5 @@ check "vmux recordings lists them" t_recordings_listed
 check "a shell id used again (a new shell) is recorded again" t_reused_id_recorded
 check "replay refuses what is not a recording" t_replay_refuses_non_recordings
 check "the TUI replays a recording, seeks, and goes back" t_tui_replay
+check "--record-input records what is typed; --record alone does not" t_input_recorded_when_asked
 check "the recorder ends with the VM" t_recorder_ends_with_the_vm

@@ -125,7 +125,7 @@ t_enter_opens_a_shell() {
 
 # title_has REGEX: poll the student's terminal title until it matches.
 title_has() {
-	local deadline=$((SECONDS + 20)) title
+	local deadline=$((SECONDS + 60)) title
 	until title=$(tm display-message -p -t student '#{pane_title}') &&
 		[[ $title =~ $1 ]]; do
 		((SECONDS < deadline)) || { echo "the student's title is '$title', want /$1/"; return 1; }
@@ -137,9 +137,9 @@ t_watchers_by_label() {
 	tm new-session -d -s student -x 100 -y 30 \
 		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX shell g05 --id class --as alice" || return 1
 	tm set-option -t student remain-on-exit on >/dev/null || return 1
-	wait_on student '~ #$' 20 || return 1
+	wait_on student '~ #$' 60 || return 1
 	# the wall names the student on their tile ...
-	wait_screen 'g05:class live .*with alice' 20 || return 1
+	wait_screen 'g05:class live .*with alice' 60 || return 1
 	# ... and the student's title names the teacher, watching
 	title_has 'vmux g05:class · with teacher \(watching\)' || return 1
 	expect_eq "g05's roster" \
@@ -151,22 +151,22 @@ t_takeover_and_hand_back() {
 	tm send-keys -t grid / || return 1
 	wait_screen '^filter:' 10 || return 1
 	tm send-keys -t grid -l 'g05' && tm send-keys -t grid Enter z || return 1
-	wait_screen 't takes the keyboard, z back' 10 || return 1
+	wait_screen 't takes the keyboard, z back' 20 || return 1
 	tm send-keys -t grid t || return 1
-	wait_screen 'g05:class live .*YOU TYPE' 10 || return 1
-	wait_on student 'teacher has taken the keyboard' 20 || return 1
+	wait_screen 'g05:class live .*YOU TYPE' 30 || return 1
+	wait_on student 'teacher has taken the keyboard' 30 || return 1
 	title_has 'teacher has the keyboard' || return 1
 	type_line 'echo student-$((1+1))' student || return 1
 	type_line 'echo teacher-$((2+2))' grid || return 1
-	wait_on student '^teacher-4' 20 || return 1
-	wait_screen '^teacher-4' 10 || return 1
+	wait_on student '^teacher-4' 40 || return 1
+	wait_screen '^teacher-4' 20 || return 1
 	! screen student | grep -q '^student-2' ||
 		fail "keys went through while the teacher held the keyboard" || return 1
 	# prefix T hands it back: the student types again
 	tm send-keys -t grid C-b T || return 1
-	wait_on student 'teacher handed the keyboard back' 20 || return 1
+	wait_on student 'teacher handed the keyboard back' 30 || return 1
 	type_line 'echo back-$((3+3))' student || return 1
-	wait_on student '^back-6' 20 || return 1
+	wait_on student '^back-6' 40 || return 1
 	! screen student | grep -q '^student-2' ||
 		fail "the student's keys from the takeover arrived later" || return 1
 	tm send-keys -t grid q || return 1 # out of the zoom

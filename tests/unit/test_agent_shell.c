@@ -193,6 +193,7 @@ struct seen {
 	int got_data;
 	char roster[4096]; /* the last CLIENTS frame */
 	int rosters;       /* CLIENTS frames seen */
+	char typed[256];   /* TYPED frames' bytes */
 };
 
 /*
@@ -240,6 +241,11 @@ att_until(int fd, struct seen *s, const char *needle, int ms)
 		case VMUX_ATTACH_CLIENTS:
 			snprintf(s->roster, sizeof s->roster, "%s", (char *)p);
 			s->rosters++;
+			break;
+		case VMUX_ATTACH_TYPED:
+			snprintf(s->typed + strlen(s->typed),
+			    sizeof s->typed - strlen(s->typed), "%s",
+			    (char *)p);
 			break;
 		}
 		free(p);
@@ -635,9 +641,9 @@ att_roster(int fd, struct seen *s, const char *needle, int ms)
 TEST(shell_attach_watch_and_take)
 {
 	struct test_agent ta;
-	struct seen st = {0}, ss = {0}, sw = {0};
+	struct seen st = {0}, ss = {0}, sw = {0}, sy = {0};
 	uint8_t rs[4];
-	int teacher, student, watcher;
+	int teacher, student, watcher, typed;
 	char *text;
 	cJSON *r;
 
@@ -705,12 +711,22 @@ TEST(shell_attach_watch_and_take)
 	CHECK_STR(ta_str(r, "keyboard"), "teacher");
 	cJSON_Delete(r);
 	CHECK(att_roster(watcher, &sw, "\"keyboard\":\"teacher\"", 10000));
+	cJSON_Delete(ta_line_request(&ta,
+	    "{\"action\":\"attach_shell\",\"shell_id\":\"k\","
+	    "\"as\":\"rec\",\"watch\":true,\"input\":true}\n",
+	    &typed));
+	CHECK(typed >= 0);
+	CHECK(att_roster(typed, &sy, "\"as\":\"rec\"", 10000));
 
 	/* handed back: the student types again */
 	ta_send_frame(teacher, VMUX_ATTACH_RELEASE, NULL, 0);
 	CHECK(att_roster(student, &ss, "\"keyboard\":null", 10000));
 	ta_send_frame(student, VMUX_ATTACH_INPUT, "back\r", 5);
 	CHECK(att_until(student, &ss, "back\r\nback", 10000));
+	/* a client that asked for input is sent what was typed, as typed;
+	 * the keys dropped (the student's during the takeover) are not */
+	CHECK(att_until(typed, &sy, "back\r\nback", 10000));
+	CHECK_STR(sy.typed, "back\r");
 
 	/* a taker that goes hands it back too */
 	ta_send_frame(teacher, VMUX_ATTACH_TAKE, NULL, 0);
@@ -732,6 +748,8 @@ TEST(shell_attach_watch_and_take)
 		close(teacher);
 	close(student);
 	close(watcher);
+	close(typed);
+	buf_free(&sy.data);
 	buf_free(&ss.data);
 	buf_free(&st.data);
 	buf_free(&sw.data);
