@@ -105,7 +105,11 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	r->name = a->argv[0];
 	r->id = args_get(a, "id");
 	r->read_only = args_has(a, "read-only");
-	r->as = args_has(a, "as") ? args_get(a, "as") : attach_default_as();
+	/* a grant's login (--if-created) is not the account's owner: a
+	 * grant made before --as was passed attaches unnamed */
+	r->as = args_has(a, "as")       ? args_get(a, "as")
+	    : args_has(a, "if-created") ? NULL
+	                                : attach_default_as();
 	r->detach_key = DETACH_KEY_DEFAULT;
 	if (r->as != NULL && !vmux_attach_as_valid(r->as)) {
 		xasprintf(cause, "--as: '%s' is not 1-%d of [A-Za-z0-9._@-]",

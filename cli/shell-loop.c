@@ -363,8 +363,11 @@ loop_clients(struct loop *l, const struct attach_frame *f)
 		    "%s has taken the keyboard: what you type is ignored "
 		    "until it is handed back",
 		    other);
-	else if (other == NULL && l->keyboard != NULL && !l->detaching)
+	else if (other == NULL && l->keyboard != NULL && !l->detaching) {
 		loop_msg(l, "%s handed the keyboard back", l->keyboard);
+		if (l->o->tty)
+			loop_resize(l); /* the taker may have left its size */
+	}
 	free(l->keyboard);
 	l->keyboard = other != NULL ? xstrdup(other) : NULL;
 	if (other != NULL)

@@ -25,7 +25,8 @@
 #include "proto/attach.h"
 #include "session.h"
 
-#define READ_CHUNK 65536
+#define READ_CHUNK       65536
+#define ROSTER_FRAME_MAX (16 * 1024) /* bytes of a CLIENTS frame we read */
 
 /*
  * Send req as one line on fd and read the agent's first reply line before
@@ -287,7 +288,8 @@ attach_decode_clients(const struct attach_frame *f, struct attach_roster *r)
 	int more = 0;
 
 	memset(r, 0, sizeof *r);
-	if (f->type != VMUX_ATTACH_CLIENTS ||
+	/* the agent lists at most VMUX_ATTACH_ROSTER_MAX: a few KiB */
+	if (f->type != VMUX_ATTACH_CLIENTS || f->len > ROSTER_FRAME_MAX ||
 	    (obj = cJSON_ParseWithLength((const char *)f->payload, f->len)) ==
 	        NULL)
 		return -1;
@@ -296,6 +298,10 @@ attach_decode_clients(const struct attach_frame *f, struct attach_roster *r)
 	cJSON_ArrayForEach(e, arr)
 	{
 		const char *as = "?"; /* unnamed, or no label we would print */
+		if (r->n >= VMUX_ATTACH_ROSTER_MAX) {
+			more++; /* more than an honest agent sends */
+			continue;
+		}
 		v = cJSON_GetObjectItemCaseSensitive(e, "as");
 		if (cJSON_IsString(v) && vmux_attach_as_valid(v->valuestring))
 			as = v->valuestring;
@@ -315,7 +321,7 @@ attach_decode_clients(const struct attach_frame *f, struct attach_roster *r)
 	}
 	v = cJSON_GetObjectItemCaseSensitive(obj, "more");
 	if (cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble < 1e6)
-		more = (int)v->valuedouble;
+		more += (int)v->valuedouble;
 	if (more > 0) {
 		xasprintf(&s, "%s%s+%d more", r->others, *r->others ? ", " : "",
 		    more);

@@ -26,10 +26,12 @@
  * core). +arat gives one-shot timers and a tickless idle (0.8%); microvm's
  * PIT, which the kernel never uses once the LAPIC runs (tsc_early_khz
  * calibrates without it), still woke QEMU's main loop 250 times a second:
- * pit=off leaves 0.35%. tb-size caps TCG's translation cache, by default a
- * 1 GiB mapping of which an idle boot leaves 47 MiB resident; 32 MiB keeps
- * boot time and saves 16 MiB a session (16 MiB saved 35 but retranslates
- * more under real work).
+ * pit=off leaves 0.35%. Only with tsc_early_khz: without it (no rate
+ * measured) the kernel calibrates with the PIT and hangs if there is none;
+ * a --kernel older than 5.5 ignores tsc_early_khz, so wants 5.5 or newer.
+ * tb-size caps TCG's translation cache, by default a 1 GiB mapping of which an
+ * idle boot leaves 47 MiB resident; 32 MiB keeps boot time and saves 16 MiB a
+ * session (16 MiB saved 35 but retranslates more under real work).
  *
  * cryptomgr.notests skips the kernel's crypto self-tests (~0.4 s under TCG)
  * and initcall_blacklist=crypto_kdf108_init the one 6.1 runs regardless (its
@@ -161,9 +163,11 @@ qemu_argv(const struct qemu_config *cfg)
 	char *e, *cmdline;
 	int kvm = cfg->accel != NULL && strcmp(cfg->accel, "kvm") == 0;
 	int mem = cfg->memory_mb > 0 ? cfg->memory_mb : 512;
+	unsigned long khz;
 
 	if (cfg->kernel == NULL)
 		return NULL;
+	khz = kvm ? 0 : tsc_khz();
 	args_add(&a, "%s", cfg->qemu != NULL ? cfg->qemu : QEMU_DEFAULT);
 	args_add(&a, "-nodefaults");
 	args_add(&a, "-no-user-config");
@@ -181,7 +185,9 @@ qemu_argv(const struct qemu_config *cfg)
 	args_add(&a, "-object");
 	args_add(&a, "memory-backend-memfd,id=mem0,size=%dM,share=on", mem);
 	args_add(&a, "-machine");
-	args_add(&a, "microvm,memory-backend=mem0%s", kvm ? "" : ",pit=off");
+	/* without tsc_early_khz the kernel calibrates the TSC with the PIT */
+	args_add(
+	    &a, "microvm,memory-backend=mem0%s", khz > 0 ? ",pit=off" : "");
 	args_add(&a, "-global");
 	args_add(&a, "virtio-mmio.force-legacy=false");
 	args_add(&a, "-m");
@@ -195,7 +201,7 @@ qemu_argv(const struct qemu_config *cfg)
 		args_add(&a, "-initrd");
 		args_add(&a, "%s", cfg->initrd);
 	}
-	cmdline = qemu_cmdline(cfg, kvm ? 0 : tsc_khz());
+	cmdline = qemu_cmdline(cfg, khz);
 	args_add(&a, "-append");
 	args_add(&a, "%s", cmdline);
 	free(cmdline);

@@ -246,7 +246,7 @@ close_after(struct tui *t, struct work *w)
 static void
 c_close_shell(struct tui *t, int argc, char **argv)
 {
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 	struct work *w;
 
 	if (p == NULL || !p->src->shell)
@@ -272,7 +272,7 @@ close_confirmed(struct tui *t, int choice, void *arg)
 static void
 c_confirm_close_shell(struct tui *t, int argc, char **argv)
 {
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 	char *q;
 
 	if (p == NULL || !p->src->shell)
@@ -429,7 +429,7 @@ c_copy_mode(struct tui *t, int argc, char **argv)
 static void
 c_paste(struct tui *t, int argc, char **argv)
 {
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 
 	if (p == NULL || t->paste_buf == NULL) {
 		tui_message(t, 1, "nothing to paste (copy mode copies)");
@@ -510,7 +510,7 @@ static const char *const signals[] = {"INT", "TERM", "KILL", "HUP", "QUIT",
 static void
 signal_chosen(struct tui *t, int choice, void *arg)
 {
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 
 	if (choice < 0 || p == NULL)
 		return;
@@ -527,7 +527,7 @@ c_signal_menu(struct tui *t, int argc, char **argv)
 	    "TERM  terminate", "KILL  kill", "HUP   hang up", "QUIT  quit",
 	    "TSTP  stop (C-z)", "CONT  continue", "USR1", "USR2",
 	    "WINCH window changed"};
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 
 	if (p == NULL || !pane_can_signal(p)) {
 		tui_message(t, 1, "no live shell to signal");
@@ -541,7 +541,7 @@ c_signal_menu(struct tui *t, int argc, char **argv)
 static void
 c_send_signal(struct tui *t, int argc, char **argv)
 {
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 
 	if (p != NULL && argc > 1)
 		pane_signal(p, argv[1]);
@@ -551,7 +551,7 @@ c_send_signal(struct tui *t, int argc, char **argv)
 static void
 c_send_prefix(struct tui *t, int argc, char **argv)
 {
-	struct pane *p = tui_pane(t);
+	struct pane *p = tui_key_pane(t);
 
 	if (p != NULL)
 		pane_key(p, t->cfg.prefix);

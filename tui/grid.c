@@ -174,6 +174,19 @@ grid_sync(struct tui *t)
 		t->tile_sel = n > 0 ? (int)n - 1 : 0;
 	if (n == 0)
 		t->grid_zoom = 0;
+	if (t->kb_pane != 0 && tui_pane_by_id(t, t->kb_pane) == NULL) {
+		/* the shell held is gone (stopped, another shell shown):
+		 * keys typed from here must not become the wall's */
+		t->kb_pane = 0;
+		t->grid_zoom = 0;
+		tui_message(
+		    t, 1, "the shell you held is gone: back to the wall");
+	} else if (t->kb_pane != 0 && t->grid_zoom && n > 0 &&
+	    t->tiles[t->tile_sel]->id != t->kb_pane) {
+		for (size_t k = 0; k < n; k++) /* keep the held tile shown */
+			if (keep[k]->id == t->kb_pane)
+				t->tile_sel = (int)k;
+	}
 	t->full_redraw = 1;
 	draw_schedule(t);
 }
@@ -202,6 +215,7 @@ grid_close(struct tui *t)
 	t->tiles = NULL;
 	t->ntiles = 0;
 	t->grid_zoom = 0;
+	t->kb_pane = 0; /* the tiles' sockets are closed: let go */
 	t->mode = MODE_NORMAL;
 	tui_relayout(t);
 }

@@ -312,8 +312,8 @@ pane_resize(struct pane *p, int cols, int rows)
 {
 	p->want_cols = cols;
 	p->want_rows = rows;
-	if (p->grid || p->tui->opts.read_only)
-		return;
+	if (p->grid || p->tui->opts.read_only || p->src->resize == NULL)
+		return; /* NULL: the source has its own size (a recording) */
 	if (cols == p->cols && rows == p->rows)
 		return;
 	pane_set_size(p, cols, rows);
@@ -335,7 +335,7 @@ int
 pane_can_signal(const struct pane *p)
 {
 	return p->src->signal != NULL && p->state == PANE_LIVE &&
-	    !p->tui->opts.read_only;
+	    !p->tui->opts.read_only && (!p->grid || p->kb_want);
 }
 
 /* Send a signal to the foreground job; -1 if the source cannot. */

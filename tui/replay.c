@@ -20,6 +20,7 @@
 #define REPLAY_WAIT_MAX 60000        /* ms: a recording's long pause, capped */
 #define REPLAY_BUDGET   (256 * 1024) /* bytes parsed per tick */
 #define REPLAY_LINE_MAX (8 * 1024 * 1024) /* one event, as JSON text */
+#define REPLAY_TIME_MAX 1e7               /* s: a later event is not one */
 
 struct replay {
 	FILE *f;
@@ -60,6 +61,8 @@ replay_next(struct replay *r)
 	free(r->next_text);
 	r->next_text = NULL;
 	r->have_next = 0;
+	if (r->f == NULL)
+		return 0; /* the file could not be opened again */
 	while ((n = getline(&line, &cap, r->f)) > 0) {
 		if (n > REPLAY_LINE_MAX)
 			continue;
@@ -69,8 +72,8 @@ replay_next(struct replay *r)
 		text = cJSON_GetArrayItem(ev, 2);
 		if (cJSON_IsArray(ev) && cJSON_IsNumber(t) &&
 		    isfinite(t->valuedouble) && t->valuedouble >= 0 &&
-		    cJSON_IsString(code) && cJSON_IsString(text) &&
-		    strlen(code->valuestring) == 1) {
+		    t->valuedouble <= REPLAY_TIME_MAX && cJSON_IsString(code) &&
+		    cJSON_IsString(text) && strlen(code->valuestring) == 1) {
 			r->next_t = t->valuedouble;
 			r->next_code = code->valuestring[0];
 			r->next_text = xstrdup(text->valuestring);
@@ -99,6 +102,8 @@ replay_rewind(struct pane *p, char **cause)
 
 	if (r->f != NULL)
 		fclose(r->f);
+	r->have_next = 0;
+	r->ended = 1; /* until it opens again */
 	if ((r->f = fopen(p->command, "re")) == NULL) {
 		xasprintf(cause, "%s: %s", p->command, strerror(errno));
 		return -1;
@@ -123,7 +128,8 @@ replay_rewind(struct pane *p, char **cause)
 		return -1;
 	}
 	cJSON_Delete(h);
-	/* a clean terminal of the recorded size */
+	/* a clean terminal of the recorded size, nothing left to parse */
+	p->backlog_off = p->backlog_len = 0;
 	vterm_screen_reset(p->vs, 1);
 	sb_clear(p->sb);
 	memset(&p->faint, 0, sizeof p->faint);
@@ -141,7 +147,8 @@ replay_measure(struct replay *r)
 {
 	r->total = 0;
 	while (replay_next(r))
-		r->total = r->next_t;
+		if (r->next_t > r->total)
+			r->total = r->next_t;
 }
 
 /* Title: where it is, how fast, what the keys do. */
@@ -255,7 +262,8 @@ replay_seek(struct pane *p, double to)
 		if (replay_rewind(p, &cause) != 0) {
 			tui_message(p->tui, 1, "%s", cause);
 			free(cause);
-			return;
+			return; /* ended, at nothing: replay_next reads no more
+			         */
 		}
 		replay_next(r);
 	}
@@ -297,12 +305,6 @@ replay_write(struct pane *p, const void *bytes, size_t len)
 	replay_tick(p->retry);
 }
 
-/* A recording has the size it was made at: nothing to resize. */
-static void
-replay_resize(struct pane *p, int cols, int rows)
-{
-}
-
 /* Close the file and the timer. */
 static void
 replay_stop(struct pane *p)
@@ -334,7 +336,7 @@ const struct pane_source replay_source = {
     .name = "replay",
     .start = replay_start,
     .write = replay_write,
-    .resize = replay_resize,
+    .resize = NULL, /* a recording keeps the size it was made at */
     .stop = replay_stop,
     .resume = replay_resume,
 };

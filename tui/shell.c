@@ -100,6 +100,11 @@ shell_clients(struct pane *p, const struct attach_frame *f)
 	p->others = r.others;
 	p->keyboard = r.keyboard;
 	p->kb_mine = r.mine;
+	if (p->keyboard != NULL && !p->kb_mine && p->kb_want) {
+		p->kb_want = 0; /* someone took it from us: not taken back */
+		if (p->tui->kb_pane == p->id)
+			p->tui->kb_pane = 0;
+	}
 	draw_schedule(p->tui);
 }
 

@@ -96,16 +96,37 @@ tui_takeover(struct tui *t)
 {
 	struct pane *p = tui_key_pane(t);
 
+	if (t->opts.read_only) {
+		tui_message(t, 1, "read-only: no keyboard to take");
+		return;
+	}
 	if (p == NULL || p->src->take == NULL || p->state != PANE_LIVE) {
 		tui_message(t, 1, "no live shell here to take over");
 		return;
 	}
-	p->src->take(p, !p->kb_want);
+	if (p->kb_want) {
+		tui_release_keyboard(t);
+		tui_message(t, 0, "keyboard of %s:%s handed back", p->session,
+		    p->shell_id);
+		return;
+	}
+	tui_release_keyboard(t); /* one at a time: the last one goes back */
+	p->src->take(p, 1);
+	t->kb_pane = p->id;
 	tui_message(t, 0,
-	    p->kb_want ? "you have the keyboard of %s:%s (prefix T hands it "
-	                 "back)"
-	               : "keyboard of %s:%s handed back",
+	    "you have the keyboard of %s:%s (prefix T hands it back)",
 	    p->session, p->shell_id);
+}
+
+/* Hand back the keyboard the TUI took, if it holds one. */
+void
+tui_release_keyboard(struct tui *t)
+{
+	struct pane *p = t->kb_pane ? tui_pane_by_id(t, t->kb_pane) : NULL;
+
+	if (p != NULL && p->kb_want)
+		p->src->take(p, 0);
+	t->kb_pane = 0;
 }
 
 /* The label key the sidebar groups by (--group-by, else the config's). */
@@ -194,6 +215,7 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	if (changed) {
 		t->full_redraw = 1;
 		t->aside = NULL; /* another shell picked: console, replay go */
+		tui_release_keyboard(t); /* a takeover ends with its view */
 		if (t->copy.on)
 			copy_exit(t); /* copy mode belongs to the old pane */
 	}

@@ -655,7 +655,8 @@ struct tui {
 	char *grid_filter;
 	int grid_sort; /* 0 name, 1 activity, 2 check result (o cycles) */
 	int grid_filtering;
-	int grid_zoom; /* the selected tile fills the wall (z) */
+	int grid_zoom;    /* the selected tile fills the wall (z) */
+	unsigned kb_pane; /* the pane that took a shell's keyboard, 0: none */
 
 	struct prompt prompt;
 	struct menu menu;
@@ -688,6 +689,7 @@ void tui_message(struct tui *, int error, const char *fmt, ...)
 struct pane *tui_pane(struct tui *);
 struct pane *tui_key_pane(struct tui *);
 void tui_takeover(struct tui *);
+void tui_release_keyboard(struct tui *);
 struct pane *tui_find_pane(
     struct tui *, const char *session, const char *shell);
 struct pane *tui_pane_by_id(struct tui *, unsigned id);

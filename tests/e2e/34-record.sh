@@ -78,6 +78,12 @@ t_tui_replay() {
 	wait_for 10 sh -c "! TMUX_TMPDIR=$TMP tmux -L $TUI_SOCK capture-pane -p -t tv | grep -q late-line" ||
 		fail "seeking back left the late line" || return 1
 	screen tv | grep -q 'first-line' || fail "seeking back lost the first line" || return 1
+	# the file gone under it: seeking says so, the TUI lives on
+	cp "$TMP/crafted.cast" "$TMP/kept.cast"
+	rm "$TMP/crafted.cast"
+	tm send-keys -t tv 0 || return 1
+	wait_on tv 'crafted.cast: No such file' 10 || return 1
+	mv "$TMP/kept.cast" "$TMP/crafted.cast"
 	# C-b R: back to the shell; again: the session's recordings to pick
 	tm send-keys -t tv C-b R || return 1
 	wait_for 10 sh -c "! TMUX_TMPDIR=$TMP tmux -L $TUI_SOCK capture-pane -p -t tv | grep -q first-line" ||

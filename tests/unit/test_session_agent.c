@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/attach.h"
 #include "proto/proto.h"
 #include "session/session.h"
 #include "unit.h"
@@ -465,4 +466,58 @@ TEST(error_code_kept_from_the_reply)
 	CHECK(agent_parse_reply(none, strlen(none), &cause) == NULL);
 	CHECK_STR(agent_error_code(), "");
 	free(cause);
+}
+
+/* A CLIENTS frame of text. */
+static struct attach_frame
+clients_frame(const char *json)
+{
+	return (struct attach_frame){
+	    VMUX_ATTACH_CLIENTS, (uint32_t)strlen(json), (const uint8_t *)json};
+}
+
+TEST(clients_frame_decoded_for_printing)
+{
+	struct attach_roster r;
+	struct attach_frame f;
+	char *big, *tmp;
+
+	f = clients_frame("{\"clients\":[{\"as\":\"alice\",\"you\":true,"
+	                  "\"keyboard\":true},{\"as\":\"teacher\","
+	                  "\"watching\":true},{\"as\":\"a\\u001b]0;x\"},{}],"
+	                  "\"keyboard\":\"alice\",\"more\":2}");
+	CHECK_INT(attach_decode_clients(&f, &r), 0);
+	CHECK_STR(r.others, "teacher (watching), ?, ?, +2 more");
+	CHECK_INT(r.n, 5);
+	CHECK(r.mine);
+	CHECK_STR(r.keyboard, "alice");
+	attach_roster_free(&r);
+
+	/* a hostile agent's 2000 entries: more than an honest roster */
+	big = xstrdup("{\"clients\":[");
+	for (int i = 0; i < 2000; i++) {
+		xasprintf(&tmp, "%s%s{\"as\":\"s%d\"}", big, i ? "," : "", i);
+		free(big);
+		big = tmp;
+	}
+	xasprintf(&tmp, "%s]}", big);
+	free(big);
+	big = tmp;
+	f = clients_frame(big);
+	CHECK(attach_decode_clients(&f, &r) < 0);
+	CHECK(r.others == NULL);
+	free(big);
+
+	xasprintf(&big, "{\"clients\":[%s]}",
+	    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+	    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}");
+	f = clients_frame(big);
+	CHECK_INT(attach_decode_clients(&f, &r), 0);
+	CHECK_INT(r.n, 40); /* 32 named, the rest counted */
+	CHECK(strstr(r.others, "+8 more") != NULL);
+	attach_roster_free(&r);
+	free(big);
+
+	f = clients_frame("not json");
+	CHECK(attach_decode_clients(&f, &r) < 0);
 }
