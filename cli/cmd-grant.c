@@ -365,9 +365,8 @@ cmd_grant_exec(struct args *a)
 	int ro = args_has(a, "read-only"), rc;
 	struct session_record r;
 	struct pubkey k;
-	char **lines, *path, *home, *line, self[4096], *cause = NULL;
+	char **lines, *path, *home, *line, self[4096], *exe, *cause = NULL;
 	size_t n, out = 0;
-	ssize_t len;
 	int64_t created;
 	int lock;
 
@@ -393,15 +392,17 @@ cmd_grant_exec(struct args *a)
 	}
 	created = r.created; /* pins this session, not a later namesake */
 	record_free(&r);
-	len = readlink("/proc/self/exe", self, sizeof self - 1);
+	exe = exe_path();
 	home = cli_home();
-	if (len <= 0 || home == NULL) {
+	if (exe == NULL || home == NULL || strlen(exe) >= sizeof self) {
 		cli_error("cannot find the vmux binary or its home");
 		free(k.blob);
 		free(home);
+		free(exe);
 		return EXIT_VMUX;
 	}
-	self[len] = '\0';
+	snprintf(self, sizeof self, "%s", exe);
+	free(exe);
 	if (!plain_path(self) || !plain_path(home)) {
 		cli_error("vmux (%s) or its home (%s) has characters an "
 		          "authorized_keys command cannot carry safely",

@@ -84,19 +84,18 @@ rescue_name(const char *what)
 static int
 rescue_shell(const char *name)
 {
-	char self[4096];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	char *self = exe_path();
 	int status;
 	pid_t pid;
 
-	if (len <= 0) {
+	if (self == NULL) {
 		cli_error("cannot find the vmux binary: %s", strerror(errno));
 		return EXIT_VMUX;
 	}
-	self[len] = '\0';
 	pid = fork();
 	if (pid < 0) {
 		cli_error("fork: %s", strerror(errno));
+		free(self);
 		return EXIT_VMUX;
 	}
 	if (pid == 0) {
@@ -106,6 +105,7 @@ rescue_shell(const char *name)
 		execl(self, "vmux", "shell", name, (char *)NULL);
 		_exit(EXIT_VMUX);
 	}
+	free(self);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return EXIT_VMUX;

@@ -363,21 +363,20 @@ int
 many_run(const struct many *m, char *const *sessions, size_t n)
 {
 	struct run *runs = xcalloc(n, sizeof *runs);
-	char self[4096];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	char *self = exe_path();
 	int rc = 0;
 
-	if (len <= 0) {
+	if (self == NULL) {
 		cli_error("cannot find the vmux binary: %s", strerror(errno));
 		free(runs);
 		return EXIT_VMUX;
 	}
-	self[len] = '\0';
 	for (size_t i = 0; i < n; i++) {
 		runs[i].session = sessions[i];
 		runs[i].fd[0] = runs[i].fd[1] = -1;
 	}
 	run_all(runs, n, m, self);
+	free(self);
 	qsort(runs, n, sizeof *runs, run_cmp);
 	for (size_t i = 0; i < n; i++) {
 		struct run *r = &runs[i];

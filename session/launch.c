@@ -784,15 +784,12 @@ launch_check(
 static void
 launch_recorder(struct session_record *r)
 {
-	char self[4096], *argv[7], *log, *exit_path, *into, *why = NULL;
-	ssize_t len;
+	char *self, *argv[7], *log, *exit_path, *into, *why = NULL;
 	pid_t pid;
 
 	r->recorder_pid = 0;
-	if (!r->record ||
-	    (len = readlink("/proc/self/exe", self, sizeof self - 1)) <= 0)
+	if (!r->record || (self = exe_path()) == NULL)
 		return;
-	self[len] = '\0';
 	argv[0] = self;
 	argv[1] = "record";
 	argv[2] = r->name;
@@ -813,6 +810,7 @@ launch_recorder(struct session_record *r)
 	free(log);
 	free(exit_path);
 	free(into);
+	free(self);
 }
 
 /*

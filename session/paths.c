@@ -230,21 +230,39 @@ session_sock_dir(const char *dir, char **cause)
 	return out;
 }
 
+/*
+ * The running executable's path (vmux runs itself for recorders, fan-outs,
+ * the TUI's commands), or NULL with errno.
+ */
+char *
+exe_path(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+
+	if (n <= 0) {
+		if (n == 0)
+			errno = ENOENT;
+		return NULL;
+	}
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
 /* Directory of the running executable, or NULL. */
 char *
 exe_dir(void)
 {
-	char buf[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	char *path = exe_path(), *slash, *dir;
 
-	if (n <= 0)
+	if (path == NULL || (slash = strrchr(path, '/')) == NULL) {
+		free(path);
 		return NULL;
-	buf[n] = '\0';
-	slash = strrchr(buf, '/');
-	if (slash == NULL)
-		return NULL;
+	}
 	*slash = '\0';
-	return xstrdup(buf[0] == '\0' ? "/" : buf);
+	dir = xstrdup(path[0] == '\0' ? "/" : path);
+	free(path);
+	return dir;
 }
 
 /* Find an executable in $PATH (or check a path with a slash); NULL if not. */

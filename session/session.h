@@ -107,6 +107,7 @@ int session_home_create(const char *home, char **cause);
 char *session_dir(const char *home, const char *name);
 char *session_sock_dir(const char *dir, char **cause);
 int mkdir_p(const char *path, mode_t mode);
+char *exe_path(void);
 char *exe_dir(void);
 char *find_in_path(const char *name);
 char *find_program(const char *name, const char *env, char **cause);

@@ -172,16 +172,14 @@ job_start(struct tui *t, char **argv, int transfer,
 	struct job *j = xcalloc(1, sizeof *j);
 	uv_process_options_t o;
 	uv_stdio_container_t io[3];
-	char exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	char *exe = exe_path();
 	size_t wlen = 0;
 	int rc;
 
-	if (n <= 0) {
+	if (exe == NULL) {
 		free(j);
 		return -1;
 	}
-	exe[n] = '\0';
 	j->tui = t;
 	j->id = ++t->next_job_id;
 	j->transfer = transfer;
@@ -219,8 +217,10 @@ job_start(struct tui *t, char **argv, int transfer,
 	j->next = t->jobs;
 	t->jobs = j;
 	rc = uv_spawn(t->loop, &j->proc, &o);
-	if (rc != 0) {
+	if (rc != 0)
 		tui_message(t, 1, "cannot start %s: %s", exe, uv_strerror(rc));
+	free(exe); /* uv_spawn has forked by now */
+	if (rc != 0) {
 		j->exited = 1;
 		j->done = NULL; /* it never ran */
 		uv_close((uv_handle_t *)&j->proc, job_release);
