@@ -31,19 +31,27 @@
 /* a client's unparsed input: one whole frame and one read more */
 #define ATTACH_INPUT_ROOM (VMUX_ATTACH_HDR + VMUX_ATTACH_MAX_PAYLOAD + 65536)
 
+/* Queue a control frame if the queue stays within limit bytes; 0 or -1. */
+static int
+attach_queue_within(
+    struct conn *c, size_t limit, uint8_t type, const void *payload, size_t len)
+{
+	uint8_t hdr[VMUX_ATTACH_HDR];
+
+	if (c->ctl.len + sizeof hdr + len > limit)
+		return -1;
+	vmux_attach_header(hdr, type, (uint32_t)len);
+	buf_add(&c->ctl, hdr, sizeof hdr);
+	buf_add(&c->ctl, payload, len);
+	return 0;
+}
+
 /* Queue a control frame; a client that lets too many pile up is dropped. */
 void
 attach_queue(struct conn *c, uint8_t type, const void *payload, size_t len)
 {
-	uint8_t hdr[VMUX_ATTACH_HDR];
-
-	if (c->ctl.len + sizeof hdr + len > ATTACH_CTL_MAX) {
+	if (attach_queue_within(c, ATTACH_CTL_MAX, type, payload, len) != 0)
 		c->broken = 1;
-		return;
-	}
-	vmux_attach_header(hdr, type, (uint32_t)len);
-	buf_add(&c->ctl, hdr, sizeof hdr);
-	buf_add(&c->ctl, payload, len);
 }
 
 /* Queue an ERROR frame. */
@@ -142,18 +150,12 @@ void
 attach_echo_input(
     struct shell *s, const struct conn *from, const void *bytes, size_t len)
 {
-	uint8_t hdr[VMUX_ATTACH_HDR];
-
 	if (len > VMUX_ATTACH_MAX_PAYLOAD)
 		return; /* can't happen: input comes in frames or requests */
-	for (struct conn *c = s->clients; c != NULL; c = c->snext) {
-		if (!c->want_input || c == from ||
-		    c->ctl.len + sizeof hdr + len > ATTACH_CTL_MAX / 2)
-			continue;
-		vmux_attach_header(hdr, VMUX_ATTACH_TYPED, (uint32_t)len);
-		buf_add(&c->ctl, hdr, sizeof hdr);
-		buf_add(&c->ctl, bytes, len);
-	}
+	for (struct conn *c = s->clients; c != NULL; c = c->snext)
+		if (c->want_input && c != from) /* no room: dropped */
+			attach_queue_within(c, ATTACH_CTL_MAX / 2,
+			    VMUX_ATTACH_TYPED, bytes, len);
 }
 
 /* May c's keys (and resizes, signals) reach the shell? */

@@ -417,4 +417,7 @@ int new_class(struct args *); /* new-class.c */
 int many_run(const struct many *, char *const *sessions, size_t n);
 char *many_line(const char *s, size_t len, int last);
 
+/* cmd-record.c: a session's recordings, for `recordings` and the TUI. */
+int recording_files(const char *dir, char ***out, size_t *n);
+
 #endif

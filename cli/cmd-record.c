@@ -523,9 +523,12 @@ name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The files under NAME's recordings/, sorted (caller frees). */
-static int
-rec_files(const char *dir, char ***out, size_t *n)
+/*
+ * The recordings (*.cast) in dir, by name, sorted (caller frees each and
+ * the array); a dir that does not exist has none. -1 (errno) if unreadable.
+ */
+int
+recording_files(const char *dir, char ***out, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -560,7 +563,7 @@ cmd_recordings_exec(struct args *a)
 		return EXIT_VMUX;
 	}
 	xasprintf(&dir, "%s/recordings", r.dir);
-	if (rec_files(dir, &files, &n) != 0) {
+	if (recording_files(dir, &files, &n) != 0) {
 		cli_error("%s: %s", dir, strerror(errno));
 		free(dir);
 		record_free(&r);

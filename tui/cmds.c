@@ -5,7 +5,6 @@
  * `rm -f web`, `cp ./x web:/root`) and runs as a child (jobs.c), so every
  * CLI operation and flag works here too.
  */
-#include <dirent.h>
 #include <ncurses.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -684,23 +683,22 @@ c_transfers(struct tui *t, int argc, char **argv)
 	menu_open(t, "Enter cancels", items, n, transfer_chosen, NULL);
 }
 
-/* The recordings the replay menu offers (their paths), until the next. */
+/* The recordings the replay menu offers: their directory and names. */
+static char *replay_dir;
 static char **replay_files;
 static size_t replay_nfiles;
-
-/* Sort names (for qsort). */
-static int
-replay_name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* A recording picked from the menu: play it. */
 static void
 replay_chosen(struct tui *t, int choice, void *arg)
 {
-	if (choice >= 0 && (size_t)choice < replay_nfiles)
-		tui_replay_open(t, replay_files[choice]);
+	char *path;
+
+	if (choice < 0 || (size_t)choice >= replay_nfiles)
+		return;
+	xasprintf(&path, "%s/%s", replay_dir, replay_files[choice]);
+	tui_replay_open(t, path);
+	free(path);
 }
 
 /*
@@ -711,9 +709,7 @@ replay_chosen(struct tui *t, int choice, void *arg)
 static void
 c_replay(struct tui *t, int argc, char **argv)
 {
-	struct dirent *e;
-	char *dir, *path;
-	DIR *d;
+	char *path;
 
 	if (argc > 1) {
 		tui_replay_open(t, argv[1]);
@@ -730,41 +726,20 @@ c_replay(struct tui *t, int argc, char **argv)
 	for (size_t i = 0; i < replay_nfiles; i++)
 		free(replay_files[i]);
 	free(replay_files);
-	replay_files = NULL;
-	replay_nfiles = 0;
+	free(replay_dir);
 	path = session_dir(t->home, t->cur_session);
-	xasprintf(&dir, "%s/recordings", path);
+	xasprintf(&replay_dir, "%s/recordings", path);
 	free(path);
-	if ((d = opendir(dir)) != NULL) {
-		while ((e = readdir(d)) != NULL && replay_nfiles < 256) {
-			size_t n = strlen(e->d_name);
-			if (n < 6 || strcmp(e->d_name + n - 5, ".cast") != 0)
-				continue;
-			replay_files = xreallocarray(replay_files,
-			    replay_nfiles + 1, sizeof *replay_files);
-			xasprintf(&replay_files[replay_nfiles++], "%s/%s", dir,
-			    e->d_name);
-		}
-		closedir(d);
-	}
-	if (replay_nfiles == 0) {
+	if (recording_files(replay_dir, &replay_files, &replay_nfiles) != 0 ||
+	    replay_nfiles == 0) {
 		tui_message(t, 1,
 		    "%s has no recordings (vmux new --record makes them)",
 		    t->cur_session);
-		free(dir);
 		return;
 	}
-	qsort(
-	    replay_files, replay_nfiles, sizeof *replay_files, replay_name_cmp);
-	{
-		const char **items = xcalloc(replay_nfiles, sizeof *items);
-		for (size_t i = 0; i < replay_nfiles; i++)
-			items[i] = replay_files[i] + strlen(dir) + 1;
-		menu_open(t, "recordings: Enter plays", items, replay_nfiles,
-		    replay_chosen, NULL);
-		free(items);
-	}
-	free(dir);
+	menu_open(t, "recordings: Enter plays",
+	    (const char *const *)replay_files,
+	    replay_nfiles < 256 ? replay_nfiles : 256, replay_chosen, NULL);
 }
 
 /* grid: the teacher's grid, or back. */

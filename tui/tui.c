@@ -347,6 +347,21 @@ open_after(struct tui *t, struct work *w)
 	model_refresh(t);
 }
 
+/* Show cur_session's pane `aside` (NULL: its shell) in the main area. */
+static void
+tui_set_aside(struct tui *t, const char *aside)
+{
+	struct pane *p;
+
+	t->aside = aside;
+	if ((p = tui_pane(t)) != NULL) {
+		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
+		pane_mark_all(p);
+	}
+	t->full_redraw = 1;
+	draw_schedule(t);
+}
+
 /*
  * Show the current session's serial console in the main area, or go back
  * to its shell (prefix C). The console's pane stays attached in the
@@ -358,30 +373,25 @@ tui_console_toggle(struct tui *t)
 	struct pane *p;
 
 	if (t->aside != NULL && strcmp(t->aside, CONSOLE_PANE) == 0) {
-		t->aside = NULL;
-	} else if (t->cur_session == NULL || t->opts.local != NULL) {
+		tui_set_aside(t, NULL);
+		return;
+	}
+	if (t->cur_session == NULL || t->opts.local != NULL) {
 		tui_message(t, 1, "no session selected");
 		return;
-	} else if (t->mode == MODE_GRID) {
+	}
+	if (t->mode == MODE_GRID) {
 		tui_message(t, 1, "the console opens outside the grid");
 		return;
-	} else {
-		p = tui_find_pane(t, t->cur_session, CONSOLE_PANE);
-		if (p == NULL || p->state == PANE_FAILED) {
-			if (p == NULL)
-				p = tui_add_pane(t, &console_source,
-				    t->cur_session, CONSOLE_PANE, t->lay.pane.w,
-				    t->lay.pane.h);
-			pane_start(p);
-		}
-		t->aside = CONSOLE_PANE;
 	}
-	if ((p = tui_pane(t)) != NULL) {
-		pane_resize(p, t->lay.pane.w, t->lay.pane.h);
-		pane_mark_all(p);
+	p = tui_find_pane(t, t->cur_session, CONSOLE_PANE);
+	if (p == NULL || p->state == PANE_FAILED) {
+		if (p == NULL)
+			p = tui_add_pane(t, &console_source, t->cur_session,
+			    CONSOLE_PANE, t->lay.pane.w, t->lay.pane.h);
+		pane_start(p);
 	}
-	t->full_redraw = 1;
-	draw_schedule(t);
+	tui_set_aside(t, CONSOLE_PANE);
 }
 
 /*
@@ -394,29 +404,27 @@ tui_replay_open(struct tui *t, const char *file)
 	struct pane *p;
 
 	if (file == NULL) {
-		t->aside = NULL;
-	} else if (t->cur_session == NULL) {
+		tui_set_aside(t, NULL);
+		return;
+	}
+	if (t->cur_session == NULL) {
 		tui_message(t, 1, "no session selected");
 		return;
-	} else if (t->mode == MODE_GRID) {
+	}
+	if (t->mode == MODE_GRID) {
 		tui_message(t, 1, "a recording plays outside the grid");
 		return;
-	} else {
-		p = tui_find_pane(t, t->cur_session, REPLAY_PANE);
-		if (p == NULL)
-			p = tui_add_pane(t, &replay_source, t->cur_session,
-			    REPLAY_PANE, 80, 24);
-		else
-			p->src->stop(p); /* another recording: this one ends */
-		free(p->command);
-		p->command = xstrdup(file);
-		pane_start(p);
-		t->aside = REPLAY_PANE;
 	}
-	if ((p = tui_pane(t)) != NULL)
-		pane_mark_all(p);
-	t->full_redraw = 1;
-	draw_schedule(t);
+	p = tui_find_pane(t, t->cur_session, REPLAY_PANE);
+	if (p == NULL)
+		p = tui_add_pane(
+		    t, &replay_source, t->cur_session, REPLAY_PANE, 80, 24);
+	else
+		p->src->stop(p); /* another recording: this one ends */
+	free(p->command);
+	p->command = xstrdup(file);
+	pane_start(p);
+	tui_set_aside(t, REPLAY_PANE); /* its own size: resizing is a no-op */
 }
 
 /*
