@@ -148,6 +148,12 @@ int cli_running_session(
 struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
     int timeout_s, char **cause);
 
+/* remote.c: sessions on other hosts (session/host.c) */
+struct host;
+extern const struct host *cli_remote;
+int remote_route(const struct cmd_entry *, struct args *, int argc, char **argv,
+    char **hosts, size_t nhosts, int *rc);
+
 /* cmd-ls.c: a session as ls --json and new --json show it. */
 struct session_entry;
 struct cJSON *ls_session_json(const struct session_entry *);
@@ -186,6 +192,7 @@ extern const struct cmd_entry cmd_replay_entry;
 extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_images_entry;
+extern const struct cmd_entry cmd_host_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;

@@ -7,7 +7,8 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/cp-place.c \
             cli/progress.c cli/output.c cli/exec-stream.c cli/cmd-tui.c \
             cli/cmd-stop.c cli/cmd-start.c cli/cmd-logs.c cli/cmd-console.c cli/cmd-gdb.c cli/cmd-rescue.c cli/cmd-grant.c cli/cmd-record.c cli/cmd-run.c \
-            cli/cmd-status.c cli/cmd-images.c agent/signame.c
+            cli/cmd-status.c cli/cmd-images.c cli/cmd-host.c cli/remote.c \
+            agent/signame.c
 
 PROGRAMS += $(BIN)/vmux
 

@@ -27,6 +27,9 @@ static const struct cmd_opt cmd_connect_opts[] = {
     {"timeout", 't', "S", 0,
         "give up if the port does not accept within S seconds "
         "(default 10)"},
+    {"announce", 0, NULL, 0,
+        "print OK on a line once connected, or ERR and why (how vmux "
+        "on another host reaches this one's guests)"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -128,7 +131,7 @@ cmd_connect_exec(struct args *a)
 	const char *s = args_get(a, "timeout");
 	char *cause = NULL;
 	long long port, timeout = CONNECT_TIMEOUT_DEFAULT;
-	int fd, rc;
+	int fd, rc, announce = args_has(a, "announce");
 
 	if (args_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
 	        0 ||
@@ -138,14 +141,25 @@ cmd_connect_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
-	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
+	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0) {
+		if (announce)
+			printf("ERR %s\n",
+			    cli_last_error != NULL ? cli_last_error : "failed");
 		return rc;
+	}
 	fd = transport_connect(
 	    &t, (unsigned)port, mono_ms() + (uint64_t)timeout * 1000, &cause);
 	record_free(&r);
 	if (fd < 0) {
+		if (announce)
+			printf("ERR %s\n", cause);
 		cli_error("%s", cause);
 		free(cause);
+		return EXIT_VMUX;
+	}
+	/* the other host's vmux reads this line, then the stream */
+	if (announce && write_all(STDOUT_FILENO, "OK\n", 3) < 0) {
+		close(fd);
 		return EXIT_VMUX;
 	}
 	rc = connect_pump(fd);

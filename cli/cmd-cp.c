@@ -158,6 +158,11 @@ cmd_cp_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
+	if (cli_remote != NULL && (sel != NULL || name_is_glob(spec.session))) {
+		cp_spec_free(&spec);
+		return cli_usage_error(a->entry,
+		    "on another host, cp takes one session (no -l or globs)");
+	}
 	if (sel != NULL || name_is_glob(spec.session)) {
 		rc = cp_many(a, &spec, sel);
 		cp_spec_free(&spec);

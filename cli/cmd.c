@@ -178,6 +178,9 @@ cli_item_error(int many, const char *fmt, ...)
 	return msg;
 }
 
+/* A command run here on a session of another host (cp), or NULL. */
+const struct host *cli_remote;
+
 /* The last error reported (for the error ring), or NULL. */
 char *cli_last_error;
 
@@ -277,6 +280,13 @@ cli_running_session(
 		cli_error("%s", cause);
 		free(cause);
 		return EXIT_USAGE;
+	}
+	if (cli_remote != NULL) { /* its host's vmux checks the rest */
+		memset(r, 0, sizeof *r);
+		memset(t, 0, sizeof *t);
+		t->host = cli_remote;
+		t->session = name;
+		return 0;
 	}
 	if (cli_session_record(name, r) != 0)
 		return EXIT_VMUX;

@@ -16,8 +16,9 @@ main(int argc, char **argv)
 {
 	const struct cmd_entry *e;
 	struct args a;
-	char *cause = NULL;
-	int rc;
+	char *cause = NULL, **hosts = NULL;
+	size_t nhosts = 0;
+	int rc, remote = 0;
 
 	log_open("vmux");
 	signal(SIGPIPE, SIG_IGN);
@@ -41,6 +42,24 @@ main(int argc, char **argv)
 		printf("vmux %s\n", VMUX_VERSION);
 		return 0;
 	}
+	/* -H HOST (several for ls and tui): where the command runs */
+	while (argc > 2 &&
+	    (strcmp(argv[1], "-H") == 0 || strcmp(argv[1], "--host") == 0 ||
+	        strncmp(argv[1], "--host=", 7) == 0 ||
+	        (strncmp(argv[1], "-H", 2) == 0))) {
+		const char *h = argv[1][1] == 'H' && argv[1][2] != '\0'
+		    ? argv[1] + 2
+		    : argv[1][1] == '-' && argv[1][6] == '=' ? argv[1] + 7
+		                                             : argv[2];
+		hosts = xreallocarray(hosts, nhosts + 1, sizeof *hosts);
+		hosts[nhosts++] = (char *)h;
+		int used = h == argv[2] ? 2 : 1;
+		argv += used;
+		argc -= used;
+	}
+	if (argc < 2)
+		return cli_usage_error(
+		    NULL, "-H HOST needs a command after it");
 	if (argv[1][0] == '-')
 		return cli_usage_error(
 		    NULL, "unknown option %s (try vmux help)", argv[1]);
@@ -60,12 +79,17 @@ main(int argc, char **argv)
 		rc = 0;
 	} else {
 		cli_output_start(e, &a, argc - 1, argv + 1);
-		rc = cli_select(&a);
-		if (rc == 0)
-			rc = e->exec(&a);
-		if (rc != 0)
-			cli_record_error(e, &a);
+		remote =
+		    remote_route(e, &a, argc - 1, argv + 1, hosts, nhosts, &rc);
+		if (!remote) {
+			rc = cli_select(&a);
+			if (rc == 0)
+				rc = e->exec(&a);
+			if (rc != 0)
+				cli_record_error(e, &a);
+		}
 	}
 	args_free(&a);
+	free(hosts);
 	return cli_output_finish(stdout, rc);
 }

@@ -192,6 +192,11 @@ struct settings {
 	char *profile;       /* default profile, or NULL */
 	int64_t console_max; /* console-log-max in bytes, or 0: default */
 	int64_t image_max;   /* image-max in bytes, or 0: default */
+	struct settings_host {
+		char *name, *url; /* host NAME URL (host.c) */
+	} * hosts;
+	size_t nhosts;
+	char *default_host; /* default-host NAME, or NULL: this machine */
 };
 
 /* How QEMU last ended, as its reaper wrote it. */
@@ -410,9 +415,12 @@ int session_halt(const char *home, const char *name, const char *reason,
     int power_ms, void (*notice)(const char *), char **cause);
 
 /* transport.c */
+struct host;
 struct vsock_target {
-	unsigned cid;    /* AF_VSOCK CID (used when uds is NULL) */
-	const char *uds; /* bridge hybrid-vsock socket */
+	unsigned cid;            /* AF_VSOCK CID (used when uds is NULL) */
+	const char *uds;         /* bridge hybrid-vsock socket */
+	const struct host *host; /* else: a session on another host */
+	const char *session;     /* with host: its name there */
 };
 
 #define TRANSPORT_RETRY 1 /* transport_handshake: closed with zero bytes */
@@ -426,6 +434,30 @@ int wait_fd(int fd, short events, uint64_t deadline);
 void transport_cancel_on(volatile int *flag);
 int transport_cancelled(void);
 int send_all_deadline(int fd, const void *buf, size_t len, uint64_t deadline);
+
+/* host.c: other machines, reached over ssh */
+struct host {
+	char *name; /* the settings' name, or the URL as given */
+	char *url;  /* ssh://[USER@]ADDR[:PORT][/VMUX] */
+	char *user; /* NULL: ssh's default */
+	char *addr;
+	int port;   /* 0: ssh's default */
+	char *vmux; /* vmux's path there ("vmux": on its PATH) */
+};
+int host_name_valid(const char *name, char **cause);
+int host_parse_url(const char *url, struct host *, char **cause);
+int host_resolve(
+    const char *spec, const struct settings *, struct host *, char **cause);
+void host_free(struct host *);
+char *host_quote(const char *word);
+char **host_ssh_argv(const struct host *, int tty, char *const *words,
+    size_t nwords, char **cause);
+void host_argv_free(char **);
+int host_connect(const struct host *, char **cause);
+int host_alive(const struct host *);
+int host_disconnect(const struct host *);
+int host_stream(const struct host *, const char *session, unsigned port,
+    uint64_t deadline, char **cause);
 
 /* agent_client.c */
 /*

@@ -8,7 +8,7 @@ SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/mounts.c session/fs.c session/image.c \
                 session/agent_client.c session/attach.c \
                 session/logcap.c session/beneath.c session/labels.c \
-                session/check.c session/console.c
+                session/check.c session/console.c session/host.c
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
@@ -24,6 +24,7 @@ UNIT_session_SRCS := tests/unit/test_session_record.c \
                      tests/unit/test_session_net.c \
                      tests/unit/test_session_beneath.c \
                      tests/unit/test_session_labels.c \
+                     tests/unit/test_session_host.c \
                      $(SESSION_UNIT_SRCS)
 UNIT_session_LIBS := $(SESSION_LIBS)
 

@@ -10,6 +10,10 @@
  *                            QEMU's and the bridge's) grows before its
  *                            older part is rotated out
  *                            (logcap.c; K, M or G; default 4M)
+ *   host NAME URL            another machine, ssh://[USER@]HOST[:PORT]
+ *                            (host.c; repeatable, one line a name)
+ *   default-host NAME        where commands go without -H (default:
+ *                            this machine)
  * The TUI's settings live apart, in vmux.conf. A bad line is an error
  * naming the file and the line, and the command stops: a typo in a
  * security setting must not pass silently.
@@ -74,7 +78,46 @@ settings_free(struct settings *s)
 		free(s->roots[i]);
 	free(s->roots);
 	free(s->profile);
+	for (i = 0; i < s->nhosts; i++) {
+		free(s->hosts[i].name);
+		free(s->hosts[i].url);
+	}
+	free(s->hosts);
+	free(s->default_host);
 	memset(s, 0, sizeof *s);
+}
+
+/* A "host NAME URL" line's value into s; 0 or -1 with why. */
+static int
+settings_host(struct settings *s, char *val, char **why)
+{
+	char *url = val + strcspn(val, " \t");
+	struct host h;
+	size_t i;
+
+	if (*url != '\0')
+		*url++ = '\0';
+	url += strspn(url, " \t");
+	url[strcspn(url, " \t")] = '\0';
+	if (host_name_valid(val, why) != 0)
+		return -1;
+	if (*url == '\0') {
+		xasprintf(why, "host %s needs a URL (ssh://USER@HOST)", val);
+		return -1;
+	}
+	if (host_parse_url(url, &h, why) != 0)
+		return -1;
+	host_free(&h);
+	for (i = 0; i < s->nhosts; i++) {
+		if (strcmp(s->hosts[i].name, val) == 0) {
+			xasprintf(why, "host %s is named twice", val);
+			return -1;
+		}
+	}
+	s->hosts = xreallocarray(s->hosts, s->nhosts + 1, sizeof *s->hosts);
+	s->hosts[s->nhosts].name = xstrdup(val);
+	s->hosts[s->nhosts++].url = xstrdup(url);
+	return 0;
 }
 
 /* Read the settings (a missing file is empty). 0 or -1 with cause. */
@@ -132,6 +175,15 @@ settings_load(struct settings *s, char **cause)
 			if (settings_size(val, 1LL << 20, 1LL << 42,
 			        &s->image_max, &why) != 0)
 				goto fail;
+		} else if (strcmp(key, "host") == 0) {
+			if (settings_host(s, val, &why) != 0)
+				goto fail;
+		} else if (strcmp(key, "default-host") == 0) {
+			if (strcmp(val, "local") != 0 &&
+			    host_name_valid(val, &why) != 0)
+				goto fail;
+			free(s->default_host);
+			s->default_host = xstrdup(val);
 		} else {
 			xasprintf(&why, "unknown setting '%s'", key);
 			goto fail;

@@ -37,6 +37,8 @@ session_target(const struct session_record *r, struct vsock_target *t)
 {
 	t->cid = r->cid;
 	t->uds = r->vsock_kernel ? NULL : r->vsock_uds;
+	t->host = NULL;
+	t->session = NULL;
 }
 
 static volatile int *cancel_flag; /* see transport_cancel_on */
@@ -291,6 +293,8 @@ transport_connect(const struct vsock_target *t, unsigned port,
 {
 	uint64_t backoff = BACKOFF_FIRST_MS;
 
+	if (t->host != NULL) /* its vmux connects there, retries included */
+		return host_stream(t->host, t->session, port, deadline, cause);
 	for (;;) {
 		char *why = NULL;
 		int fd, rc;

@@ -11,37 +11,11 @@ source "$(dirname "$0")/../tui/tmux.sh"
 tui_trap
 
 AK=$TMP/authorized_keys
-mkdir -p /run/sshd
-ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey" || { echo "FAIL host key"; exit 1; }
+source "$(dirname "$0")/sshd.sh"
 for k in student teacher; do
 	ssh-keygen -q -t ed25519 -N '' -C "$k" -f "$TMP/$k" || { echo "FAIL key $k"; exit 1; }
 done
-PORT=
-for try in 1 2 3 4 5; do
-	port=$((20000 + RANDOM % 30000))
-	cat >"$TMP/sshd_config" <<EOF
-Port $port
-ListenAddress 127.0.0.1
-HostKey $TMP/hostkey
-AuthorizedKeysFile $AK
-PidFile $TMP/sshd.pid
-StrictModes no
-UsePAM no
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-LogLevel INFO
-EOF
-	/usr/sbin/sshd -D -f "$TMP/sshd_config" -E "$TMP/sshd.log" &
-	pid=$!
-	bg_track $pid
-	if wait_for 10 grep -qs 'Server listening' "$TMP/sshd.log"; then
-		PORT=$port
-		break
-	fi
-	kill $pid 2>/dev/null
-done
-[[ -n $PORT ]] || { echo "FAIL sshd did not start: $(tail -3 "$TMP/sshd.log")"; exit 1; }
+sshd_start "$AK"
 
 # ssh_as KEY [ARGS...]: ssh to this host's sshd with KEY, nothing of the
 # invoking user's ssh configuration.

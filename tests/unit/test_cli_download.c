@@ -134,7 +134,7 @@ static int
 download_to(const char *dir, const struct tarbuf *t, const char *remote,
     const char *rel, char **cause)
 {
-	struct vsock_target target;
+	struct vsock_target target = {0};
 	struct cp_spec spec = {0};
 	char *sock, *local;
 	pid_t pid;

@@ -247,7 +247,7 @@ TEST(call_through_fake_bridge)
 {
 	char d[] = "/tmp/vmux-unit-XXXXXX", *path, *cause = NULL;
 	struct sockaddr_un sun;
-	struct vsock_target t;
+	struct vsock_target t = {0};
 	cJSON *req = cJSON_CreateObject(), *o;
 	int lfd;
 	pid_t pid;

@@ -245,7 +245,7 @@ tmpdir(void)
 TEST(connect_retries_until_listener)
 {
 	char *d = tmpdir(), *path, *cause = NULL, buf[32];
-	struct vsock_target t;
+	struct vsock_target t = {0};
 	int lfd = listen_at(d, &path), fd;
 	pid_t pid = serve(lfd, 3, "OK 1073741830\nstream-bytes");
 	ssize_t n;
@@ -268,7 +268,7 @@ TEST(connect_retries_until_listener)
 TEST(connect_gives_up_at_deadline)
 {
 	char *d = tmpdir(), *path, *cause = NULL;
-	struct vsock_target t;
+	struct vsock_target t = {0};
 	int lfd = listen_at(d, &path);
 	pid_t pid = serve(lfd, -1, NULL);
 	uint64_t start = mono_ms();
@@ -290,7 +290,7 @@ TEST(connect_gives_up_at_deadline)
 TEST(connect_garbage_is_not_retried)
 {
 	char *d = tmpdir(), *path, *cause = NULL;
-	struct vsock_target t;
+	struct vsock_target t = {0};
 	int lfd = listen_at(d, &path);
 	pid_t pid = serve(lfd, 0, "HELLO\n");
 
@@ -321,7 +321,7 @@ TEST(connect_missing_socket_fails_fast)
 TEST(session_target_picks_transport)
 {
 	struct session_record r;
-	struct vsock_target t;
+	struct vsock_target t = {0};
 
 	memset(&r, 0, sizeof r);
 	r.cid = 9;

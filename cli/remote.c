@@ -1,0 +1,451 @@
+/*
+ * remote.c: commands for sessions on other hosts (-H, $VMUX_HOST, the
+ * settings' default-host, HOST:NAME).
+ *
+ * A command for one other host runs there: the remote vmux, through ssh
+ * (host.c), with our stdin, stdout and stderr, so its output, --json and
+ * exit status are what it would be there. Two exceptions run here: cp,
+ * whose host side is this machine (it reaches the guest through a
+ * host_stream), and ls over several hosts, which asks each for its JSON
+ * and prints one table. When ssh itself fails (255 and the master is
+ * gone) the status is 125 with what ssh said. main() owns the hosts list.
+ */
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/common.h"
+#include "session/session.h"
+#include "cli.h"
+
+static struct host remote_host; /* what cli_remote points to */
+
+/* Commands a terminal is passed through to (ssh -t). */
+static int
+remote_wants_tty(const struct cmd_entry *e)
+{
+	static const char *const names[] = {
+	    "shell", "console", "run", "rescue", "tui", NULL};
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
+		return 0;
+	for (size_t i = 0; names[i] != NULL; i++) {
+		if (strcmp(e->name, names[i]) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* Is word (argv's index) one of the session names e's operands hold? */
+static int
+remote_is_name(const struct cmd_entry *e, const struct args *a, int k)
+{
+	if (strcmp(e->name, "cp") == 0)
+		return k < 2;
+	if (e->flags & CMD_NAME_ONE)
+		return k == 0 && !args_has(a, "selector");
+	if (e->flags & CMD_NAMES)
+		return !(k == 0 && (e->flags & CMD_FIRST_NOT_NAME));
+	return 0;
+}
+
+/*
+ * If word starts with a host's name and ':' (a configured host or
+ * "local"; for cp, HOST:NAME:PATH), its length with the colon, else 0.
+ */
+static size_t
+remote_prefix(const struct cmd_entry *e, const struct settings *s,
+    const char *word, char **host)
+{
+	const char *colon = strchr(word, ':');
+	size_t n, i;
+
+	if (colon == NULL || colon == word)
+		return 0;
+	n = (size_t)(colon - word);
+	/* cp's NAME:PATH has one colon: a prefix needs a second */
+	if (strcmp(e->name, "cp") == 0 && strchr(colon + 1, ':') == NULL)
+		return 0;
+	if (n == 5 && strncmp(word, "local", 5) == 0) {
+		*host = xstrdup("local");
+		return n + 1;
+	}
+	for (i = 0; i < s->nhosts; i++) {
+		if (strlen(s->hosts[i].name) == n &&
+		    strncmp(s->hosts[i].name, word, n) == 0) {
+			*host = xstrdup(s->hosts[i].name);
+			return n + 1;
+		}
+	}
+	return 0;
+}
+
+/* Wait for pid; its status as a shell's $?, 255 for ssh's own 255. */
+static int
+remote_wait(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0) {
+		if (errno != EINTR)
+			return EXIT_VMUX;
+	}
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st);
+}
+
+/*
+ * Run the command words on h with our stdio; its exit status. 255 is
+ * ssh's own failure when the master connection went with it.
+ */
+static int
+remote_forward(const struct host *h, int tty, char *const *words, size_t n)
+{
+	char *cause = NULL, **v;
+	void (*old_int)(int), (*old_quit)(int);
+	pid_t pid;
+	int rc;
+
+	if (host_connect(h, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_VMUX;
+	}
+	if ((v = host_ssh_argv(h, tty, words, n, &cause)) == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_VMUX;
+	}
+	fflush(stdout);
+	/* ^C reaches ssh (our process group): it decides, we report */
+	old_int = signal(SIGINT, SIG_IGN);
+	old_quit = signal(SIGQUIT, SIG_IGN);
+	pid = fork();
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(v[0], v);
+		fprintf(stderr, "vmux: cannot run %s: %s\n", v[0],
+		    strerror(errno));
+		_exit(EXIT_VMUX);
+	}
+	host_argv_free(v);
+	if (pid < 0) {
+		cli_error("fork: %s", strerror(errno));
+		rc = EXIT_VMUX;
+	} else
+		rc = remote_wait(pid);
+	signal(SIGINT, old_int);
+	signal(SIGQUIT, old_quit);
+	if (rc == 255 && !host_alive(h)) {
+		cli_error("host %s: the ssh connection failed (ssh said why "
+		          "above)",
+		    h->name);
+		rc = EXIT_VMUX;
+	}
+	return rc;
+}
+
+/* One host's part of a many-host ls: its child and what it printed. */
+struct remote_part {
+	const char *host;
+	pid_t pid;
+	int fd;
+	char *out;
+	size_t len;
+	int status;
+};
+
+/* Read every part's stdout until all close, then reap them. */
+static void
+remote_collect(struct remote_part *p, size_t n)
+{
+	size_t open = n, i;
+	struct pollfd *pfd = xcalloc(n, sizeof *pfd);
+
+	while (open > 0) {
+		for (i = 0; i < n; i++) {
+			pfd[i].fd = p[i].fd;
+			pfd[i].events = POLLIN;
+		}
+		if (poll(pfd, n, -1) < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < n; i++) {
+			char buf[65536];
+			ssize_t r;
+			if (p[i].fd < 0 || pfd[i].revents == 0)
+				continue;
+			r = read(p[i].fd, buf, sizeof buf);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+				open--;
+				continue;
+			}
+			p[i].out = xrealloc(p[i].out, p[i].len + (size_t)r + 1);
+			memcpy(p[i].out + p[i].len, buf, (size_t)r);
+			p[i].len += (size_t)r;
+			p[i].out[p[i].len] = '\0';
+		}
+	}
+	free(pfd);
+	for (i = 0; i < n; i++)
+		p[i].status = p[i].pid > 0 ? remote_wait(p[i].pid) : EXIT_VMUX;
+}
+
+/* A JSON field as text for the table ("-" when missing). */
+static const char *
+remote_field(const cJSON *o, const char *key, char *buf, size_t len)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	if (cJSON_IsNumber(v)) {
+		snprintf(buf, len, "%.0f", v->valuedouble);
+		return buf;
+	}
+	return "-";
+}
+
+/*
+ * ls over several hosts (this machine is "local"): each lists its own as
+ * JSON, in parallel; one table (or one JSON array, each session with its
+ * "host") of them all. A host that fails is said on stderr and the rest
+ * are still listed; the status is then 125.
+ */
+static int
+remote_ls(struct args *a, char **hosts, size_t nhosts)
+{
+	struct remote_part *p = xcalloc(nhosts, sizeof *p);
+	const char *sel = args_get(a, "selector");
+	char *self = exe_path();
+	cJSON *all = cJSON_CreateArray();
+	size_t i, hw = 4, nw = 4;
+	int rc = 0, j;
+
+	if (self == NULL) {
+		cli_error("cannot find vmux's own path: %s", strerror(errno));
+		free(p);
+		cJSON_Delete(all);
+		return EXIT_VMUX;
+	}
+	for (i = 0; i < nhosts; i++) {
+		char *argv[8];
+		int k = 0, fd[2];
+		argv[k++] = self;
+		argv[k++] = "-H";
+		argv[k++] = hosts[i];
+		argv[k++] = "ls";
+		argv[k++] = "--json";
+		if (sel != NULL) {
+			argv[k++] = "-l";
+			argv[k++] = (char *)sel;
+		}
+		argv[k] = NULL;
+		p[i].host = hosts[i];
+		p[i].fd = -1;
+		if (pipe2(fd, O_CLOEXEC) != 0)
+			continue;
+		fflush(stdout);
+		p[i].pid = fork();
+		if (p[i].pid == 0) {
+			dup2(fd[1], STDOUT_FILENO);
+			execv(self, argv);
+			_exit(EXIT_VMUX);
+		}
+		close(fd[1]);
+		p[i].fd = fd[0];
+		if (p[i].pid < 0)
+			close(fd[0]), p[i].fd = -1;
+	}
+	remote_collect(p, nhosts);
+	for (i = 0; i < nhosts; i++) {
+		cJSON *doc = p[i].out != NULL ? cJSON_Parse(p[i].out) : NULL, *s;
+		if (p[i].status != 0 || !cJSON_IsArray(doc)) {
+			const cJSON *err = cJSON_GetObjectItemCaseSensitive(
+			    doc, "error");
+			fprintf(stderr, "vmux: host %s: %s\n", p[i].host,
+			    cJSON_IsString(err) ? err->valuestring
+			                        : "ls failed");
+			cJSON_Delete(doc);
+			rc = EXIT_VMUX;
+			continue;
+		}
+		while ((s = cJSON_DetachItemFromArray(doc, 0)) != NULL) {
+			char buf[32];
+			cJSON_AddStringToObject(s, "host", p[i].host);
+			if (strlen(p[i].host) > hw)
+				hw = strlen(p[i].host);
+			if (strlen(remote_field(s, "name", buf, 32)) > nw)
+				nw = strlen(remote_field(s, "name", buf, 32));
+			cJSON_AddItemToArray(all, s);
+		}
+		cJSON_Delete(doc);
+	}
+	if (args_has(a, "json")) {
+		cli_result(all);
+		all = NULL;
+	} else if (cJSON_GetArraySize(all) > 0) {
+		printf("%-*s  %-*s  %-8s  %-5s  %4s  %6s  %s\n", (int)hw,
+		    "HOST", (int)nw, "NAME", "STATE", "ACCEL", "CPUS",
+		    "MEMORY", "CREATED");
+		for (j = 0; j < cJSON_GetArraySize(all); j++) {
+			const cJSON *s = cJSON_GetArrayItem(all, j);
+			char b[5][32], mem[40];
+			snprintf(mem, sizeof mem, "%sM",
+			    remote_field(s, "memory_mb", b[4], 32));
+			printf("%-*s  %-*s  %-8s  %-5s  %4s  %6s  %s\n",
+			    (int)hw, remote_field(s, "host", b[0], 32),
+			    (int)nw, remote_field(s, "name", b[1], 32),
+			    remote_field(s, "state", b[2], 32),
+			    remote_field(s, "accel", b[3], 32),
+			    remote_field(s, "cpus", b[3], 32),
+			    strcmp(mem, "-M") == 0 ? "-" : mem,
+			    remote_field(s, "created", b[4], 32));
+		}
+	}
+	cJSON_Delete(all);
+	for (i = 0; i < nhosts; i++)
+		free(p[i].out);
+	free(p);
+	free(self);
+	return rc;
+}
+
+/* Is h a host spec meaning this machine? */
+static int
+remote_is_local(const char *h)
+{
+	return h == NULL || strcmp(h, "local") == 0;
+}
+
+/*
+ * Route command e (parsed into a from argc/argv, argv[0] its name) to the
+ * host it is for. Returns 0 when it runs here (HOST:NAME prefixes of
+ * "local" removed, cli_remote set for cp on another host), or 1 when it
+ * was handled (*rc its status).
+ */
+int
+remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
+    char **hosts, size_t nhosts, int *rc)
+{
+	struct settings s;
+	char *cause = NULL, *prefix_host = NULL, **words;
+	const char *want = NULL, *env = getenv("VMUX_HOST");
+	size_t i;
+	int k, handled = 1;
+
+	if (strcmp(e->name, "host") == 0 || strcmp(e->name, "help") == 0)
+		return 0; /* about this machine's settings */
+	if (settings_load(&s, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		*rc = EXIT_VMUX;
+		return 1;
+	}
+	/* every configured host, for -H all */
+	char **expanded = NULL;
+	size_t nexp = 0;
+	for (i = 0; i < nhosts; i++) {
+		if (strcmp(hosts[i], "all") != 0) {
+			expanded = xreallocarray(expanded, nexp + 1, sizeof *expanded);
+			expanded[nexp++] = hosts[i];
+			continue;
+		}
+		for (size_t j = 0; j < s.nhosts; j++) {
+			expanded = xreallocarray(expanded, nexp + 1, sizeof *expanded);
+			expanded[nexp++] = s.hosts[j].name;
+		}
+	}
+	if (nexp == 1)
+		want = expanded[0];
+	else if (nexp == 0)
+		want = env != NULL && *env != '\0' ? env : s.default_host;
+	/* HOST:NAME operands: one host for all, agreeing with -H */
+	for (k = 0; k < a->argc; k++) {
+		char *h = NULL;
+		size_t n;
+		if (!remote_is_name(e, a, k) ||
+		    (n = remote_prefix(e, &s, a->argv[k], &h)) == 0)
+			continue;
+		if (prefix_host != NULL && strcmp(prefix_host, h) != 0) {
+			*rc = cli_usage_error(e,
+			    "'%s' and '%s:...' are on two hosts: one command "
+			    "a host",
+			    a->argv[k], prefix_host);
+			free(h);
+			goto out;
+		}
+		if (nexp > 0 && (nexp > 1 || strcmp(want, h) != 0)) {
+			*rc = cli_usage_error(e, "'%s' is on host %s, not %s",
+			    a->argv[k], h, nexp > 1 ? "the -H hosts" : want);
+			free(h);
+			goto out;
+		}
+		free(prefix_host);
+		prefix_host = h;
+		/* strip it where both argv and a->argv point */
+		for (int m = 0; m < argc; m++) {
+			if (argv[m] == a->argv[k])
+				argv[m] += n;
+		}
+		a->argv[k] += n;
+	}
+	if (prefix_host != NULL)
+		want = prefix_host;
+	if (nexp > 1) {
+		if (strcmp(e->name, "ls") == 0)
+			*rc = remote_ls(a, expanded, nexp);
+		else
+			*rc = cli_usage_error(e,
+			    "several hosts (-H) work with ls and tui; run %s "
+			    "on one host at a time",
+			    e->name);
+		goto out;
+	}
+	if (remote_is_local(want)) {
+		handled = 0;
+		goto out;
+	}
+	host_free(&remote_host);
+	if (host_resolve(want, &s, &remote_host, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		*rc = EXIT_VMUX;
+		goto out;
+	}
+	if (strcmp(e->name, "cp") == 0) {
+		/* the host side of cp is this machine */
+		if (host_connect(&remote_host, &cause) != 0) {
+			cli_error("%s", cause);
+			free(cause);
+			*rc = EXIT_VMUX;
+			goto out;
+		}
+		cli_remote = &remote_host;
+		handled = 0;
+		goto out;
+	}
+	words = argv; /* argv[0] is the command's name: vmux NAME ... */
+	*rc = remote_forward(
+	    &remote_host, remote_wants_tty(e), words, (size_t)argc);
+out:
+	free(expanded);
+	free(prefix_host);
+	settings_free(&s);
+	return handled;
+}

@@ -1,0 +1,652 @@
+/*
+ * host.c: other machines vmux reaches over SSH.
+ *
+ * As with Docker contexts, a host is ssh://[USER@]ADDR[:PORT][/VMUX], named
+ * in the settings (`host NAME URL`) or given as it is; /VMUX is where vmux
+ * is on that machine when it is not on its PATH. Nothing of ours listens
+ * on the network: a command is `ssh ADDR vmux ...`, the same vmux binary on
+ * the other side, with the user's own keys and ~/.ssh/config
+ * ($VMUX_SSH_COMMAND replaces "ssh", as GIT_SSH_COMMAND does for git).
+ *
+ * Every ssh to one host goes through one master connection (ControlMaster,
+ * kept HOST_PERSIST_S after its last use), so a command after the first
+ * costs no handshake. host_connect starts it under a lock and, when it
+ * started it, checks the other side runs this version of vmux. A stream to
+ * a guest port (host_stream) is a socketpair to an ssh that runs the
+ * remote's `vmux connect --announce`. A struct host is its caller's.
+ */
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/common.h"
+#include "session.h"
+
+#define HOST_PERSIST_S 300   /* the master outlives its last use this long */
+#define HOST_CHECK_MAX 4096  /* what `vmux --version` may print */
+#define HOST_LINE_MAX  1024  /* host_stream's first line */
+#define HOST_ALIVE_S   15    /* ServerAliveInterval: a dead link shows */
+
+/* Free what host_parse_url or host_resolve filled in. */
+void
+host_free(struct host *h)
+{
+	free(h->name);
+	free(h->url);
+	free(h->user);
+	free(h->addr);
+	free(h->vmux);
+	memset(h, 0, sizeof *h);
+}
+
+/* Is c allowed in a user or host part? (no shell or ssh option syntax) */
+static int
+host_char_ok(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+}
+
+/*
+ * A host's name in the settings: 1-32 of [A-Za-z0-9_-], not starting with
+ * '-'; "local" (this machine) and "all" (every host) are taken. 0 or -1.
+ */
+int
+host_name_valid(const char *name, char **cause)
+{
+	size_t i, n = strlen(name);
+
+	for (i = 0; i < n; i++) {
+		if (!host_char_ok(name[i]) || name[i] == '.')
+			break;
+	}
+	if (n == 0 || n > 32 || i != n || name[0] == '-') {
+		xasprintf(cause,
+		    "invalid host name '%s' (1 to 32 letters, digits, '_' or "
+		    "'-')",
+		    name);
+		return -1;
+	}
+	if (strcmp(name, "local") == 0 || strcmp(name, "all") == 0) {
+		xasprintf(cause, "'%s' is reserved (local is this machine, "
+		                 "all every host)",
+		    name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Parse ssh://[USER@]ADDR[:PORT][/PATH] into h (name unset). 0 or -1. */
+int
+host_parse_url(const char *url, struct host *h, char **cause)
+{
+	const char *p, *at, *end, *colon;
+	long port = 0;
+
+	memset(h, 0, sizeof *h);
+	if (strncmp(url, "ssh://", 6) != 0) {
+		xasprintf(cause,
+		    "'%s' is not a host: write ssh://[USER@]HOST[:PORT] or a "
+		    "name from vmux host ls",
+		    url);
+		return -1;
+	}
+	p = url + 6;
+	end = p + strcspn(p, "/");
+	at = memchr(p, '@', (size_t)(end - p));
+	if (at != NULL) {
+		for (const char *c = p; c < at; c++) {
+			if (!host_char_ok(*c))
+				goto bad;
+		}
+		if (at == p)
+			goto bad;
+		h->user = xstrndup(p, (size_t)(at - p));
+		p = at + 1;
+	}
+	colon = memchr(p, ':', (size_t)(end - p));
+	if (colon != NULL) {
+		char *e;
+		errno = 0;
+		port = strtol(colon + 1, &e, 10);
+		if (e != end || colon + 1 == end || errno != 0 || port < 1 ||
+		    port > 65535)
+			goto bad;
+	} else
+		colon = end;
+	if (colon == p || *p == '-' || *p == '.')
+		goto bad;
+	for (const char *c = p; c < colon; c++) {
+		if (!host_char_ok(*c))
+			goto bad;
+	}
+	h->addr = xstrndup(p, (size_t)(colon - p));
+	h->port = (int)port;
+	if (*end == '/' && end[1] != '\0') {
+		for (const char *c = end; *c != '\0'; c++) {
+			if (!host_char_ok(*c) && *c != '/' && *c != '+')
+				goto bad;
+		}
+		h->vmux = xstrdup(end);
+	} else
+		h->vmux = xstrdup("vmux");
+	h->url = xstrdup(url);
+	h->name = xstrdup(url);
+	return 0;
+bad:
+	host_free(h);
+	xasprintf(cause,
+	    "invalid host '%s' (ssh://[USER@]HOST[:PORT][/PATH-OF-VMUX]; "
+	    "letters, digits, '.', '-', '_')",
+	    url);
+	return -1;
+}
+
+/*
+ * A host given by name (from the settings) or as a URL, into h. Returns
+ * 0, or -1 with cause (no such name, or a bad URL).
+ */
+int
+host_resolve(
+    const char *spec, const struct settings *s, struct host *h, char **cause)
+{
+	size_t i;
+
+	if (strstr(spec, "://") != NULL || strchr(spec, '@') != NULL)
+		return host_parse_url(spec, h, cause);
+	for (i = 0; i < s->nhosts; i++) {
+		if (strcmp(s->hosts[i].name, spec) != 0)
+			continue;
+		if (host_parse_url(s->hosts[i].url, h, cause) != 0)
+			return -1;
+		free(h->name);
+		h->name = xstrdup(spec);
+		return 0;
+	}
+	xasprintf(cause,
+	    "no host named '%s' (vmux host ls lists them; vmux host add "
+	    "NAME ssh://USER@HOST adds one)",
+	    spec);
+	return -1;
+}
+
+/* word in POSIX shell single quotes, for the remote's login shell. */
+char *
+host_quote(const char *word)
+{
+	size_t n = 2, i;
+	char *out, *o;
+
+	for (i = 0; word[i] != '\0'; i++)
+		n += word[i] == '\'' ? 4 : 1;
+	o = out = xmalloc(n + 1);
+	*o++ = '\'';
+	for (i = 0; word[i] != '\0'; i++) {
+		if (word[i] == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else
+			*o++ = word[i];
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}
+
+/* The master's control socket, under the vmux home; NULL with cause. */
+static char *
+host_control_path(const struct host *h, char **cause)
+{
+	char *home = session_home(cause), *dir, *key, *sdir, *out;
+
+	if (home == NULL)
+		return NULL;
+	xasprintf(&dir, "%s/ssh", home);
+	free(home);
+	if (mkdir_p(dir, 0700) != 0) {
+		xasprintf(cause, "cannot create %s: %s", dir, strerror(errno));
+		free(dir);
+		return NULL;
+	}
+	sdir = session_sock_dir(dir, cause);
+	free(dir);
+	if (sdir == NULL)
+		return NULL;
+	/* one master a vmux there: its version was checked when it started */
+	xasprintf(&key, "%s@%s:%d%s", h->user != NULL ? h->user : "", h->addr,
+	    h->port, h->vmux);
+	xasprintf(&out, "%s/m-%016llx", sdir,
+	    (unsigned long long)hash_fnv1a(key));
+	free(key);
+	free(sdir);
+	return out;
+}
+
+/* Append one word to a NULL-terminated argv being built. */
+static void
+argv_add(char ***v, size_t *n, const char *word)
+{
+	*v = xreallocarray(*v, *n + 2, sizeof **v);
+	(*v)[(*n)++] = xstrdup(word);
+	(*v)[*n] = NULL;
+}
+
+/* Free a NULL-terminated argv. */
+void
+host_argv_free(char **v)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/*
+ * The ssh command for h up to its options: $VMUX_SSH_COMMAND's words (or
+ * ssh), batch mode, the control socket, port and user. mode is the
+ * ControlMaster setting. NULL with cause.
+ */
+static char **
+host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
+{
+	const char *cmd = getenv("VMUX_SSH_COMMAND");
+	char **v = NULL, *ctl, *copy, *w, *save, *opt;
+
+	if ((ctl = host_control_path(h, cause)) == NULL)
+		return NULL;
+	*n = 0;
+	copy = xstrdup(cmd != NULL && *cmd != '\0' ? cmd : "ssh");
+	for (w = strtok_r(copy, " \t", &save); w != NULL;
+	     w = strtok_r(NULL, " \t", &save))
+		argv_add(&v, n, w);
+	free(copy);
+	argv_add(&v, n, "-o");
+	argv_add(&v, n, "BatchMode=yes");
+	argv_add(&v, n, "-o");
+	xasprintf(&opt, "ServerAliveInterval=%d", HOST_ALIVE_S);
+	argv_add(&v, n, opt);
+	free(opt);
+	argv_add(&v, n, "-o");
+	xasprintf(&opt, "ControlMaster=%s", mode);
+	argv_add(&v, n, opt);
+	free(opt);
+	argv_add(&v, n, "-o");
+	xasprintf(&opt, "ControlPath=%s", ctl);
+	argv_add(&v, n, opt);
+	free(opt);
+	free(ctl);
+	if (h->port != 0) {
+		char port[16];
+		snprintf(port, sizeof port, "%d", h->port);
+		argv_add(&v, n, "-p");
+		argv_add(&v, n, port);
+	}
+	if (h->user != NULL) {
+		argv_add(&v, n, "-l");
+		argv_add(&v, n, h->user);
+	}
+	return v;
+}
+
+/*
+ * The ssh command that runs the remote's vmux with words (quoted for its
+ * shell), through the master. tty: ask for a terminal (-t, no escape
+ * character). NULL-terminated (host_argv_free), or NULL with cause.
+ */
+char **
+host_ssh_argv(const struct host *h, int tty, char *const *words, size_t nw,
+    char **cause)
+{
+	size_t n, i, len;
+	char **v = host_ssh_base(h, "no", &n, cause), *line, *q;
+
+	if (v == NULL)
+		return NULL;
+	argv_add(&v, &n, tty ? "-t" : "-T");
+	if (tty) {
+		argv_add(&v, &n, "-e");
+		argv_add(&v, &n, "none");
+	}
+	argv_add(&v, &n, "--");
+	argv_add(&v, &n, h->addr);
+	q = host_quote(h->vmux);
+	line = xstrdup(strcmp(h->vmux, "vmux") == 0 ? "vmux" : q);
+	free(q);
+	for (i = 0; i < nw; i++) {
+		q = host_quote(words[i]);
+		len = strlen(line);
+		line = xrealloc(line, len + strlen(q) + 2);
+		line[len] = ' ';
+		strcpy(line + len + 1, q);
+		free(q);
+	}
+	argv_add(&v, &n, line);
+	free(line);
+	return v;
+}
+
+/*
+ * Run argv with stdin and stderr from /dev/null (or stderr into the
+ * capture too), keeping up to HOST_CHECK_MAX bytes of its stdout in *out
+ * (NUL-terminated, caller frees). Its wait status, or -1 with errno.
+ */
+static int
+host_run(char *const *argv, int with_stderr, char **out)
+{
+	int p[2], status, devnull;
+	size_t len = 0;
+	pid_t pid;
+
+	*out = xmalloc(HOST_CHECK_MAX + 1);
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		devnull = open("/dev/null", O_RDWR);
+		dup2(devnull, STDIN_FILENO);
+		dup2(p[1], STDOUT_FILENO);
+		dup2(with_stderr ? p[1] : devnull, STDERR_FILENO);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(p[1]);
+	for (;;) {
+		char buf[512];
+		ssize_t r = read(p[0], buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		size_t take = (size_t)r;
+		if (take > HOST_CHECK_MAX - len)
+			take = HOST_CHECK_MAX - len;
+		memcpy(*out + len, buf, take);
+		len += take;
+	}
+	(*out)[len] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return status;
+}
+
+/* The last non-empty line of text, printable, or "" (caller frees). */
+static char *
+host_last_line(const char *text)
+{
+	const char *end = text + strlen(text), *start;
+
+	while (end > text && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	start = end;
+	while (start > text && start[-1] != '\n')
+		start--;
+	char *line = xstrndup(start, (size_t)(end - start));
+	for (char *c = line; *c != '\0'; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	}
+	return line;
+}
+
+/* Run ssh -O CMD (check, exit) against h's master; 1 if it said yes. */
+static int
+host_control(const struct host *h, const char *what)
+{
+	size_t n;
+	char **v = host_ssh_base(h, "no", &n, &(char *){NULL}), *out = NULL;
+	int st;
+
+	if (v == NULL)
+		return 0;
+	argv_add(&v, &n, "-O");
+	argv_add(&v, &n, what);
+	argv_add(&v, &n, "--");
+	argv_add(&v, &n, h->addr);
+	st = host_run(v, 1, &out);
+	free(out);
+	host_argv_free(v);
+	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Is h's master connection up? */
+int
+host_alive(const struct host *h)
+{
+	return host_control(h, "check");
+}
+
+/* Close h's master connection, if up; 1 if there was one. */
+int
+host_disconnect(const struct host *h)
+{
+	return host_control(h, "exit");
+}
+
+/*
+ * Check that h runs this vmux: its `vmux --version` must say ours. 0, or
+ * -1 with a cause that says what to install.
+ */
+static int
+host_check_version(const struct host *h, char **cause)
+{
+	char *const words[] = {"--version"};
+	char **v = host_ssh_argv(h, 0, words, 1, cause), *out = NULL, *line;
+	char want[64];
+	int st;
+
+	if (v == NULL)
+		return -1;
+	st = host_run(v, 1, &out);
+	host_argv_free(v);
+	snprintf(want, sizeof want, "vmux %s\n", VMUX_VERSION);
+	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+	    strcmp(out, want) == 0) {
+		free(out);
+		return 0;
+	}
+	line = host_last_line(out);
+	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		xasprintf(cause,
+		    "host %s has no vmux ('%s' was not found there): install "
+		    "vmux %s on it (make install), or give its path as "
+		    "ssh://HOST/PATH-OF-VMUX",
+		    h->name, h->vmux, VMUX_VERSION);
+	else if (strncmp(out, "vmux ", 5) == 0)
+		xasprintf(cause,
+		    "host %s runs %s, this is vmux %s: install the same "
+		    "version on both",
+		    h->name, line, VMUX_VERSION);
+	else
+		xasprintf(cause,
+		    "host %s: '%s --version' did not answer as vmux (%s): "
+		    "install vmux %s on it",
+		    h->name, h->vmux, *line ? line : "no output", VMUX_VERSION);
+	free(line);
+	free(out);
+	return -1;
+}
+
+/*
+ * Make sure h's master connection is up, starting it (and checking the
+ * version on the other side) when it is not. 0, or -1 with a cause that
+ * names the host and what ssh said.
+ */
+int
+host_connect(const struct host *h, char **cause)
+{
+	char **v, *ctl, *lock_path, *log_path, *out = NULL, *line;
+	size_t n;
+	int lock_fd, st, rc = -1;
+
+	if ((ctl = host_control_path(h, cause)) == NULL)
+		return -1;
+	xasprintf(&lock_path, "%s.lock", ctl);
+	xasprintf(&log_path, "%s.log", ctl);
+	free(ctl);
+	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0) {
+		xasprintf(
+		    cause, "cannot lock %s: %s", lock_path, strerror(errno));
+		goto out;
+	}
+	if (host_alive(h)) {
+		rc = 0;
+		goto out;
+	}
+	if ((v = host_ssh_base(h, "yes", &n, cause)) == NULL)
+		goto out;
+	char persist[48];
+	snprintf(persist, sizeof persist, "ControlPersist=%d", HOST_PERSIST_S);
+	argv_add(&v, &n, "-o");
+	argv_add(&v, &n, persist);
+	argv_add(&v, &n, "-f");
+	argv_add(&v, &n, "-N");
+	argv_add(&v, &n, "-E");
+	argv_add(&v, &n, log_path);
+	argv_add(&v, &n, "--");
+	argv_add(&v, &n, h->addr);
+	unlink(log_path);
+	st = host_run(v, 0, &out);
+	host_argv_free(v);
+	free(out);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = fopen(log_path, "re");
+		if (f != NULL) {
+			text = xmalloc(HOST_CHECK_MAX + 1);
+			len = fread(text, 1, HOST_CHECK_MAX, f);
+			text[len] = '\0';
+			fclose(f);
+		}
+		line = host_last_line(text != NULL ? text : "");
+		xasprintf(cause, "cannot reach host %s over ssh: %s", h->name,
+		    *line ? line : "ssh failed");
+		free(line);
+		free(text);
+		goto out;
+	}
+	if (host_check_version(h, cause) != 0) {
+		host_disconnect(h);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (lock_fd >= 0)
+		close(lock_fd);
+	free(lock_path);
+	free(log_path);
+	return rc;
+}
+
+/*
+ * A stream to guest port `port` of session `name` on h: a socketpair to
+ * an ssh running the remote's `vmux connect --announce`, whose first line
+ * says "OK" or why not. The ssh is a grandchild, so nobody has to reap
+ * it; it ends when the stream is closed. The fd (blocking), or -1.
+ */
+int
+host_stream(const struct host *h, const char *name, unsigned port,
+    uint64_t deadline, char **cause)
+{
+	char portstr[16], secs[24], line[HOST_LINE_MAX + 1];
+	uint64_t now = mono_ms();
+	long wait_s = deadline > now ? (long)((deadline - now + 999) / 1000) : 1;
+	size_t got = 0;
+	int sv[2], st;
+	pid_t pid;
+
+	if (host_connect(h, cause) != 0)
+		return -1;
+	snprintf(portstr, sizeof portstr, "%u", port);
+	snprintf(secs, sizeof secs, "%ld", wait_s);
+	char *const words[] = {
+	    "connect", "--announce", "--timeout", secs, "--", (char *)name,
+	    portstr};
+	char **v = host_ssh_argv(h, 0, words, 7, cause);
+	if (v == NULL)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		xasprintf(cause, "socketpair: %s", strerror(errno));
+		host_argv_free(v);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		if (fork() != 0)
+			_exit(0);
+		int devnull = open("/dev/null", O_RDWR);
+		dup2(sv[1], STDIN_FILENO);
+		dup2(sv[1], STDOUT_FILENO);
+		dup2(devnull, STDERR_FILENO);
+		signal(SIGPIPE, SIG_DFL);
+		signal(SIGINT, SIG_IGN); /* the stream's owner ends it */
+		execvp(v[0], v);
+		_exit(127);
+	}
+	host_argv_free(v);
+	close(sv[1]);
+	if (pid < 0) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		close(sv[0]);
+		return -1;
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* the first line, a byte at a time: what follows is the stream's */
+	for (;;) {
+		char c;
+		ssize_t r;
+		int w = wait_fd(sv[0], POLLIN, deadline + 5000);
+		if (w <= 0) {
+			xasprintf(cause, "host %s: no answer from its vmux",
+			    h->name);
+			break;
+		}
+		r = read(sv[0], &c, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			xasprintf(cause,
+			    "host %s: the connection closed before the "
+			    "session answered",
+			    h->name);
+			break;
+		}
+		if (c == '\n') {
+			line[got] = '\0';
+			if (strcmp(line, "OK") == 0)
+				return sv[0];
+			char *why = host_last_line(line);
+			xasprintf(cause, "host %s: %s", h->name,
+			    strncmp(why, "ERR ", 4) == 0 ? why + 4 : why);
+			free(why);
+			break;
+		}
+		if (got == HOST_LINE_MAX) {
+			xasprintf(cause, "host %s: its answer is too long",
+			    h->name);
+			break;
+		}
+		line[got++] = c;
+	}
+	close(sv[0]);
+	return -1;
+}

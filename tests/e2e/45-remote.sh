@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# 45-remote: vmux on another host over SSH. A real sshd (sshd.sh) on a
+# loopback port serves a second vmux home on this machine, reached through
+# a wrapper that gives it its own HOME and VMUX_HOME. Every command goes
+# there with -H or HOST:NAME and answers as it would there: output, --json,
+# exit statuses (a guest's 255 included); streams are byte-exact; cp both
+# ways; a shell attached and detached through a terminal; ls over several
+# hosts; bad host strings, an unreachable host, a host without vmux and
+# one with another version each get one clear error.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/sshd.sh"
+source "$(dirname "$0")/../tui/tmux.sh"
+tui_trap
+
+AK=$TMP/authorized_keys
+ssh-keygen -q -t ed25519 -N '' -C client -f "$TMP/client" </dev/null || { echo "FAIL key"; exit 1; }
+cp "$TMP/client.pub" "$AK"
+sshd_start "$AK"
+# the client's ssh: the test's key and nothing of the invoking user's
+cat >"$TMP/ssh_config" <<EOC
+Host *
+	IdentityFile $TMP/client
+	IdentitiesOnly yes
+	StrictHostKeyChecking no
+	UserKnownHostsFile /dev/null
+	LogLevel ERROR
+EOC
+export VMUX_SSH_COMMAND="ssh -F $TMP/ssh_config"
+# the other host's vmux: the same binary, its own home
+RHOME=$VMUX_HOME/remote
+mkdir -p "$RHOME/home"
+cat >"$TMP/rvmux" <<EOC
+#!/bin/sh
+export HOME=$RHOME/home VMUX_HOME=$RHOME XDG_CONFIG_HOME=$RHOME/home/config
+exec $VMUX "\$@"
+EOC
+printf '#!/bin/sh\necho "vmux 0.0-old"\n' >"$TMP/oldvmux"
+chmod +x "$TMP/rvmux" "$TMP/oldvmux"
+USERAT=$(id -un)@127.0.0.1:$PORT
+rvmux() { "$TMP/rvmux" "$@"; }
+
+# whatever happens: the other home's sessions go, the ssh masters close
+tui_before_exit() {
+	local s
+	for s in "$RHOME"/sessions/*/; do
+		[[ -d $s ]] && rvmux rm -f "$(basename "$s")" >/dev/null 2>&1
+	done
+	for s in lab lab2; do vmux host disconnect $s >/dev/null 2>&1; done
+}
+
+t_hosts_named_in_settings() {
+	vmux host add lab "ssh://$USERAT$TMP/rvmux" || return 1
+	vmux host add lab2 "ssh://$USERAT$TMP/rvmux" || return 1
+	vmux host add nohost "ssh://$USERAT/no/such/vmux" || return 1
+	vmux host add old "ssh://$USERAT$TMP/oldvmux" || return 1
+	vmux host add down "ssh://$(id -un)@127.0.0.1:1" || return 1
+	local out
+	out=$(vmux host ls) || return 1
+	expect_match "ls" "$out" "lab +ssh://$USERAT$TMP/rvmux" || return 1
+	expect_match "local default" "$out" 'local +\* +\(this machine\)' || return 1
+	out=$(vmux host ls --json | jq -r '.[] | select(.name == "lab2") | .url')
+	expect_eq "json" "$out" "ssh://$USERAT$TMP/rvmux" || return 1
+	expect_status 125 vmux host add lab ssh://x@y || return 1
+	out=$(vmux host check lab) || return 1
+	expect_match "check" "$out" '^lab: ok' || return 1
+}
+
+t_new_and_ls_run_there() {
+	vmux -H lab new r1 --memory 128 >"$TMP/new.out" 2>&1 ||
+		{ cat "$TMP/new.out"; return 1; }
+	[[ -d $RHOME/sessions/r1 ]] || fail "r1 is not in the other home"
+	[[ ! -e $VMUX_HOME/sessions/r1 ]] || fail "r1 is in this home"
+	local here there
+	here=$(vmux -H lab ls --json | jq -c '[.[] | {name, state, cid}]')
+	there=$(rvmux ls --json | jq -c '[.[] | {name, state, cid}]')
+	expect_eq "ls --json there" "$here" "$there" || return 1
+	expect_match "running" "$here" '"name":"r1","state":"running"' || return 1
+	# the same table as there, and VMUX_HOST does what -H does
+	here=$(VMUX_HOST=lab vmux ls | cut -c1-40)
+	there=$(rvmux ls | cut -c1-40)
+	expect_eq "ls table" "$here" "$there" || return 1
+}
+
+t_exec_streams_and_statuses() {
+	local out err
+	out=$(vmux exec lab:r1 -- sh -c 'echo out; echo err >&2; exit 7' 2>"$TMP/err")
+	expect_status 7 vmux exec lab:r1 -- sh -c 'exit 7' || return 1
+	expect_eq "stdout" "$out" out || return 1
+	expect_eq "stderr" "$(cat "$TMP/err")" err || return 1
+	# a guest's 255 is the guest's, not ssh's
+	expect_status 255 vmux exec lab:r1 -- sh -c 'exit 255' || return 1
+	expect_status 127 vmux exec lab:r1 -- no-such-command || return 1
+	# bytes go both ways unchanged (every byte value, 1 MiB)
+	head -c 1048576 /dev/urandom >"$TMP/blob"
+	vmux exec -i lab:r1 -- cat <"$TMP/blob" >"$TMP/blob.back" || return 1
+	cmp "$TMP/blob" "$TMP/blob.back" || fail "exec stream changed bytes"
+	out=$(vmux -H lab exec r1 --json -- echo hi | jq -r '.stdout')
+	expect_eq "--json" "$out" hi || return 1
+	# an unknown session: the other side's error and status
+	err=$(vmux exec lab:nosuch -- true 2>&1)
+	expect_status 125 vmux exec lab:nosuch -- true || return 1
+	expect_match "its error" "$err" "nosuch" || return 1
+}
+
+t_cp_both_ways() {
+	mkdir -p "$TMP/up/sub"
+	head -c 300000 /dev/urandom >"$TMP/up/sub/data"
+	echo hello >"$TMP/up/note"
+	vmux cp "$TMP/up" lab:r1:/tmp/up >/dev/null || return 1
+	local out
+	out=$(vmux exec lab:r1 -- cat /tmp/up/note)
+	expect_eq "uploaded" "$out" hello || return 1
+	vmux -H lab cp r1:/tmp/up "$TMP/down" >/dev/null || return 1
+	cmp "$TMP/up/sub/data" "$TMP/down/sub/data" || fail "download changed bytes"
+	out=$(vmux -H lab cp r1:/tmp/up/note "$TMP/n2" --json | jq -r .direction)
+	expect_eq "json" "$out" download || return 1
+	# a copy refused there is an error here, nothing written
+	expect_status 125 vmux cp lab:r1:/no/such "$TMP/none" 2>/dev/null || return 1
+	[[ ! -e $TMP/none ]] || fail "a failed copy left $TMP/none"
+}
+
+t_shell_attach_and_detach() {
+	tui_host_shell
+	type_line "VMUX_SSH_COMMAND='$VMUX_SSH_COMMAND' XDG_CONFIG_HOME=$XDG_CONFIG_HOME $VMUX shell lab:r1"
+	wait_on main '~ #$' 30 || return 1
+	type_line 'echo remote-$((6*7))'
+	wait_on main '^remote-42' 10 || return 1
+	tm send-keys -t main C-]
+	wait_on main '^host\$' 10 || return 1
+	# the shell lives on there: attach again and see it
+	out=$(vmux -H lab shells r1 --json | jq -r '.[0].state')
+	expect_eq "shell state" "$out" running || return 1
+}
+
+t_several_hosts() {
+	local out
+	out=$(vmux -H lab -H lab2 -H local ls)
+	expect_match "header" "$out" '^HOST +NAME +STATE' || return 1
+	expect_match "lab" "$out" $'\n''lab +r1 +running' || return 1
+	expect_match "lab2" "$out" $'\n''lab2 +r1 +running' || return 1
+	out=$(vmux -H lab -H lab2 ls --json | jq -r '[.[] | .host + ":" + .name] | join(",")')
+	expect_eq "json hosts" "$out" "lab:r1,lab2:r1" || return 1
+	# one host down: the others are still listed, the status says so
+	out=$(vmux -H lab -H down ls 2>"$TMP/err")
+	expect_status 125 vmux -H lab -H down ls >/dev/null 2>&1 || return 1
+	expect_match "lab listed" "$out" 'lab +r1' || return 1
+	expect_match "down said" "$(cat "$TMP/err")" 'host down' || return 1
+	expect_status 2 vmux -H lab -H lab2 exec r1 -- true 2>/dev/null || return 1
+}
+
+t_bad_hosts_say_why() {
+	local err
+	err=$(vmux -H ftp://x ls 2>&1)
+	expect_status 125 vmux -H ftp://x ls 2>/dev/null || return 1
+	expect_match "not a host" "$err" "'ftp://x' is not a host" || return 1
+	err=$(vmux -H nosuch ls 2>&1)
+	expect_match "no name" "$err" "no host named 'nosuch'" || return 1
+	err=$(vmux -H 'ssh://a;b@h' ls 2>&1)
+	expect_match "bad chars" "$err" "invalid host" || return 1
+	expect_status 2 vmux host add 'bad name' ssh://x@y 2>/dev/null || return 1
+	expect_status 2 vmux host add local ssh://x@y 2>/dev/null || return 1
+	err=$(vmux -H down ls 2>&1)
+	expect_status 125 vmux -H down ls 2>/dev/null || return 1
+	expect_match "unreachable" "$err" "cannot reach host down over ssh: .*refused" || return 1
+	err=$(vmux -H down ls --json 2>/dev/null | jq -r .exit_code)
+	expect_eq "json error" "$err" 125 || return 1
+	err=$(vmux -H nohost ls 2>&1)
+	expect_status 125 vmux -H nohost ls 2>/dev/null || return 1
+	expect_match "no vmux" "$err" "host nohost has no vmux .*install vmux" || return 1
+	err=$(vmux -H old ls 2>&1)
+	expect_match "old vmux" "$err" "host old runs vmux 0.0-old, this is vmux .*same version" || return 1
+	# a name on two hosts, a name on another host than -H
+	expect_status 2 vmux -H lab2 exec lab:r1 -- true 2>/dev/null || return 1
+}
+
+t_default_host_and_rm() {
+	vmux host default lab || return 1
+	local out
+	out=$(vmux ls --json | jq -r '.[0].name')
+	expect_eq "default host" "$out" r1 || return 1
+	out=$(vmux -H local ls --json | jq length)
+	expect_eq "local still here" "$out" 0 || return 1
+	vmux rm -f r1 >/dev/null || return 1
+	[[ ! -d $RHOME/sessions/r1 ]] || fail "r1 still there"
+	vmux host default local || return 1
+	vmux host rm lab2 || return 1
+	out=$(vmux host ls --json | jq -r '[.[].name] | join(",")')
+	expect_eq "after rm" "$out" "lab,nohost,old,down" || return 1
+}
+
+check "hosts are named in the settings: add, ls, check" t_hosts_named_in_settings
+check "new and ls run on the other host (-H, VMUX_HOST)" t_new_and_ls_run_there
+check "exec over ssh: streams byte-exact, statuses kept" t_exec_streams_and_statuses
+check "cp both ways with a remote session" t_cp_both_ways
+check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
+check "ls over several hosts, one of them down" t_several_hosts
+check "bad, unreachable, vmux-less and old hosts say why" t_bad_hosts_say_why
+check "a default host; rm there; host rm" t_default_host_and_rm
