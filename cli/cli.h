@@ -151,6 +151,8 @@ struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
 /* remote.c: sessions on other hosts (session/host.c) */
 struct host;
 extern const struct host *cli_remote;
+extern char **cli_tui_hosts; /* vmux -H ... tui: whose sessions it shows */
+extern size_t cli_tui_nhosts;
 int remote_route(const struct cmd_entry *, struct args *, int argc, char **argv,
     char **hosts, size_t nhosts, int *rc);
 

@@ -29,12 +29,11 @@ static const struct cmd_opt cmd_host_opts[] = {
 const struct cmd_entry cmd_host_entry = {
     .name = "host",
     .pre = "ls|add NAME URL|rm NAME|default NAME|check NAME|disconnect NAME",
-    .summary =
-        "Name other machines that run vmux, reached over ssh: URL is "
-        "ssh://[USER@]HOST[:PORT][/PATH-OF-VMUX]. Then vmux -H NAME "
-        "COMMAND, or NAME:SESSION, runs a command there. default makes "
-        "one (or local) where commands go without -H; check connects "
-        "and checks its vmux; disconnect closes the shared connection.",
+    .summary = "Name other machines that run vmux, reached over ssh: URL is "
+               "ssh://[USER@]HOST[:PORT][/PATH-OF-VMUX]. Then vmux -H NAME "
+               "COMMAND, or NAME:SESSION, runs a command there. default makes "
+               "one (or local) where commands go without -H; check connects "
+               "and checks its vmux; disconnect closes the shared connection.",
     .opts = cmd_host_opts,
     .min_args = 1,
     .max_args = 3,
@@ -46,8 +45,8 @@ const struct cmd_entry cmd_host_entry = {
  * then add (if not NULL) is appended. 0 or -1 (said).
  */
 static int
-host_rewrite(int (*keep)(const char *line, const char *name),
-    const char *name, const char *add)
+host_rewrite(int (*keep)(const char *line, const char *name), const char *name,
+    const char *add)
 {
 	char *path = settings_path(), *tmp = NULL, *dir, line[4096];
 	FILE *in, *out;
@@ -221,9 +220,9 @@ cmd_host_exec(struct args *a)
 		    sub);
 	if (a->argc != want)
 		return cli_usage_error(a->entry, "host %s takes %s", sub,
-		    want == 1 ? "no more words"
-		    : want == 2 ? "a NAME"
-		                : "a NAME and a URL");
+		    want == 1       ? "no more words"
+		        : want == 2 ? "a NAME"
+		                    : "a NAME and a URL");
 	if (settings_load(&s, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
@@ -244,13 +243,13 @@ cmd_host_exec(struct args *a)
 		} else {
 			host_free(&h);
 			xasprintf(&line, "host %s %s", name, a->argv[2]);
-			rc = host_rewrite(NULL, NULL, line) != 0 ? EXIT_VMUX
-			                                          : 0;
+			rc =
+			    host_rewrite(NULL, NULL, line) != 0 ? EXIT_VMUX : 0;
 			free(line);
 			if (rc == 0 && args_has(a, "default")) {
 				xasprintf(&line, "default-host %s", name);
-				if (host_rewrite(host_keep_not_default, NULL,
-				        line) != 0)
+				if (host_rewrite(
+				        host_keep_not_default, NULL, line) != 0)
 					rc = EXIT_VMUX;
 				free(line);
 			}
@@ -265,8 +264,7 @@ cmd_host_exec(struct args *a)
 				host_free(&h);
 			} else
 				free(cause);
-			rc = host_rewrite(host_keep_not_named, name, NULL) !=
-			        0
+			rc = host_rewrite(host_keep_not_named, name, NULL) != 0
 			    ? EXIT_VMUX
 			    : 0;
 		}
@@ -278,8 +276,8 @@ cmd_host_exec(struct args *a)
 			line = NULL;
 			if (strcmp(name, "local") != 0)
 				xasprintf(&line, "default-host %s", name);
-			rc = host_rewrite(host_keep_not_default, NULL, line) !=
-			        0
+			rc =
+			    host_rewrite(host_keep_not_default, NULL, line) != 0
 			    ? EXIT_VMUX
 			    : 0;
 			free(line);

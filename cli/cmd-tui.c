@@ -33,6 +33,9 @@ static const struct cmd_opt cmd_tui_opts[] = {
         "KEY, !KEY; commas: all hold), in the sidebar and the grid"},
     {"group-by", 0, "KEY", 0,
         "group the sidebar by this label (also: set group-by KEY)"},
+    {"model-json", 0, NULL, 0,
+        "print the sessions and shells the sidebar would show as JSON and "
+        "exit (what vmux tui -H reads from other hosts)"},
     {"local-command", 0, "CMD", 1,
         "show CMD run on a host PTY in the pane instead of guests (for "
         "testing and benchmarking the terminal pane); given again, more "
@@ -62,6 +65,46 @@ const struct cmd_entry cmd_tui_entry = {
     .exec = cmd_tui_exec,
 };
 
+/* --model-json: the sidebar's sessions and shells, for another host. */
+static int
+tui_model_json(struct args *a)
+{
+	struct selector sel = {NULL, 0};
+	const char *s = args_get(a, "selector"), *g = args_get(a, "group-by");
+	char *home, *cause = NULL;
+	struct model m;
+	int rc;
+
+	if (s != NULL && selector_parse(s, &sel, &cause) != 0) {
+		rc = cli_usage_error(&cmd_tui_entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if (g != NULL && !label_key_valid(g)) {
+		selector_free(&sel);
+		return cli_usage_error(
+		    &cmd_tui_entry, "--group-by %s: want a label key", g);
+	}
+	if ((home = cli_home()) == NULL) {
+		selector_free(&sel);
+		return EXIT_VMUX;
+	}
+	if (model_fetch(home, s != NULL ? &sel : NULL, g, &m, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+	} else {
+		cJSON *j = model_to_json(&m);
+		cli_json_print(stdout, j, 0);
+		cJSON_Delete(j);
+		model_free(&m);
+		rc = 0;
+	}
+	free(home);
+	selector_free(&sel);
+	return rc;
+}
+
 /* Check we have a terminal, then run the TUI. */
 static int
 cmd_tui_exec(struct args *a)
@@ -71,11 +114,17 @@ cmd_tui_exec(struct args *a)
 	char *cause = NULL;
 	int rc;
 
+	if (args_has(a, "model-json"))
+		return tui_model_json(a);
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		cli_error("vmux tui needs a terminal on stdin and stdout");
 		return EXIT_USAGE;
 	}
-	if (a->argc > 0 && session_name_valid(a->argv[0], &cause) != 0) {
+	o.hosts = cli_tui_hosts;
+	o.nhosts = cli_tui_nhosts;
+	o.sel_text = args_get(a, "selector");
+	if (a->argc > 0 && o.nhosts == 0 &&
+	    session_name_valid(a->argv[0], &cause) != 0) {
 		rc = cli_usage_error(&cmd_tui_entry, "%s", cause);
 		free(cause);
 		return rc;

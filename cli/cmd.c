@@ -180,6 +180,8 @@ cli_item_error(int many, const char *fmt, ...)
 
 /* A command run here on a session of another host (cp), or NULL. */
 const struct host *cli_remote;
+char **cli_tui_hosts;
+size_t cli_tui_nhosts;
 
 /* The last error reported (for the error ring), or NULL. */
 char *cli_last_error;

@@ -28,6 +28,7 @@
 #include "cli.h"
 
 static struct host remote_host; /* what cli_remote points to */
+static char **remote_tui_hosts; /* what cli_tui_hosts points to */
 
 /* Commands a terminal is passed through to (ssh -t). */
 static int
@@ -136,8 +137,8 @@ remote_forward(const struct host *h, int tty, char *const *words, size_t n)
 		signal(SIGQUIT, SIG_DFL);
 		signal(SIGPIPE, SIG_DFL);
 		execvp(v[0], v);
-		fprintf(stderr, "vmux: cannot run %s: %s\n", v[0],
-		    strerror(errno));
+		fprintf(
+		    stderr, "vmux: cannot run %s: %s\n", v[0], strerror(errno));
 		_exit(EXIT_VMUX);
 	}
 	host_argv_free(v);
@@ -274,10 +275,11 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 	}
 	remote_collect(p, nhosts);
 	for (i = 0; i < nhosts; i++) {
-		cJSON *doc = p[i].out != NULL ? cJSON_Parse(p[i].out) : NULL, *s;
+		cJSON *doc = p[i].out != NULL ? cJSON_Parse(p[i].out) : NULL,
+		      *s;
 		if (p[i].status != 0 || !cJSON_IsArray(doc)) {
-			const cJSON *err = cJSON_GetObjectItemCaseSensitive(
-			    doc, "error");
+			const cJSON *err =
+			    cJSON_GetObjectItemCaseSensitive(doc, "error");
 			fprintf(stderr, "vmux: host %s: %s\n", p[i].host,
 			    cJSON_IsString(err) ? err->valuestring
 			                        : "ls failed");
@@ -301,16 +303,16 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 		all = NULL;
 	} else if (cJSON_GetArraySize(all) > 0) {
 		printf("%-*s  %-*s  %-8s  %-5s  %4s  %6s  %s\n", (int)hw,
-		    "HOST", (int)nw, "NAME", "STATE", "ACCEL", "CPUS",
-		    "MEMORY", "CREATED");
+		    "HOST", (int)nw, "NAME", "STATE", "ACCEL", "CPUS", "MEMORY",
+		    "CREATED");
 		for (j = 0; j < cJSON_GetArraySize(all); j++) {
 			const cJSON *s = cJSON_GetArrayItem(all, j);
 			char b[5][32], mem[40];
 			snprintf(mem, sizeof mem, "%sM",
 			    remote_field(s, "memory_mb", b[4], 32));
 			printf("%-*s  %-*s  %-8s  %-5s  %4s  %6s  %s\n",
-			    (int)hw, remote_field(s, "host", b[0], 32),
-			    (int)nw, remote_field(s, "name", b[1], 32),
+			    (int)hw, remote_field(s, "host", b[0], 32), (int)nw,
+			    remote_field(s, "name", b[1], 32),
 			    remote_field(s, "state", b[2], 32),
 			    remote_field(s, "accel", b[3], 32),
 			    remote_field(s, "cpus", b[3], 32),
@@ -362,12 +364,14 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 	size_t nexp = 0;
 	for (i = 0; i < nhosts; i++) {
 		if (strcmp(hosts[i], "all") != 0) {
-			expanded = xreallocarray(expanded, nexp + 1, sizeof *expanded);
+			expanded =
+			    xreallocarray(expanded, nexp + 1, sizeof *expanded);
 			expanded[nexp++] = hosts[i];
 			continue;
 		}
 		for (size_t j = 0; j < s.nhosts; j++) {
-			expanded = xreallocarray(expanded, nexp + 1, sizeof *expanded);
+			expanded =
+			    xreallocarray(expanded, nexp + 1, sizeof *expanded);
 			expanded[nexp++] = s.hosts[j].name;
 		}
 	}
@@ -407,6 +411,18 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 	}
 	if (prefix_host != NULL)
 		want = prefix_host;
+	if (strcmp(e->name, "tui") == 0 && !args_has(a, "model-json") &&
+	    (nexp > 1 || (nexp == 1 && !remote_is_local(want)))) {
+		/* one TUI here over every host asked for (tui/hosts.c) */
+		remote_tui_hosts = xreallocarray(
+		    remote_tui_hosts, nexp, sizeof *remote_tui_hosts);
+		for (i = 0; i < nexp; i++)
+			remote_tui_hosts[i] = xstrdup(expanded[i]);
+		cli_tui_hosts = remote_tui_hosts;
+		cli_tui_nhosts = nexp;
+		handled = 0;
+		goto out;
+	}
 	if (nexp > 1) {
 		if (strcmp(e->name, "ls") == 0)
 			*rc = remote_ls(a, expanded, nexp);

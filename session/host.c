@@ -31,10 +31,11 @@
 #include "common/common.h"
 #include "session.h"
 
-#define HOST_PERSIST_S 300   /* the master outlives its last use this long */
-#define HOST_CHECK_MAX 4096  /* what `vmux --version` may print */
-#define HOST_LINE_MAX  1024  /* host_stream's first line */
-#define HOST_ALIVE_S   15    /* ServerAliveInterval: a dead link shows */
+#define HOST_PERSIST_S 300  /* the master outlives its last use this long */
+#define HOST_CHECK_MAX 4096 /* what `vmux --version` may print */
+#define HOST_LINE_MAX  1024 /* host_stream's first line */
+#define HOST_ALIVE_S   15   /* ServerAliveInterval: a dead link shows */
+#define HOST_CONNECT_S 10   /* ssh's ConnectTimeout */
 
 /* Free what host_parse_url or host_resolve filled in. */
 void
@@ -77,8 +78,9 @@ host_name_valid(const char *name, char **cause)
 		return -1;
 	}
 	if (strcmp(name, "local") == 0 || strcmp(name, "all") == 0) {
-		xasprintf(cause, "'%s' is reserved (local is this machine, "
-		                 "all every host)",
+		xasprintf(cause,
+		    "'%s' is reserved (local is this machine, "
+		    "all every host)",
 		    name);
 		return -1;
 	}
@@ -224,8 +226,8 @@ host_control_path(const struct host *h, char **cause)
 	/* one master a vmux there: its version was checked when it started */
 	xasprintf(&key, "%s@%s:%d%s", h->user != NULL ? h->user : "", h->addr,
 	    h->port, h->vmux);
-	xasprintf(&out, "%s/m-%016llx", sdir,
-	    (unsigned long long)hash_fnv1a(key));
+	xasprintf(
+	    &out, "%s/m-%016llx", sdir, (unsigned long long)hash_fnv1a(key));
 	free(key);
 	free(sdir);
 	return out;
@@ -271,6 +273,10 @@ host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
 	argv_add(&v, n, "-o");
 	argv_add(&v, n, "BatchMode=yes");
 	argv_add(&v, n, "-o");
+	xasprintf(&opt, "ConnectTimeout=%d", HOST_CONNECT_S);
+	argv_add(&v, n, opt);
+	free(opt);
+	argv_add(&v, n, "-o");
 	xasprintf(&opt, "ServerAliveInterval=%d", HOST_ALIVE_S);
 	argv_add(&v, n, opt);
 	free(opt);
@@ -302,8 +308,8 @@ host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
  * character). NULL-terminated (host_argv_free), or NULL with cause.
  */
 char **
-host_ssh_argv(const struct host *h, int tty, char *const *words, size_t nw,
-    char **cause)
+host_ssh_argv(
+    const struct host *h, int tty, char *const *words, size_t nw, char **cause)
 {
 	size_t n, i, len;
 	char **v = host_ssh_base(h, "no", &n, cause), *line, *q;
@@ -568,7 +574,8 @@ host_stream(const struct host *h, const char *name, unsigned port,
 {
 	char portstr[16], secs[24], line[HOST_LINE_MAX + 1];
 	uint64_t now = mono_ms();
-	long wait_s = deadline > now ? (long)((deadline - now + 999) / 1000) : 1;
+	long wait_s =
+	    deadline > now ? (long)((deadline - now + 999) / 1000) : 1;
 	size_t got = 0;
 	int sv[2], st;
 	pid_t pid;
@@ -577,9 +584,8 @@ host_stream(const struct host *h, const char *name, unsigned port,
 		return -1;
 	snprintf(portstr, sizeof portstr, "%u", port);
 	snprintf(secs, sizeof secs, "%ld", wait_s);
-	char *const words[] = {
-	    "connect", "--announce", "--timeout", secs, "--", (char *)name,
-	    portstr};
+	char *const words[] = {"connect", "--announce", "--timeout", secs, "--",
+	    (char *)name, portstr};
 	char **v = host_ssh_argv(h, 0, words, 7, cause);
 	if (v == NULL)
 		return -1;
@@ -616,8 +622,8 @@ host_stream(const struct host *h, const char *name, unsigned port,
 		ssize_t r;
 		int w = wait_fd(sv[0], POLLIN, deadline + 5000);
 		if (w <= 0) {
-			xasprintf(cause, "host %s: no answer from its vmux",
-			    h->name);
+			xasprintf(
+			    cause, "host %s: no answer from its vmux", h->name);
 			break;
 		}
 		r = read(sv[0], &c, 1);
@@ -641,12 +647,103 @@ host_stream(const struct host *h, const char *name, unsigned port,
 			break;
 		}
 		if (got == HOST_LINE_MAX) {
-			xasprintf(cause, "host %s: its answer is too long",
-			    h->name);
+			xasprintf(
+			    cause, "host %s: its answer is too long", h->name);
 			break;
 		}
 		line[got++] = c;
 	}
 	close(sv[0]);
 	return -1;
+}
+
+/*
+ * Run the remote's vmux with words, stdin from /dev/null, and keep its
+ * stdout (up to max bytes: more is an error) in *out, NUL-terminated
+ * (caller frees). Gives up at deadline, killing the ssh. Its exit status
+ * (0 is success), or -1 with cause (ssh failed, too slow, too much).
+ */
+int
+host_capture(const struct host *h, char *const *words, size_t nw,
+    uint64_t deadline, size_t max, char **out, char **cause)
+{
+	char **v;
+	size_t len = 0;
+	int p[2], st, rc = -1, devnull;
+	pid_t pid;
+
+	*out = NULL;
+	if (host_connect(h, cause) != 0)
+		return -1;
+	if ((v = host_ssh_argv(h, 0, words, nw, cause)) == NULL)
+		return -1;
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		host_argv_free(v);
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		devnull = open("/dev/null", O_RDWR);
+		dup2(devnull, STDIN_FILENO);
+		dup2(p[1], STDOUT_FILENO);
+		dup2(devnull, STDERR_FILENO);
+		signal(SIGPIPE, SIG_DFL);
+		execvp(v[0], v);
+		_exit(127);
+	}
+	host_argv_free(v);
+	close(p[1]);
+	if (pid < 0) {
+		xasprintf(cause, "fork: %s", strerror(errno));
+		close(p[0]);
+		return -1;
+	}
+	*out = xmalloc(1);
+	for (;;) {
+		char buf[65536];
+		ssize_t r;
+		int w = wait_fd(p[0], POLLIN, deadline);
+		if (w <= 0) {
+			xasprintf(
+			    cause, "host %s did not answer in time", h->name);
+			goto fail;
+		}
+		r = read(p[0], buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			xasprintf(
+			    cause, "host %s: %s", h->name, strerror(errno));
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		if ((size_t)r > max - len) {
+			xasprintf(cause, "host %s answered more than %zu bytes",
+			    h->name, max);
+			goto fail;
+		}
+		*out = xrealloc(*out, len + (size_t)r + 1);
+		memcpy(*out + len, buf, (size_t)r);
+		len += (size_t)r;
+	}
+	(*out)[len] = '\0';
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	xasprintf(cause, "host %s: ssh ended by a signal", h->name);
+	free(*out);
+	*out = NULL;
+	return -1;
+fail:
+	kill(pid, SIGKILL);
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	free(*out);
+	*out = NULL;
+	return rc;
 }

@@ -458,6 +458,8 @@ int host_alive(const struct host *);
 int host_disconnect(const struct host *);
 int host_stream(const struct host *, const char *session, unsigned port,
     uint64_t deadline, char **cause);
+int host_capture(const struct host *, char *const *words, size_t nwords,
+    uint64_t deadline, size_t max, char **out, char **cause);
 
 /* agent_client.c */
 /*

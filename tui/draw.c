@@ -317,6 +317,21 @@ draw_sidebar(struct tui *t)
 		struct msession *s = &t->model.sessions[i];
 		int sel = row == t->sel;
 
+		/* a host's heading, and why it is not answering */
+		if (s->host != NULL &&
+		    (i == 0 ||
+		        strcmp(s->host,
+		            t->model.sessions[i - 1].host != NULL
+		                ? t->model.sessions[i - 1].host
+		                : "") != 0)) {
+			const char *why = hosts_error(t, s->host);
+			snprintf(buf, sizeof buf, " %s%s%s", s->host,
+			    why != NULL ? ": " : "", why != NULL ? why : "");
+			draw_style(t, why != NULL ? TH_ERROR : TH_SIDEBAR_HEAD);
+			put_text(y++, r->x, r->w, buf);
+			if (y >= r->y + r->h)
+				break;
+		}
 		/* a group's heading (not a row: nothing to select) */
 		if (tui_group_by(t) != NULL &&
 		    (i == 0 ||

@@ -33,6 +33,7 @@ model_free(struct model *m)
 		}
 		free(s->shells);
 		free(s->name);
+		free(s->host);
 		free(s->state);
 		free(s->accel);
 		free(s->detail);
@@ -225,7 +226,7 @@ msession_cmp(const void *a, const void *b)
  * the label group_by (if group_by). Blocks up to MODEL_CONNECT_MS +
  * MODEL_REPLY_MS however many agents hang.
  */
-static int
+int
 model_fetch(const char *home, const struct selector *sel, const char *group_by,
     struct model *m, char **cause)
 {
@@ -318,7 +319,7 @@ model_sig(const struct model *m)
 		const struct msession *s = &m->sessions[i];
 		h = mix(
 		    mix(mix(mix(h, s->name), s->state), s->error), s->detail);
-		h = mix(mix(h, s->check), s->group);
+		h = mix(mix(mix(h, s->check), s->group), s->host);
 		snprintf(buf, sizeof buf, "%d/%d/%zu", s->cpus, s->memory_mb,
 		    s->nshells);
 		h = mix(h, buf);
@@ -342,22 +343,15 @@ refresh_work(struct work *w)
 	    w->home, w->tui->opts.sel, w->group_by, &w->model, &w->cause);
 }
 
-/* Loop: swap the new model in and let the TUI react. */
-static void
-refresh_after(struct tui *t, struct work *w)
+/* Loop: make m (emptied) the model, redrawing what it changes. */
+void
+model_swap(struct tui *t, struct model *m)
 {
-	uint64_t sig;
+	uint64_t sig = model_sig(m);
 
-	t->model_busy = 0;
-	t->model_at = mono_ms();
-	if (w->rc != 0) {
-		tui_message(t, 1, "%s", w->cause);
-		return;
-	}
-	sig = model_sig(&w->model);
 	model_free(&t->model);
-	t->model = w->model;
-	memset(&w->model, 0, sizeof w->model);
+	t->model = *m;
+	memset(m, 0, sizeof *m);
 	if (sig != t->model_sig) {
 		/* something changed: show it (an idle TUI draws nothing) */
 		t->model_sig = sig;
@@ -366,6 +360,19 @@ refresh_after(struct tui *t, struct work *w)
 			grid_sync(t);
 		draw_schedule(t);
 	}
+}
+
+/* Loop: swap the new model in and let the TUI react. */
+static void
+refresh_after(struct tui *t, struct work *w)
+{
+	t->model_busy = 0;
+	t->model_at = mono_ms();
+	if (w->rc != 0) {
+		tui_message(t, 1, "%s", w->cause);
+		return;
+	}
+	model_swap(t, &w->model);
 	if (t->model_dirty) {
 		t->model_dirty = 0;
 		model_refresh(t);
@@ -380,6 +387,10 @@ model_refresh(struct tui *t)
 
 	if (t->opts.local != NULL)
 		return;
+	if (t->nhosts > 0) {
+		hosts_refresh(t);
+		return;
+	}
 	if (t->model_busy) {
 		t->model_dirty = 1;
 		return;

@@ -616,6 +616,7 @@ tui_free(struct tui *t)
 	free(t->tiles);
 	free(t->strike.cells);
 	model_free(&t->model);
+	hosts_free(t);
 	config_free(&t->cfg);
 	theme_free(&t->theme);
 	textview_clear(&t->output);
@@ -660,6 +661,12 @@ tui_main(const struct tui_opts *opts)
 	}
 	if (t->home == NULL)
 		t->home = xstrdup("");
+	if (hosts_open(t, &cause) != 0) {
+		fprintf(stderr, "vmux: %s\n", cause);
+		free(cause);
+		free(t->home);
+		return 125;
+	}
 	tui_config(t);
 	t->loop = xmalloc(sizeof *t->loop);
 	uv_loop_init(t->loop);

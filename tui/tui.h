@@ -243,7 +243,8 @@ struct mshell {
 };
 
 struct msession {
-	char *name;
+	char *name;   /* with other hosts (hosts.c): "HOST:NAME" */
+	char *host;   /* NULL: this machine (or the TUI shows no hosts) */
 	char *state;  /* starting running stopping stopped crashed broken */
 	char *detail; /* policy when up; who stopped it, or how QEMU died */
 	char *accel;
@@ -262,7 +263,11 @@ struct model {
 	size_t n;
 };
 
+struct selector;
 void model_free(struct model *);
+int model_fetch(const char *home, const struct selector *, const char *group_by,
+    struct model *, char **cause);
+void model_swap(struct tui *, struct model *);
 struct msession *model_session(struct model *, const char *name);
 struct mshell *model_shell(struct msession *, const char *id);
 void model_refresh(struct tui *);
@@ -582,6 +587,8 @@ struct work {
 	char *cause;
 	char code[VMUX_E_CODE_MAX]; /* a failure's VMUX_E_* (or no_session) */
 	struct model model;
+	struct tui_host *th; /* hosts.c: whose sessions are being fetched */
+	cJSON *part;         /* ... and what it answered */
 };
 
 struct work *work_new(struct tui *, work_fn, work_after);
@@ -589,6 +596,25 @@ const char *tui_group_by(const struct tui *);
 void work_queue(struct work *);
 void work_agent_call(struct work *);
 void work_attach(struct work *);
+
+/* ---- hosts.c: sessions of other hosts, over ssh ---- */
+
+struct tui_host {
+	char *name;      /* "local" or a name from vmux host ls */
+	struct host h;   /* where (not for local) */
+	cJSON *part;     /* its sessions as model_to_json made them */
+	char *error;     /* its last refresh failed: why (shown) */
+	int busy, dirty; /* a refresh is on its way; another is wanted */
+	uint64_t ok_at;  /* mono_ms of its last answer */
+};
+
+int hosts_open(struct tui *, char **cause);
+void hosts_free(struct tui *);
+void hosts_refresh(struct tui *);
+cJSON *model_to_json(const struct model *);
+const char *hosts_error(const struct tui *, const char *host);
+const struct host *hosts_target(
+    struct tui *, const char *session, const char **name);
 
 /* ---- tui.c: the whole ---- */
 
@@ -610,6 +636,9 @@ struct tui_opts {
 	const struct selector *sel; /* -l: only the sessions it matches */
 	const char *group_by;       /* --group-by: over the config's */
 	const char *as;             /* --as: who others see attached */
+	const char *sel_text;       /* -l as given, for other hosts */
+	char **hosts;               /* -H: these hosts' sessions (hosts.c) */
+	size_t nhosts;
 	int grid, read_only, no_sidebar;
 };
 
@@ -633,6 +662,8 @@ struct tui {
 	int quit, quit_status;
 
 	struct model model;
+	struct tui_host *hosts; /* -H: whose sessions the model shows */
+	size_t nhosts;
 	int model_busy;
 	int model_dirty; /* refresh again when the current one returns */
 	uint64_t model_at;

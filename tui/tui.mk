@@ -8,7 +8,7 @@ TUI_PURE_SRCS := tui/sb.c tui/search.c tui/colour.c tui/keyname.c \
                  tui/textview.c tui/faint.c \
                  $(BUILD)/gen/themes.c
 # The running TUI: loop, panes, drawing, keys, dialogs, jobs.
-TUI_SRCS := $(TUI_PURE_SRCS) tui/tui.c tui/pane.c tui/local.c tui/console.c tui/replay.c tui/model.c \
+TUI_SRCS := $(TUI_PURE_SRCS) tui/tui.c tui/pane.c tui/local.c tui/console.c tui/replay.c tui/model.c tui/hosts.c \
             tui/strike.c tui/shell.c \
             tui/work.c tui/draw.c tui/grid.c tui/input.c tui/cmds.c \
             tui/prompt.c tui/menu.c tui/copy.c tui/jobs.c

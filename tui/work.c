@@ -53,6 +53,7 @@ work_done(uv_work_t *req, int status)
 		attach_client_free(&w->ac);
 	cJSON_Delete(w->request);
 	cJSON_Delete(w->reply);
+	cJSON_Delete(w->part);
 	model_free(&w->model);
 	free(w->home);
 	free(w->group_by);
@@ -75,7 +76,17 @@ work_queue(struct work *w)
 static int
 work_target(struct work *w, struct session_record *r, struct vsock_target *t)
 {
-	if (record_load(w->home, w->session, r, &w->cause) != 0)
+	const char *name;
+	const struct host *h = hosts_target(w->tui, w->session, &name);
+
+	if (h != NULL) { /* its own vmux knows whether it runs */
+		memset(r, 0, sizeof *r);
+		memset(t, 0, sizeof *t);
+		t->host = h;
+		t->session = name;
+		return 0;
+	}
+	if (record_load(w->home, name, r, &w->cause) != 0)
 		return -1;
 	if (!session_qemu_alive(r)) {
 		xasprintf(&w->cause, "session %s is not running", w->session);

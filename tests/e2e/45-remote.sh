@@ -45,7 +45,7 @@ tui_before_exit() {
 	for s in "$RHOME"/sessions/*/; do
 		[[ -d $s ]] && rvmux rm -f "$(basename "$s")" >/dev/null 2>&1
 	done
-	for s in lab lab2; do vmux host disconnect $s >/dev/null 2>&1; done
+	for s in lab lab2 far; do vmux host disconnect $s >/dev/null 2>&1; done
 }
 
 t_hosts_named_in_settings() {
@@ -173,6 +173,37 @@ t_bad_hosts_say_why() {
 	expect_status 2 vmux -H lab2 exec lab:r1 -- true 2>/dev/null || return 1
 }
 
+t_tui_over_two_hosts() {
+	local port2
+	sshd_start "$AK" 2 || return 1
+	port2=$PORT
+	vmux host add far "ssh://$(id -un)@127.0.0.1:$port2$TMP/rvmux" || return 1
+	tm new-session -d -s tui -x 150 -y 40 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME VMUX_SSH_COMMAND='$VMUX_SSH_COMMAND' $VMUX -H lab -H far tui lab:r1"
+	# the sidebar: a heading a host, HOST:NAME rows
+	wait_on tui '^ lab ' 30 || return 1
+	wait_on tui '^ far ' 30 || return 1
+	wait_on tui '> lab:r1 ' 30 || return 1
+	wait_on tui '^  far:r1 ' 30 || return 1
+	# the pane is lab's r1 shell, through ssh
+	wait_on tui '~ #' 30 || return 1
+	type_line 'echo tui-$((5*5))' tui
+	wait_on tui 'tui-25' 20 || return 1
+	# far goes away: said on its heading, lab's pane goes on
+	kill "$SSHD_PID"
+	vmux host disconnect far >/dev/null
+	wait_on tui '^ far: ' 40 || return 1
+	type_line 'echo still-$((2*3))' tui
+	wait_on tui 'still-6' 20 || return 1
+	# far comes back on its port: it reconnects by itself
+	sshd_start "$AK" 2 "$port2" || return 1
+	wait_on tui '^ far  ' 40 || return 1
+	tm send-keys -t tui C-b d
+	# what the TUI was asking the hosts ends with it
+	wait_for 30 eval '! pgrep -f -- "rvmux. .tui. .--model-json" >/dev/null' ||
+		fail "remote fetches left running"
+}
+
 t_default_host_and_rm() {
 	vmux host default lab || return 1
 	local out
@@ -185,7 +216,7 @@ t_default_host_and_rm() {
 	vmux host default local || return 1
 	vmux host rm lab2 || return 1
 	out=$(vmux host ls --json | jq -r '[.[].name] | join(",")')
-	expect_eq "after rm" "$out" "lab,nohost,old,down" || return 1
+	expect_eq "after rm" "$out" "lab,nohost,old,down,far" || return 1
 }
 
 check "hosts are named in the settings: add, ls, check" t_hosts_named_in_settings
@@ -195,4 +226,5 @@ check "cp both ways with a remote session" t_cp_both_ways
 check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
 check "ls over several hosts, one of them down" t_several_hosts
 check "bad, unreachable, vmux-less and old hosts say why" t_bad_hosts_say_why
+check "one TUI over two hosts, one of them stopped mid-run" t_tui_over_two_hosts
 check "a default host; rm there; host rm" t_default_host_and_rm

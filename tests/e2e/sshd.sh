@@ -3,20 +3,22 @@
 # in $TMP (sourced after lib.sh). sshd_start sets PORT, or fails the file.
 mkdir -p /run/sshd
 
-# sshd_start AUTHORIZED_KEYS: start it; the pid is killed when the file ends.
+# sshd_start AUTHORIZED_KEYS [TAG [PORT]]: start it (a second one with its
+# own TAG; on PORT to start one again); SSHD_PID is its pid, killed when
+# the file ends.
 sshd_start() {
-	local ak=$1 try port pid
-	ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey" </dev/null ||
+	local ak=$1 tag=${2:-} fixed=${3:-} try port pid
+	[[ -f $TMP/hostkey ]] || ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey" </dev/null ||
 		{ echo "FAIL host key"; exit 1; }
 	PORT=
 	for try in 1 2 3 4 5; do
-		port=$((20000 + RANDOM % 30000))
-		cat >"$TMP/sshd_config" <<EOC
+		port=${fixed:-$((20000 + RANDOM % 30000))}
+		cat >"$TMP/sshd$tag.config" <<EOC
 Port $port
 ListenAddress 127.0.0.1
 HostKey $TMP/hostkey
 AuthorizedKeysFile $ak
-PidFile $TMP/sshd.pid
+PidFile $TMP/sshd$tag.pid
 StrictModes no
 UsePAM no
 PasswordAuthentication no
@@ -26,15 +28,16 @@ MaxStartups 100
 MaxSessions 100
 LogLevel INFO
 EOC
-		/usr/sbin/sshd -D -f "$TMP/sshd_config" -E "$TMP/sshd.log" &
+		rm -f "$TMP/sshd$tag.log"
+		/usr/sbin/sshd -D -f "$TMP/sshd$tag.config" -E "$TMP/sshd$tag.log" &
 		pid=$!
 		bg_track $pid
-		if wait_for 10 grep -qs 'Server listening' "$TMP/sshd.log"; then
-			PORT=$port
+		if wait_for 10 grep -qs 'Server listening' "$TMP/sshd$tag.log"; then
+			PORT=$port SSHD_PID=$pid
 			return 0
 		fi
 		kill $pid 2>/dev/null
 	done
-	echo "FAIL sshd did not start: $(tail -3 "$TMP/sshd.log")"
+	echo "FAIL sshd did not start: $(tail -3 "$TMP/sshd$tag.log")"
 	exit 1
 }

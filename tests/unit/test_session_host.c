@@ -16,13 +16,15 @@ TEST(host_url_parts)
 	struct host h;
 	char *cause = NULL;
 
-	CHECK_INT(host_parse_url("ssh://alice@lab1.example:2222", &h, &cause), 0);
+	CHECK_INT(
+	    host_parse_url("ssh://alice@lab1.example:2222", &h, &cause), 0);
 	CHECK_STR(h.user, "alice");
 	CHECK_STR(h.addr, "lab1.example");
 	CHECK_INT(h.port, 2222);
 	CHECK_STR(h.vmux, "vmux");
 	host_free(&h);
-	CHECK_INT(host_parse_url("ssh://10.0.0.7/opt/vmux/bin/vmux", &h, &cause), 0);
+	CHECK_INT(
+	    host_parse_url("ssh://10.0.0.7/opt/vmux/bin/vmux", &h, &cause), 0);
 	CHECK(h.user == NULL);
 	CHECK_INT(h.port, 0);
 	CHECK_STR(h.vmux, "/opt/vmux/bin/vmux");
@@ -32,9 +34,9 @@ TEST(host_url_parts)
 TEST(host_url_refused)
 {
 	static const char *const bad[] = {"lab1", "ftp://x", "ssh://",
-	    "ssh://@x", "ssh://a;b@x", "ssh://x:0", "ssh://x:65536", "ssh://x:",
-	    "ssh://-oProxyCommand=x", "ssh://x y", "ssh://x/a b", "ssh://x/$(id)",
-	    "ssh://x:22a", NULL};
+	    "ssh://@x", "ssh://a;b@x", "ssh://x:0", "ssh://x:65536",
+	    "ssh://x:", "ssh://-oProxyCommand=x", "ssh://x y", "ssh://x/a b",
+	    "ssh://x/$(id)", "ssh://x:22a", NULL};
 	struct host h;
 
 	for (size_t i = 0; bad[i] != NULL; i++) {
