@@ -20,6 +20,7 @@ bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/tui
 	@BUILD=$(BUILD) bench/workspace
 	@BUILD=$(BUILD) bench/class
+	@BUILD=$(BUILD) bench/remote
 
 # The TUI's figures alone.
 bench-tui: all $(BENCH_TOOLS)
@@ -34,3 +35,8 @@ bench-workspace: all
 bench-class: all
 	@BUILD=$(BUILD) bench/class
 .PHONY: bench-class
+
+# Sessions over ssh alone: keystroke, exec, cp and ls vs local.
+bench-remote: all $(BENCH_TOOLS)
+	@BUILD=$(BUILD) bench/remote
+.PHONY: bench-remote

@@ -5,7 +5,11 @@
  * rewritten whole through a temporary and rename, so a failed edit leaves
  * it as it was; other lines and comments are kept as they are.
  */
+#include <sys/file.h>
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +46,22 @@ const struct cmd_entry cmd_host_entry = {
 
 /*
  * Rewrite the settings file: every line for which keep() says 1 stays,
- * then add (if not NULL) is appended. 0 or -1 (said).
+ * then add (if not NULL) is appended. The file a symlink points to is the
+ * one rewritten, with its mode, under a lock against another vmux host
+ * doing the same. 0 or -1 (said).
  */
 static int
 host_rewrite(int (*keep)(const char *line, const char *name), const char *name,
     const char *add)
 {
-	char *path = settings_path(), *tmp = NULL, *dir, line[4096];
-	FILE *in, *out;
-	int rc = -1;
+	char *path = settings_path(), *real = NULL, *tmp = NULL, *lock = NULL;
+	char *dir, *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	struct stat st;
+	mode_t mode = 0600;
+	int rc = -1, fd, lock_fd = -1, last = '\n';
+	FILE *in = NULL, *out;
 
 	if (path == NULL) {
 		cli_error("no settings file: set HOME or XDG_CONFIG_HOME");
@@ -62,20 +73,42 @@ host_rewrite(int (*keep)(const char *line, const char *name), const char *name,
 		cli_error("cannot create %s: %s", dir, strerror(errno));
 		goto out;
 	}
-	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	if ((out = fopen(tmp, "we")) == NULL) {
-		cli_error("cannot write %s: %s", tmp, strerror(errno));
+	real = realpath(path, NULL);
+	if (real == NULL && errno != ENOENT) {
+		cli_error("%s: %s", path, strerror(errno));
 		goto out;
 	}
-	if ((in = fopen(path, "re")) != NULL) {
-		while (fgets(line, sizeof line, in) != NULL) {
-			if (keep == NULL || keep(line, name))
-				fputs(line, out);
-		}
-		fclose(in);
+	if (real == NULL)
+		real = xstrdup(path);
+	xasprintf(&lock, "%s.lock", real);
+	lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0) {
+		cli_error("cannot lock %s: %s", lock, strerror(errno));
+		goto out;
 	}
-	if (add != NULL)
-		fprintf(out, "%s\n", add);
+	if ((in = fopen(real, "re")) == NULL && errno != ENOENT) {
+		cli_error("cannot read %s: %s", real, strerror(errno));
+		goto out;
+	}
+	if (in != NULL && fstat(fileno(in), &st) == 0)
+		mode = st.st_mode & 07777;
+	xasprintf(&tmp, "%s.tmp.%ld", real, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (fd < 0 || (out = fdopen(fd, "w")) == NULL) {
+		cli_error("cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd), unlink(tmp);
+		goto out;
+	}
+	fchmod(fd, mode); /* whatever the umask took away */
+	while (in != NULL && (len = getline(&line, &cap, in)) > 0) {
+		if (keep == NULL || keep(line, name)) {
+			fwrite(line, 1, (size_t)len, out);
+			last = line[len - 1];
+		}
+	}
+	if (add != NULL) /* never glued to a last line without its newline */
+		fprintf(out, "%s%s\n", last == '\n' ? "" : "\n", add);
 	if (fflush(out) != 0 || fsync(fileno(out)) != 0) {
 		cli_error("cannot write %s: %s", tmp, strerror(errno));
 		fclose(out);
@@ -83,14 +116,21 @@ host_rewrite(int (*keep)(const char *line, const char *name), const char *name,
 		goto out;
 	}
 	fclose(out);
-	if (rename(tmp, path) != 0) {
-		cli_error("cannot replace %s: %s", path, strerror(errno));
+	if (rename(tmp, real) != 0) {
+		cli_error("cannot replace %s: %s", real, strerror(errno));
 		unlink(tmp);
 		goto out;
 	}
 	rc = 0;
 out:
+	if (in != NULL)
+		fclose(in);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	free(line);
+	free(lock);
 	free(tmp);
+	free(real);
 	free(dir);
 	free(path);
 	return rc;

@@ -27,23 +27,41 @@
 #include "session/session.h"
 #include "cli.h"
 
+#define REMOTE_LS_MAX (16 * 1024 * 1024) /* one host's ls --json */
+
 static struct host remote_host; /* what cli_remote points to */
 static char **remote_tui_hosts; /* what cli_tui_hosts points to */
 
-/* Commands a terminal is passed through to (ssh -t). */
+/* Is e's name one of names? */
 static int
-remote_wants_tty(const struct cmd_entry *e)
+remote_is(const struct cmd_entry *e, const char *const *names)
 {
-	static const char *const names[] = {
-	    "shell", "console", "run", "rescue", "tui", NULL};
-
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))
-		return 0;
 	for (size_t i = 0; names[i] != NULL; i++) {
 		if (strcmp(e->name, names[i]) == 0)
 			return 1;
 	}
 	return 0;
+}
+
+/*
+ * How ssh runs e there (host_ssh_argv's mode): a terminal for the
+ * interactive commands when we have one; our stdin only for the commands
+ * that read it (any other would swallow a script's input).
+ */
+static int
+remote_mode(const struct cmd_entry *e)
+{
+	static const char *const tty[] = {
+	    "shell", "console", "run", "rescue", "tui", NULL};
+	static const char *const reads[] = {"shell", "console", "run", "rescue",
+	    "tui", "exec", "connect", "check", NULL};
+	int mode = 0;
+
+	if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && remote_is(e, tty))
+		mode |= HOST_TTY;
+	if (!remote_is(e, reads))
+		mode |= HOST_NO_STDIN;
+	return mode;
 }
 
 /* Is word (argv's index) one of the session names e's operands hold? */
@@ -110,7 +128,7 @@ remote_wait(pid_t pid)
  * ssh's own failure when the master connection went with it.
  */
 static int
-remote_forward(const struct host *h, int tty, char *const *words, size_t n)
+remote_forward(const struct host *h, int mode, char *const *words, size_t n)
 {
 	char *cause = NULL, **v;
 	void (*old_int)(int), (*old_quit)(int);
@@ -122,7 +140,7 @@ remote_forward(const struct host *h, int tty, char *const *words, size_t n)
 		free(cause);
 		return EXIT_VMUX;
 	}
-	if ((v = host_ssh_argv(h, tty, words, n, &cause)) == NULL) {
+	if ((v = host_ssh_argv(h, mode, words, n, &cause)) == NULL) {
 		cli_error("%s", cause);
 		free(cause);
 		return EXIT_VMUX;
@@ -172,9 +190,11 @@ struct remote_part {
 static void
 remote_collect(struct remote_part *p, size_t n)
 {
-	size_t open = n, i;
+	size_t open = 0, i;
 	struct pollfd *pfd = xcalloc(n, sizeof *pfd);
 
+	for (i = 0; i < n; i++)
+		open += p[i].fd >= 0;
 	while (open > 0) {
 		for (i = 0; i < n; i++) {
 			pfd[i].fd = p[i].fd;
@@ -190,7 +210,13 @@ remote_collect(struct remote_part *p, size_t n)
 			r = read(p[i].fd, buf, sizeof buf);
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r <= 0) {
+			if (r <= 0 || p[i].len + (size_t)r > REMOTE_LS_MAX) {
+				if (r > 0) { /* a host that never stops */
+					kill(p[i].pid, SIGKILL);
+					free(p[i].out);
+					p[i].out = NULL;
+					p[i].len = 0;
+				}
 				close(p[i].fd);
 				p[i].fd = -1;
 				open--;
@@ -207,7 +233,10 @@ remote_collect(struct remote_part *p, size_t n)
 		p[i].status = p[i].pid > 0 ? remote_wait(p[i].pid) : EXIT_VMUX;
 }
 
-/* A JSON field as text for the table ("-" when missing). */
+/*
+ * A JSON field as text for the table ("-" when missing). Strings were
+ * made printable when the host's answer was read (remote_printable).
+ */
 static const char *
 remote_field(const cJSON *o, const char *key, char *buf, size_t len)
 {
@@ -220,6 +249,20 @@ remote_field(const cJSON *o, const char *key, char *buf, size_t len)
 		return buf;
 	}
 	return "-";
+}
+
+/* Make every string in j printable: another host's text is untrusted. */
+static void
+remote_printable(cJSON *j)
+{
+	cJSON *c;
+
+	if (cJSON_IsString(j)) {
+		char *p = str_printable(j->valuestring, 0);
+		cJSON_SetValuestring(j, p);
+		free(p);
+	}
+	cJSON_ArrayForEach(c, j) remote_printable(c);
 }
 
 /*
@@ -278,8 +321,9 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 		cJSON *doc = p[i].out != NULL ? cJSON_Parse(p[i].out) : NULL,
 		      *s;
 		if (p[i].status != 0 || !cJSON_IsArray(doc)) {
-			const cJSON *err =
-			    cJSON_GetObjectItemCaseSensitive(doc, "error");
+			const cJSON *err;
+			remote_printable(doc);
+			err = cJSON_GetObjectItemCaseSensitive(doc, "error");
 			fprintf(stderr, "vmux: host %s: %s\n", p[i].host,
 			    cJSON_IsString(err) ? err->valuestring
 			                        : "ls failed");
@@ -287,8 +331,15 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 			rc = EXIT_VMUX;
 			continue;
 		}
+		remote_printable(doc);
 		while ((s = cJSON_DetachItemFromArray(doc, 0)) != NULL) {
 			char buf[32];
+			if (!cJSON_IsObject(s)) {
+				cJSON_Delete(s);
+				continue;
+			}
+			/* ours, whatever the host said */
+			cJSON_DeleteItemFromObjectCaseSensitive(s, "host");
 			cJSON_AddStringToObject(s, "host", p[i].host);
 			if (strlen(p[i].host) > hw)
 				hw = strlen(p[i].host);
@@ -307,15 +358,15 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 		    "CREATED");
 		for (j = 0; j < cJSON_GetArraySize(all); j++) {
 			const cJSON *s = cJSON_GetArrayItem(all, j);
-			char b[5][32], mem[40];
+			char b[6][32], mem[40];
 			snprintf(mem, sizeof mem, "%sM",
-			    remote_field(s, "memory_mb", b[4], 32));
+			    remote_field(s, "memory_mb", b[5], 32));
 			printf("%-*s  %-*s  %-8s  %-5s  %4s  %6s  %s\n",
 			    (int)hw, remote_field(s, "host", b[0], 32), (int)nw,
 			    remote_field(s, "name", b[1], 32),
 			    remote_field(s, "state", b[2], 32),
 			    remote_field(s, "accel", b[3], 32),
-			    remote_field(s, "cpus", b[3], 32),
+			    remote_field(s, "cpus", b[4], 32),
 			    strcmp(mem, "-M") == 0 ? "-" : mem,
 			    remote_field(s, "created", b[4], 32));
 		}
@@ -457,8 +508,7 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 		goto out;
 	}
 	words = argv; /* argv[0] is the command's name: vmux NAME ... */
-	*rc = remote_forward(
-	    &remote_host, remote_wants_tty(e), words, (size_t)argc);
+	*rc = remote_forward(&remote_host, remote_mode(e), words, (size_t)argc);
 out:
 	free(expanded);
 	free(prefix_host);

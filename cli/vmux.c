@@ -22,6 +22,31 @@ main(int argc, char **argv)
 
 	log_open("vmux");
 	signal(SIGPIPE, SIG_IGN);
+	/* -H HOST (several for ls and tui): where the command runs */
+	while (argc >= 2 &&
+	    (strncmp(argv[1], "-H", 2) == 0 || strcmp(argv[1], "--host") == 0 ||
+	        strncmp(argv[1], "--host=", 7) == 0)) {
+		const char *h = NULL;
+		int used = 1;
+		if (argv[1][1] == 'H' && argv[1][2] != '\0')
+			h = argv[1] + 2;
+		else if (argv[1][1] == '-' && argv[1][6] == '=')
+			h = argv[1] + 7;
+		else if (argc > 2)
+			h = argv[2], used = 2;
+		if (h == NULL || *h == '\0')
+			return cli_usage_error(NULL,
+			    "%s needs a HOST (a name from vmux host ls, "
+			    "ssh://USER@HOST, local or all)",
+			    argv[1]);
+		hosts = xreallocarray(hosts, nhosts + 1, sizeof *hosts);
+		hosts[nhosts++] = (char *)h;
+		argv += used;
+		argc -= used;
+	}
+	if (argc < 2 && nhosts > 0)
+		return cli_usage_error(
+		    NULL, "-H HOST needs a command after it");
 	if (argc < 2) {
 		char *tui_argv[] = {"tui", NULL};
 		/* on a terminal, vmux alone opens the TUI (like tmux) */
@@ -42,24 +67,6 @@ main(int argc, char **argv)
 		printf("vmux %s\n", VMUX_VERSION);
 		return 0;
 	}
-	/* -H HOST (several for ls and tui): where the command runs */
-	while (argc > 2 &&
-	    (strcmp(argv[1], "-H") == 0 || strcmp(argv[1], "--host") == 0 ||
-	        strncmp(argv[1], "--host=", 7) == 0 ||
-	        (strncmp(argv[1], "-H", 2) == 0))) {
-		const char *h = argv[1][1] == 'H' && argv[1][2] != '\0'
-		    ? argv[1] + 2
-		    : argv[1][1] == '-' && argv[1][6] == '=' ? argv[1] + 7
-		                                             : argv[2];
-		hosts = xreallocarray(hosts, nhosts + 1, sizeof *hosts);
-		hosts[nhosts++] = (char *)h;
-		int used = h == argv[2] ? 2 : 1;
-		argv += used;
-		argc -= used;
-	}
-	if (argc < 2)
-		return cli_usage_error(
-		    NULL, "-H HOST needs a command after it");
 	if (argv[1][0] == '-')
 		return cli_usage_error(
 		    NULL, "unknown option %s (try vmux help)", argv[1]);

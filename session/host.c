@@ -31,11 +31,16 @@
 #include "common/common.h"
 #include "session.h"
 
-#define HOST_PERSIST_S 300  /* the master outlives its last use this long */
-#define HOST_CHECK_MAX 4096 /* what `vmux --version` may print */
-#define HOST_LINE_MAX  1024 /* host_stream's first line */
-#define HOST_ALIVE_S   15   /* ServerAliveInterval: a dead link shows */
-#define HOST_CONNECT_S 10   /* ssh's ConnectTimeout */
+#define HOST_PERSIST_S  300   /* the master outlives its last use this long */
+#define HOST_CHECK_MAX  4096  /* what `vmux --version` may print */
+#define HOST_LINE_MAX   1024  /* host_stream's first line */
+#define HOST_ALIVE_S    15    /* ServerAliveInterval: a dead link shows */
+#define HOST_CONNECT_S  10    /* ssh's ConnectTimeout */
+#define HOST_MASTER_MS  30000 /* a master's start, login included */
+#define HOST_CHECK_MS   15000 /* the version check */
+#define HOST_CONTROL_MS 5000  /* ssh -O check|exit, local */
+#define HOST_SUN_MAX    107   /* sun_path less its NUL */
+#define HOST_SSH_SUFFIX 17    /* ssh binds PATH.XXXXXXXXXXXXXXXX first */
 
 /* Free what host_parse_url or host_resolve filled in. */
 void
@@ -230,6 +235,14 @@ host_control_path(const struct host *h, char **cause)
 	    &out, "%s/m-%016llx", sdir, (unsigned long long)hash_fnv1a(key));
 	free(key);
 	free(sdir);
+	if (strlen(out) + HOST_SSH_SUFFIX > HOST_SUN_MAX) {
+		xasprintf(cause,
+		    "the ssh control socket %s is too long a path for a Unix "
+		    "socket: set a shorter VMUX_HOME",
+		    out);
+		free(out);
+		return NULL;
+	}
 	return out;
 }
 
@@ -304,27 +317,32 @@ host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
 
 /*
  * The ssh command that runs the remote's vmux with words (quoted for its
- * shell), through the master. tty: ask for a terminal (-t, no escape
- * character). NULL-terminated (host_argv_free), or NULL with cause.
+ * login shell, which must be a POSIX one), through the master. mode:
+ * HOST_TTY asks for a terminal (-t, no escape character), HOST_NO_STDIN
+ * keeps ours (-n). NULL-terminated (host_argv_free), or NULL with cause.
  */
 char **
 host_ssh_argv(
-    const struct host *h, int tty, char *const *words, size_t nw, char **cause)
+    const struct host *h, int mode, char *const *words, size_t nw, char **cause)
 {
 	size_t n, i, len;
 	char **v = host_ssh_base(h, "no", &n, cause), *line, *q;
 
 	if (v == NULL)
 		return NULL;
-	argv_add(&v, &n, tty ? "-t" : "-T");
-	if (tty) {
+	argv_add(&v, &n, (mode & HOST_TTY) ? "-t" : "-T");
+	if (mode & HOST_TTY) {
 		argv_add(&v, &n, "-e");
 		argv_add(&v, &n, "none");
 	}
+	if (mode & HOST_NO_STDIN)
+		argv_add(&v, &n, "-n");
 	argv_add(&v, &n, "--");
 	argv_add(&v, &n, h->addr);
 	q = host_quote(h->vmux);
-	line = xstrdup(strcmp(h->vmux, "vmux") == 0 ? "vmux" : q);
+	/* -H local: its own VMUX_HOST or default-host must not send it on */
+	xasprintf(
+	    &line, "%s -H local", strcmp(h->vmux, "vmux") == 0 ? "vmux" : q);
 	free(q);
 	for (i = 0; i < nw; i++) {
 		q = host_quote(words[i]);
@@ -342,12 +360,13 @@ host_ssh_argv(
 /*
  * Run argv with stdin and stderr from /dev/null (or stderr into the
  * capture too), keeping up to HOST_CHECK_MAX bytes of its stdout in *out
- * (NUL-terminated, caller frees). Its wait status, or -1 with errno.
+ * (NUL-terminated, caller frees). Killed at deadline. Its wait status, or
+ * -1 with errno (ETIMEDOUT: too slow).
  */
 static int
-host_run(char *const *argv, int with_stderr, char **out)
+host_run(char *const *argv, int with_stderr, uint64_t deadline, char **out)
 {
-	int p[2], status, devnull;
+	int p[2], status, devnull, late = 0;
 	size_t len = 0;
 	pid_t pid;
 
@@ -372,7 +391,13 @@ host_run(char *const *argv, int with_stderr, char **out)
 	close(p[1]);
 	for (;;) {
 		char buf[512];
-		ssize_t r = read(p[0], buf, sizeof buf);
+		ssize_t r;
+		if (wait_fd(p[0], POLLIN, deadline) <= 0) {
+			kill(pid, SIGKILL);
+			late = 1;
+			break;
+		}
+		r = read(p[0], buf, sizeof buf);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -388,6 +413,10 @@ host_run(char *const *argv, int with_stderr, char **out)
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return -1;
+	}
+	if (late) {
+		errno = ETIMEDOUT;
+		return -1;
 	}
 	return status;
 }
@@ -425,7 +454,7 @@ host_control(const struct host *h, const char *what)
 	argv_add(&v, &n, what);
 	argv_add(&v, &n, "--");
 	argv_add(&v, &n, h->addr);
-	st = host_run(v, 1, &out);
+	st = host_run(v, 1, mono_ms() + HOST_CONTROL_MS, &out);
 	free(out);
 	host_argv_free(v);
 	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
@@ -453,28 +482,41 @@ static int
 host_check_version(const struct host *h, char **cause)
 {
 	char *const words[] = {"--version"};
-	char **v = host_ssh_argv(h, 0, words, 1, cause), *out = NULL, *line;
-	char want[64];
-	int st;
+	char **v = host_ssh_argv(h, HOST_NO_STDIN, words, 1, cause);
+	char want[64], *out = NULL, *line, *at;
+	int st, saved;
 
 	if (v == NULL)
 		return -1;
-	st = host_run(v, 1, &out);
+	/* stdout only: a login's own noise on stderr is not an answer */
+	st = host_run(v, 0, mono_ms() + HOST_CHECK_MS, &out);
+	saved = errno;
 	host_argv_free(v);
 	snprintf(want, sizeof want, "vmux %s\n", VMUX_VERSION);
-	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
-	    strcmp(out, want) == 0) {
+	at = strstr(out, want);
+	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 && at != NULL &&
+	    (at == out || at[-1] == '\n')) {
 		free(out);
 		return 0;
 	}
-	line = host_last_line(out);
-	if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
+	at = strstr(out, "vmux ");
+	line = xstrndup(
+	    at != NULL ? at : out, strcspn(at != NULL ? at : out, "\n"));
+	for (char *c = line; *c != '\0'; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	}
+	if (st == -1 && saved == ETIMEDOUT)
+		xasprintf(cause,
+		    "host %s: '%s --version' did not answer in %d s", h->name,
+		    h->vmux, HOST_CHECK_MS / 1000);
+	else if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 127)
 		xasprintf(cause,
 		    "host %s has no vmux ('%s' was not found there): install "
 		    "vmux %s on it (make install), or give its path as "
 		    "ssh://HOST/PATH-OF-VMUX",
 		    h->name, h->vmux, VMUX_VERSION);
-	else if (strncmp(out, "vmux ", 5) == 0)
+	else if (at != NULL)
 		xasprintf(cause,
 		    "host %s runs %s, this is vmux %s: install the same "
 		    "version on both",
@@ -489,6 +531,20 @@ host_check_version(const struct host *h, char **cause)
 	return -1;
 }
 
+/* Leave the mark that this master's other side was checked. 0 or -1. */
+static int
+host_mark(const char *path, char **cause)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		xasprintf(cause, "cannot create %s: %s", path, strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 /*
  * Make sure h's master connection is up, starting it (and checking the
  * version on the other side) when it is not. 0, or -1 with a cause that
@@ -497,7 +553,7 @@ host_check_version(const struct host *h, char **cause)
 int
 host_connect(const struct host *h, char **cause)
 {
-	char **v, *ctl, *lock_path, *log_path, *out = NULL, *line;
+	char **v, *ctl, *lock_path, *log_path, *ok_path, *out = NULL, *line;
 	size_t n;
 	int lock_fd, st, rc = -1;
 
@@ -505,7 +561,7 @@ host_connect(const struct host *h, char **cause)
 		return -1;
 	xasprintf(&lock_path, "%s.lock", ctl);
 	xasprintf(&log_path, "%s.log", ctl);
-	free(ctl);
+	xasprintf(&ok_path, "%s.ok", ctl);
 	lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock_fd < 0 || flock(lock_fd, LOCK_EX) != 0) {
 		xasprintf(
@@ -513,9 +569,19 @@ host_connect(const struct host *h, char **cause)
 		goto out;
 	}
 	if (host_alive(h)) {
-		rc = 0;
+		/* up, but was its other side checked? (a checker may have
+		 * been killed half-way) */
+		if (access(ok_path, F_OK) == 0 ||
+		    host_check_version(h, cause) == 0)
+			rc = host_mark(ok_path, cause);
+		else
+			host_disconnect(h);
 		goto out;
 	}
+	/* a master killed without cleaning up leaves its socket behind: ssh
+	 * would then say "already exists" and run unshared, for ever */
+	unlink(ctl);
+	unlink(ok_path);
 	if ((v = host_ssh_base(h, "yes", &n, cause)) == NULL)
 		goto out;
 	char persist[48];
@@ -529,9 +595,13 @@ host_connect(const struct host *h, char **cause)
 	argv_add(&v, &n, "--");
 	argv_add(&v, &n, h->addr);
 	unlink(log_path);
-	st = host_run(v, 0, &out);
+	st = host_run(v, 0, mono_ms() + HOST_MASTER_MS, &out);
 	host_argv_free(v);
 	free(out);
+	if (st == 0 && access(ctl, F_OK) != 0) { /* up, but not shared */
+		host_disconnect(h);
+		st = -1;
+	}
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		char *text = NULL;
 		size_t len = 0;
@@ -553,12 +623,14 @@ host_connect(const struct host *h, char **cause)
 		host_disconnect(h);
 		goto out;
 	}
-	rc = 0;
+	rc = host_mark(ok_path, cause);
 out:
 	if (lock_fd >= 0)
 		close(lock_fd);
 	free(lock_path);
 	free(log_path);
+	free(ok_path);
+	free(ctl);
 	return rc;
 }
 
@@ -586,7 +658,7 @@ host_stream(const struct host *h, const char *name, unsigned port,
 	snprintf(secs, sizeof secs, "%ld", wait_s);
 	char *const words[] = {"connect", "--announce", "--timeout", secs, "--",
 	    (char *)name, portstr};
-	char **v = host_ssh_argv(h, 0, words, 7, cause);
+	char **v = host_ssh_argv(h, 0, words, 7, cause); /* stdin: the stream */
 	if (v == NULL)
 		return -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -675,7 +747,7 @@ host_capture(const struct host *h, char *const *words, size_t nw,
 	*out = NULL;
 	if (host_connect(h, cause) != 0)
 		return -1;
-	if ((v = host_ssh_argv(h, 0, words, nw, cause)) == NULL)
+	if ((v = host_ssh_argv(h, HOST_NO_STDIN, words, nw, cause)) == NULL)
 		return -1;
 	if (pipe2(p, O_CLOEXEC) != 0) {
 		xasprintf(cause, "pipe: %s", strerror(errno));

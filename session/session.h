@@ -450,7 +450,9 @@ int host_resolve(
     const char *spec, const struct settings *, struct host *, char **cause);
 void host_free(struct host *);
 char *host_quote(const char *word);
-char **host_ssh_argv(const struct host *, int tty, char *const *words,
+#define HOST_TTY      0x1 /* host_ssh_argv: a terminal there (ssh -t) */
+#define HOST_NO_STDIN 0x2 /* ... and no stdin (ssh -n) */
+char **host_ssh_argv(const struct host *, int mode, char *const *words,
     size_t nwords, char **cause);
 void host_argv_free(char **);
 int host_connect(const struct host *, char **cause);

@@ -63,6 +63,19 @@ t_hosts_named_in_settings() {
 	expect_status 125 vmux host add lab ssh://x@y || return 1
 	out=$(vmux host check lab) || return 1
 	expect_match "check" "$out" '^lab: ok' || return 1
+	# an edit keeps what is there: a last line without its newline, the
+	# file a symlink points to, the mode
+	local cf=$XDG_CONFIG_HOME/vmux/config
+	mv "$cf" "$TMP/real-config"
+	ln -s "$TMP/real-config" "$cf"
+	chmod 600 "$TMP/real-config"
+	printf 'console-log-max 8M' >>"$TMP/real-config"
+	vmux host add extra ssh://x@y || return 1
+	[[ -L $cf ]] || fail "the symlink was replaced"
+	expect_eq "mode" "$(stat -c %a "$TMP/real-config")" 600 || return 1
+	expect_match "kept" "$(cat "$cf")" $'\nconsole-log-max 8M\nhost extra ssh://x@y\n?$' || return 1
+	vmux host rm extra || return 1
+	vmux ls >/dev/null || fail "the settings no longer read"
 }
 
 t_new_and_ls_run_there() {
@@ -79,6 +92,33 @@ t_new_and_ls_run_there() {
 	here=$(VMUX_HOST=lab vmux ls | cut -c1-40)
 	there=$(rvmux ls | cut -c1-40)
 	expect_eq "ls table" "$here" "$there" || return 1
+}
+
+t_remote_settings_do_not_send_it_on() {
+	# the other side's own default host is not followed: -H local there
+	mkdir -p "$RHOME/home/config/vmux"
+	echo "host loop ssh://nobody@127.0.0.1:1" >"$RHOME/home/config/vmux/config"
+	echo "default-host loop" >>"$RHOME/home/config/vmux/config"
+	local out
+	out=$(vmux -H lab ls --json | jq -r '.[0].name')
+	rm -f "$RHOME/home/config/vmux/config"
+	expect_eq "ls there" "$out" r1 || return 1
+	# a command that reads no stdin leaves a script's input alone
+	out=$(printf 'a\nb\nc\n' | while read -r w; do vmux -H lab ls >/dev/null; echo "$w"; done | tr -d '\n')
+	expect_eq "stdin kept" "$out" abc || return 1
+}
+
+t_master_killed_is_replaced() {
+	local ctl pid
+	vmux -H lab ls >/dev/null || return 1
+	pid=$(pgrep -f -- "ControlMaster=yes.*$VMUX_HOME/ssh/.* -- 127.0.0.1" | head -1)
+	[[ -n $pid ]] || { fail "no master running"; return 1; }
+	kill -9 "$pid"
+	# its socket stays behind; the next command starts a new master
+	expect_status 0 vmux -H lab ls >/dev/null || return 1
+	expect_status 0 vmux -H lab ls >/dev/null || return 1
+	# one master, not a master and a connection that shares nothing
+	expect_eq "ssh -N running" "$(pgrep -fc -- "ssh .*$VMUX_HOME/ssh/.* -N ")" 1 || return 1
 }
 
 t_exec_streams_and_statuses() {
@@ -221,6 +261,8 @@ t_default_host_and_rm() {
 
 check "hosts are named in the settings: add, ls, check" t_hosts_named_in_settings
 check "new and ls run on the other host (-H, VMUX_HOST)" t_new_and_ls_run_there
+check "the other side's settings never send a command on" t_remote_settings_do_not_send_it_on
+check "a master killed with -9 is replaced, nothing unshared left" t_master_killed_is_replaced
 check "exec over ssh: streams byte-exact, statuses kept" t_exec_streams_and_statuses
 check "cp both ways with a remote session" t_cp_both_ways
 check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
