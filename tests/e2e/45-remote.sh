@@ -15,6 +15,9 @@ tui_trap
 AK=$TMP/authorized_keys
 ssh-keygen -q -t ed25519 -N '' -C client -f "$TMP/client" </dev/null || { echo "FAIL key"; exit 1; }
 cp "$TMP/client.pub" "$AK"
+# logins start in a HOME of the test's: no dotfile of the machine's user
+SSHD_HOME=$TMP/login-home
+mkdir -p "$SSHD_HOME"
 sshd_start "$AK"
 # the client's ssh: the test's key and nothing of the invoking user's
 cat >"$TMP/ssh_config" <<EOC

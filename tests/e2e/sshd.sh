@@ -5,7 +5,8 @@ mkdir -p /run/sshd
 
 # sshd_start AUTHORIZED_KEYS [TAG [PORT]]: start it (a second one with its
 # own TAG; on PORT to start one again); SSHD_PID is its pid, killed when
-# the file ends.
+# the file ends. With SSHD_HOME set, logins get that HOME, so the login
+# shell reads none of the invoking user's dotfiles.
 sshd_start() {
 	local ak=$1 tag=${2:-} fixed=${3:-} try port pid
 	[[ -f $TMP/hostkey ]] || ssh-keygen -q -t ed25519 -N '' -f "$TMP/hostkey" </dev/null ||
@@ -27,6 +28,7 @@ PermitRootLogin prohibit-password
 MaxStartups 100
 MaxSessions 100
 LogLevel INFO
+${SSHD_HOME:+SetEnv HOME=$SSHD_HOME}
 EOC
 		rm -f "$TMP/sshd$tag.log"
 		/usr/sbin/sshd -D -f "$TMP/sshd$tag.config" -E "$TMP/sshd$tag.log" &
