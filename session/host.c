@@ -288,7 +288,8 @@ host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
 	/* AES-GCM first (ssh's defaults after it): with AES-NI it moves
 	 * bytes faster than chacha20, ssh's first choice */
 	argv_add(&v, n, "-o");
-	argv_add(&v, n, "Ciphers=^aes128-gcm@openssh.com,aes256-gcm@openssh.com");
+	argv_add(
+	    &v, n, "Ciphers=^aes128-gcm@openssh.com,aes256-gcm@openssh.com");
 	argv_add(&v, n, "-o");
 	xasprintf(&opt, "ConnectTimeout=%d", HOST_CONNECT_S);
 	argv_add(&v, n, opt);
