@@ -145,6 +145,17 @@ t_exec_streams_and_statuses() {
 	expect_match "its error" "$err" "nosuch" || return 1
 }
 
+t_logs_stop_start_there() {
+	local here there
+	here=$(vmux logs lab:r1 | head -c 4000 | od -c | head -50)
+	there=$(rvmux logs r1 | head -c 4000 | od -c | head -50)
+	expect_eq "logs byte for byte" "$here" "$there" || return 1
+	vmux -H lab stop r1 >/dev/null || return 1
+	expect_eq "stopped there" "$(rvmux ls --json | jq -r '.[0].state')" stopped || return 1
+	vmux start lab:r1 >/dev/null || return 1
+	expect_eq "running there" "$(rvmux ls --json | jq -r '.[0].state')" running || return 1
+}
+
 t_cp_both_ways() {
 	mkdir -p "$TMP/up/sub"
 	head -c 300000 /dev/urandom >"$TMP/up/sub/data"
@@ -232,6 +243,11 @@ t_tui_over_two_hosts() {
 	wait_on tui '~ #' 30 || return 1
 	type_line 'echo tui-$((5*5))' tui
 	wait_on tui 'tui-25' 20 || return 1
+	# the wall tiles both hosts' sessions, live
+	tm send-keys -t tui C-b w
+	wait_on tui 'far:r1:[a-z0-9-]+ live' 30 || return 1
+	wait_on tui 'lab:r1:[a-z0-9-]+ live' 30 || return 1
+	tm send-keys -t tui Escape
 	# far goes away: said on its heading, lab's pane goes on
 	kill "$SSHD_PID"
 	vmux host disconnect far >/dev/null
@@ -267,6 +283,7 @@ check "new and ls run on the other host (-H, VMUX_HOST)" t_new_and_ls_run_there
 check "the other side's settings never send a command on" t_remote_settings_do_not_send_it_on
 check "a master killed with -9 is replaced, nothing unshared left" t_master_killed_is_replaced
 check "exec over ssh: streams byte-exact, statuses kept" t_exec_streams_and_statuses
+check "logs, stop and start on the other host" t_logs_stop_start_there
 check "cp both ways with a remote session" t_cp_both_ways
 check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
 check "ls over several hosts, one of them down" t_several_hosts
