@@ -66,7 +66,17 @@ serial_work(struct work *w)
 	struct session_record r;
 	int rw = 0, want = w->cursor == 1;
 
+	const char *name;
+	const struct host *h = hosts_target(w->tui, w->session, &name);
+
 	w->rc = -1;
+	if (h != NULL) { /* its console keeper's socket is over there */
+		xasprintf(&w->cause,
+		    "the console of a session on another host: vmux -H %s "
+		    "console %s",
+		    h->name, name);
+		return;
+	}
 	if (record_load(w->home, w->session, &r, &w->cause) != 0)
 		return;
 	w->fd = console_attach(&r, want, &rw, &w->cause);
