@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "session/session.h"
+
 #define EXIT_USAGE      2
 #define EXIT_TIMEOUT    124   /* vmux exec --timeout expired */
 #define EXIT_VMUX       125   /* vmux's own error (Docker's convention) */
@@ -148,6 +150,26 @@ int cli_running_session(
 struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
     int timeout_s, char **cause);
 
+/* pool.c: a warm pool of booted VMs `vmux new` claims */
+enum pool_state { POOL_BOOTING, POOL_READY, POOL_CLAIMED };
+struct pool_vm {
+	char *id;   /* pool-XXXXXXXX */
+	char *dir;  /* HOME/pool/ID */
+	int state;  /* enum pool_state */
+	char *spec; /* "PROFILE IMAGE" it was booted as, or NULL */
+	int ok;     /* rec was read */
+	struct session_record rec;
+};
+struct settings;
+int pool_list(const char *home, struct pool_vm **, size_t *, char **cause);
+void pool_list_free(struct pool_vm *, size_t);
+int pool_eligible(const struct args *, const struct settings *);
+int pool_claim(const char *home, const struct settings *, const struct args *,
+    const char *name, struct session_record *, char **cause);
+int pool_fill(const char *home, void (*notice)(const char *), char **cause);
+int pool_drain(const char *home, int *removed, char **cause);
+void pool_refill_later(const char *home);
+
 /* remote.c: sessions on other hosts (session/host.c) */
 struct host;
 extern const struct host *cli_remote;
@@ -195,6 +217,7 @@ extern const struct cmd_entry cmd_run_entry;
 extern const struct cmd_entry cmd_status_entry;
 extern const struct cmd_entry cmd_images_entry;
 extern const struct cmd_entry cmd_host_entry;
+extern const struct cmd_entry cmd_pool_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;

@@ -386,6 +386,30 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	return 0;
 }
 
+/*
+ * With a pool (settings: pool SIZE) and a request it can meet, claim a
+ * ready VM for a->argv[0] into *r: 1 claimed, 0 not (boot as usual), -1
+ * with cause. Either way the pool refills behind us.
+ */
+static int
+new_from_pool(
+    struct args *a, const char *home, struct session_record *r, char **cause)
+{
+	struct settings st;
+	int rc;
+
+	if (settings_load(&st, cause) != 0)
+		return -1;
+	if (!pool_eligible(a, &st)) {
+		settings_free(&st);
+		return 0;
+	}
+	rc = pool_claim(home, &st, a, a->argv[0], r, cause);
+	settings_free(&st);
+	pool_refill_later(home);
+	return rc < 0 ? -1 : rc == 0 ? 1 : 0;
+}
+
 /* Boot the session. */
 static int
 cmd_new_exec(struct args *a)
@@ -396,7 +420,7 @@ cmd_new_exec(struct args *a)
 	struct session_mount *mounts = NULL;
 	char *cause = NULL, *home;
 	unsigned *allow = NULL;
-	int rc;
+	int rc, claimed;
 
 	memset(&o, 0, sizeof o);
 	if (args_get(a, "count") != NULL || args_get(a, "roster") != NULL) {
@@ -432,7 +456,12 @@ cmd_new_exec(struct args *a)
 	cli_trap_interrupts(new_signal);
 	transport_cancel_on(&new_interrupted);
 
-	if (session_launch(&o, &r, &cause) != 0) {
+	claimed = new_from_pool(a, home, &r, &cause);
+	if (claimed < 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+	} else if (claimed == 0 && session_launch(&o, &r, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		rc = new_interrupted ? 128 + new_interrupted : EXIT_VMUX;

@@ -119,6 +119,29 @@ status_sessions(
 		    stat(v[i].rec.workspace, &st) == 0)
 			ws += (long long)st.st_blocks * 512;
 	}
+	/* the pool's VMs take the host's CPUs and memory too */
+	{
+		struct pool_vm *pv;
+		size_t pn;
+		char *why = NULL;
+		long long ready = 0, booting = 0;
+		cJSON *pool = cJSON_AddObjectToObject(o, "pool");
+		if (pool_list(home, &pv, &pn, &why) == 0) {
+			for (i = 0; i < pn; i++) {
+				if (pv[i].state == POOL_CLAIMED || !pv[i].ok ||
+				    !session_qemu_alive(&pv[i].rec))
+					continue;
+				ready += pv[i].state == POOL_READY;
+				booting += pv[i].state == POOL_BOOTING;
+				cpus += pv[i].rec.cpus;
+				mem += pv[i].rec.memory_mb;
+			}
+			pool_list_free(pv, pn);
+		} else
+			free(why);
+		cJSON_AddNumberToObject(pool, "ready", (double)ready);
+		cJSON_AddNumberToObject(pool, "booting", (double)booting);
+	}
 	cJSON_AddNumberToObject(by, "total", (double)n);
 	for (k = 0; k < 6; k++)
 		cJSON_AddNumberToObject(by, states[k], (double)counts[k]);
@@ -208,6 +231,12 @@ status_print(const cJSON *o)
 	    num(s, "total"), num(s, "running"), num(s, "starting"),
 	    num(s, "stopping"), num(s, "stopped"), num(s, "crashed"),
 	    num(s, "broken"));
+	if (num(cJSON_GetObjectItem(o, "pool"), "ready") +
+	        num(cJSON_GetObjectItem(o, "pool"), "booting") >
+	    0)
+		printf("pool: %.0f ready, %.0f booting (vmux pool ls)\n",
+		    num(cJSON_GetObjectItem(o, "pool"), "ready"),
+		    num(cJSON_GetObjectItem(o, "pool"), "booting"));
 	printf("in use: %.0f of %.0f CPUs, %.0f of %.0f MiB memory, "
 	       "workspaces %.0f MiB on the host\n",
 	    num(r, "cpus_in_use"), num(r, "host_cpus"),

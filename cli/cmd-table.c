@@ -37,6 +37,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_status_entry,
     &cmd_images_entry,
     &cmd_host_entry,
+    &cmd_pool_entry,
     &cmd_ping_entry,
     &cmd_connect_entry,
     &cmd_rm_entry,

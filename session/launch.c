@@ -109,6 +109,12 @@ launch_claim(
 
 	if (session_home_create(o->home, cause) != 0)
 		return -1;
+	if (o->dir != NULL) { /* a pool's VM: its folder's parent first */
+		char *parent = xstrdup(o->dir);
+		*strrchr(parent, '/') = '\0';
+		mkdir_p(parent, 0700);
+		free(parent);
+	}
 	lock = session_lock(o->home, cause);
 	if (lock < 0)
 		return -1;
@@ -129,6 +135,7 @@ launch_claim(
 		if (v[i].ok)
 			used[nused++] = v[i].rec.cid;
 	}
+	session_pool_cids(o->home, &used, &nused); /* unclaimed VMs' too */
 	r->cid = cid_pick(used, nused);
 	free(used);
 	session_list_free(v, n);
@@ -946,7 +953,8 @@ session_launch(
 	        0)
 		goto fail_early;
 	r.name = xstrdup(o->name);
-	r.dir = session_dir(o->home, o->name);
+	r.dir =
+	    o->dir != NULL ? xstrdup(o->dir) : session_dir(o->home, o->name);
 	r.status = SESSION_STARTING;
 	r.created = (int64_t)time(NULL);
 	r.cpus = o->cpus;

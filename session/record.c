@@ -655,6 +655,40 @@ session_list_free(struct session_entry *v, size_t n)
 	free(v);
 }
 
+/*
+ * Append the CIDs of the pool's VMs (in HOME/pool, not yet anyone's
+ * session) to *used, so a new session never takes one of theirs.
+ */
+void
+session_pool_cids(const char *home, unsigned **used, size_t *n)
+{
+	struct session_record r;
+	struct dirent *de;
+	char *pool, *path;
+	DIR *d;
+
+	xasprintf(&pool, "%s/pool", home);
+	if ((d = opendir(pool)) == NULL) {
+		free(pool);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char *why = NULL;
+		if (strncmp(de->d_name, "pool-", 5) != 0)
+			continue;
+		xasprintf(&path, "%s/%s/%s", pool, de->d_name, SESSION_RECORD);
+		if (record_read(path, &r, &why) == 0) {
+			*used = xreallocarray(*used, *n + 1, sizeof **used);
+			(*used)[(*n)++] = r.cid;
+			record_free(&r);
+		} else
+			free(why);
+		free(path);
+	}
+	closedir(d);
+	free(pool);
+}
+
 /* Take the home's exclusive lock; returns the fd (close it to unlock). */
 int
 session_lock(const char *home, char **cause)

@@ -192,6 +192,8 @@ struct settings {
 	char *profile;       /* default profile, or NULL */
 	int64_t console_max; /* console-log-max in bytes, or 0: default */
 	int64_t image_max;   /* image-max in bytes, or 0: default */
+	int pool_size;       /* pool SIZE [profile P] [image I]: warm VMs */
+	char *pool_profile, *pool_image; /* NULL: new's defaults */
 	struct settings_host {
 		char *name, *url; /* host NAME URL (host.c) */
 	} * hosts;
@@ -232,6 +234,7 @@ int session_list(
     const char *home, struct session_entry **out, size_t *n, char **cause);
 void session_list_free(struct session_entry *, size_t);
 int session_lock(const char *home, char **cause);
+void session_pool_cids(const char *home, unsigned **used, size_t *n);
 
 /* lock.c */
 int session_lock_one(const char *dir, const char *what, int wait_ms,
@@ -362,6 +365,7 @@ int console_attach(
 /* launch.c */
 struct launch_opts {
 	const char *home, *name;
+	const char *dir;   /* where it lives; NULL: HOME/sessions/NAME (pool) */
 	const char *accel; /* NULL: accel_detect() */
 	int cpus, memory_mb;
 	int boot_timeout_s;
@@ -409,6 +413,8 @@ int session_qemu_alive(const struct session_record *);
 int session_bridge_alive(const struct session_record *);
 int qmp_quit(const char *path, uint64_t deadline, char **cause);
 int session_stop(const struct session_record *, int force, int power_ms);
+int session_remove_at(const char *home, const char *dir, const char *name,
+    int force, int keep_workspace, char **kept, char **cause);
 int session_remove(const char *home, const char *name, int force,
     int keep_workspace, char **kept, char **cause);
 int session_halt(const char *home, const char *name, const char *reason,

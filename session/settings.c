@@ -14,6 +14,9 @@
  *                            (host.c; repeatable, one line a name)
  *   default-host NAME        where commands go without -H (default:
  *                            this machine)
+ *   pool SIZE [profile P] [image I]
+ *                            keep SIZE VMs booted for vmux new to claim
+ *                            (cli/pool.c; 0 to 64)
  * The TUI's settings live apart, in vmux.conf. A bad line is an error
  * naming the file and the line, and the command stops: a typo in a
  * security setting must not pass silently.
@@ -84,6 +87,8 @@ settings_free(struct settings *s)
 	}
 	free(s->hosts);
 	free(s->default_host);
+	free(s->pool_profile);
+	free(s->pool_image);
 	memset(s, 0, sizeof *s);
 }
 
@@ -117,6 +122,41 @@ settings_host(struct settings *s, char *val, char **why)
 	s->hosts = xreallocarray(s->hosts, s->nhosts + 1, sizeof *s->hosts);
 	s->hosts[s->nhosts].name = xstrdup(val);
 	s->hosts[s->nhosts++].url = xstrdup(url);
+	return 0;
+}
+
+/* A "pool SIZE [profile P] [image I]" line's value into s; 0 or -1. */
+static int
+settings_pool(struct settings *s, char *val, char **why)
+{
+	char *save, *w = strtok_r(val, " \t", &save), *end, *v;
+	long n;
+
+	errno = 0;
+	n = strtol(w, &end, 10);
+	if (errno != 0 || end == w || *end != '\0' || n < 0 || n > 64) {
+		xasprintf(why, "pool %s: want a size from 0 to 64", w);
+		return -1;
+	}
+	s->pool_size = (int)n;
+	while ((w = strtok_r(NULL, " \t", &save)) != NULL) {
+		char **into = strcmp(w, "profile") == 0 ? &s->pool_profile
+		    : strcmp(w, "image") == 0           ? &s->pool_image
+		                                        : NULL;
+		if (into == NULL) {
+			xasprintf(why,
+			    "pool: unknown word '%s' (profile P, "
+			    "image I)",
+			    w);
+			return -1;
+		}
+		if ((v = strtok_r(NULL, " \t", &save)) == NULL) {
+			xasprintf(why, "pool: %s needs a value", w);
+			return -1;
+		}
+		free(*into);
+		*into = xstrdup(v);
+	}
 	return 0;
 }
 
@@ -177,6 +217,9 @@ settings_load(struct settings *s, char **cause)
 				goto fail;
 		} else if (strcmp(key, "host") == 0) {
 			if (settings_host(s, val, &why) != 0)
+				goto fail;
+		} else if (strcmp(key, "pool") == 0) {
+			if (settings_pool(s, val, &why) != 0)
 				goto fail;
 		} else if (strcmp(key, "default-host") == 0) {
 			if (strcmp(val, "local") != 0 &&

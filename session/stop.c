@@ -390,14 +390,43 @@ int
 session_remove(const char *home, const char *name, int force,
     int keep_workspace, char **kept, char **cause)
 {
-	struct session_record r;
 	struct stat st;
-	char *dir, *path, *needle, *why = NULL;
-	int rc = 0, error, lock;
+	char *dir, *real;
+	int rc;
 
 	if (session_name_valid(name, cause) != 0)
 		return -1;
 	dir = session_dir(home, name);
+	if (lstat(dir, &st) != 0 || !S_ISLNK(st.st_mode)) {
+		rc = session_remove_at(
+		    home, dir, name, force, keep_workspace, kept, cause);
+		free(dir);
+		return rc;
+	}
+	/* a VM claimed from the pool: the name links to its folder */
+	real = realpath(dir, NULL);
+	rc = real == NULL ? 0
+	                  : session_remove_at(home, real, name, force,
+	                        keep_workspace, kept, cause);
+	if (rc == 0 && unlink(dir) != 0 && errno != ENOENT) {
+		xasprintf(cause, "cannot remove %s: %s", dir, strerror(errno));
+		rc = -1;
+	}
+	free(real);
+	free(dir);
+	return rc;
+}
+
+/* session_remove of the session that lives in dir (its own copy). */
+int
+session_remove_at(const char *home, const char *dir_in, const char *name,
+    int force, int keep_workspace, char **kept, char **cause)
+{
+	struct session_record r;
+	struct stat st;
+	char *dir = xstrdup(dir_in), *path, *needle, *why = NULL;
+	int rc = 0, error, lock;
+
 	if (lstat(dir, &st) != 0) {
 		free(dir);
 		if (force)

@@ -36,6 +36,8 @@ e2e_leftovers() {
 e2e_cleanup() {
 	local rc=$? s pids
 	trap - EXIT INT TERM
+	# a test's own teardown first (a warm pool drained, say)
+	declare -F e2e_before_cleanup >/dev/null && e2e_before_cleanup
 	[[ -f $BG_PIDS ]] && xargs -r kill 2>/dev/null <"$BG_PIDS"
 	if [[ -d $VMUX_HOME/sessions ]]; then
 		for s in "$VMUX_HOME"/sessions/*/; do

@@ -84,24 +84,57 @@ TEST(host_quote_survives_the_shell)
 	free(q);
 }
 
-TEST(settings_host_lines)
+/* A private XDG_CONFIG_HOME in dir (a mkdtemp template); its config's path. */
+static char *
+config_dir(char *dir)
 {
-	char dir[] = "/tmp/vmux-unit-host.XXXXXX", *path, *cause = NULL;
-	struct settings s;
-	struct host h;
-	FILE *f;
+	char *path;
 
-	CHECK(mkdtemp(dir) != NULL);
+	if (mkdtemp(dir) == NULL)
+		return NULL;
 	setenv("XDG_CONFIG_HOME", dir, 1);
 	xasprintf(&path, "%s/vmux", dir);
 	mkdir_p(path, 0700);
 	free(path);
 	xasprintf(&path, "%s/vmux/config", dir);
-	f = fopen(path, "w");
-	fputs("host lab1 ssh://root@lab1:22 # the first\n"
-	      "host lab2\tssh://lab2\ndefault-host lab2\n",
-	    f);
-	fclose(f);
+	return path;
+}
+
+/* Make the config hold text. */
+static void
+config_put(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f != NULL) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* Remove what config_dir made. */
+static void
+config_gone(char *dir, char *path)
+{
+	unlink(path);
+	free(path);
+	xasprintf(&path, "%s/vmux", dir);
+	rmdir(path);
+	free(path);
+	rmdir(dir);
+	unsetenv("XDG_CONFIG_HOME");
+}
+
+TEST(settings_host_lines)
+{
+	char dir[] = "/tmp/vmux-unit-host.XXXXXX", *path, *cause = NULL;
+	struct settings s;
+	struct host h;
+
+	CHECK((path = config_dir(dir)) != NULL);
+	config_put(path,
+	    "host lab1 ssh://root@lab1:22 # the first\n"
+	    "host lab2\tssh://lab2\ndefault-host lab2\n");
 	CHECK_INT(settings_load(&s, &cause), 0);
 	CHECK_INT((int)s.nhosts, 2);
 	CHECK_STR(s.default_host, "lab2");
@@ -115,24 +148,39 @@ TEST(settings_host_lines)
 	cause = NULL;
 	settings_free(&s);
 	/* a bad line names the file and the line */
-	f = fopen(path, "w");
-	fputs("host lab1 ssh://root@lab1\nhost lab1 ssh://other\n", f);
-	fclose(f);
+	config_put(path, "host lab1 ssh://root@lab1\nhost lab1 ssh://other\n");
 	CHECK_INT(settings_load(&s, &cause), -1);
 	CHECK(strstr(cause, "config:2: host lab1 is named twice") != NULL);
 	free(cause);
 	cause = NULL;
-	f = fopen(path, "w");
-	fputs("host lab1\n", f);
-	fclose(f);
+	config_put(path, "host lab1\n");
 	CHECK_INT(settings_load(&s, &cause), -1);
 	CHECK(strstr(cause, "needs a URL") != NULL);
 	free(cause);
-	unlink(path);
-	free(path);
-	xasprintf(&path, "%s/vmux", dir);
-	rmdir(path);
-	free(path);
-	rmdir(dir);
-	unsetenv("XDG_CONFIG_HOME");
+	config_gone(dir, path);
+}
+
+/* settings.c's pool line: size, profile, image; bad ones name the line. */
+TEST(settings_pool_line)
+{
+	char dir[] = "/tmp/vmux-unit-pool.XXXXXX", *path, *cause = NULL;
+	static const char *const bad[] = {"pool 65\n", "pool -1\n", "pool x\n",
+	    "pool 2 flavour big\n", "pool 2 profile\n", NULL};
+	struct settings s;
+
+	CHECK((path = config_dir(dir)) != NULL);
+	config_put(path, "pool 3 profile network_basic image debian-12\n");
+	CHECK_INT(settings_load(&s, &cause), 0);
+	CHECK_INT(s.pool_size, 3);
+	CHECK_STR(s.pool_profile, "network_basic");
+	CHECK_STR(s.pool_image, "debian-12");
+	settings_free(&s);
+	for (size_t i = 0; bad[i] != NULL; i++) {
+		config_put(path, bad[i]);
+		CHECK_INT(settings_load(&s, &cause), -1);
+		CHECK(strstr(cause, "config:1: pool") != NULL);
+		free(cause);
+		cause = NULL;
+	}
+	config_gone(dir, path);
 }

@@ -1,0 +1,533 @@
+/*
+ * pool.c: a warm pool, VMs booted before anyone asks (the settings' `pool
+ * SIZE [profile P] [image I]`), so that `vmux new` takes one that is ready.
+ *
+ * A pool VM is an ordinary session, booted as `vmux new --profile P
+ * [--image I]` would boot it, but in HOME/pool/pool-XXXXXXXX under that
+ * name: outside sessions/, so nothing lists it and nobody reaches it. Its
+ * folder says where it is in its life: "ready" once its boot returned;
+ * claiming renames that to "claimed" (rename is atomic: of two vmux new,
+ * one wins). The claimer checks that QEMU and the agent answer, gives the
+ * guest its new host name, rewrites the record (name, labels) and makes
+ * sessions/NAME a symlink to the folder; from then on it is NAME like any
+ * session (rm removes both). Nothing ran in it but that `hostname`: no
+ * shell, no file, no history of anyone's.
+ *
+ * A refill (`vmux pool fill`, started detached after a claim) boots what is
+ * missing, one at a time, under a lock; it removes the VMs that died, that
+ * a killed fill left half booted, or that the settings no longer describe.
+ */
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/common.h"
+#include "proto/proto.h"
+#include "session/session.h"
+#include "cli.h"
+
+#define POOL_CONNECT_MS 2000 /* a ready VM's agent answers at once */
+#define POOL_REPLY_MS   10000
+
+/* new's options a claim can honour; any other asks for a boot */
+static const char *const pool_claim_opts[] = {
+    "label", "profile", "image", "json", NULL};
+
+/* Free what pool_list filled in. */
+void
+pool_list_free(struct pool_vm *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].id);
+		free(v[i].dir);
+		free(v[i].spec);
+		record_free(&v[i].rec);
+	}
+	free(v);
+}
+
+/* The file dir/name as a string (first line), or NULL. */
+static char *
+pool_read(const char *dir, const char *name)
+{
+	char *path, buf[512], *out = NULL;
+	FILE *f;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fgets(buf, sizeof buf, f) != NULL) {
+			buf[strcspn(buf, "\n")] = '\0';
+			out = xstrdup(buf);
+		}
+		fclose(f);
+	}
+	free(path);
+	return out;
+}
+
+/* Does dir/name exist? */
+static int
+pool_has(const char *dir, const char *name)
+{
+	char *path;
+	int yes;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	yes = access(path, F_OK) == 0;
+	free(path);
+	return yes;
+}
+
+/* Every VM in HOME/pool, claimed ones included. 0 or -1 with cause. */
+int
+pool_list(const char *home, struct pool_vm **out, size_t *n, char **cause)
+{
+	struct dirent *de;
+	char *pool;
+	DIR *d;
+
+	*out = NULL;
+	*n = 0;
+	xasprintf(&pool, "%s/pool", home);
+	if ((d = opendir(pool)) == NULL) {
+		int error = errno;
+		free(pool);
+		if (error == ENOENT)
+			return 0;
+		xasprintf(
+		    cause, "cannot list %s/pool: %s", home, strerror(error));
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct pool_vm *vm;
+		char *path, *why = NULL;
+		if (strncmp(de->d_name, "pool-", 5) != 0)
+			continue;
+		*out = xreallocarray(*out, *n + 1, sizeof **out);
+		vm = &(*out)[(*n)++];
+		memset(vm, 0, sizeof *vm);
+		vm->id = xstrdup(de->d_name);
+		xasprintf(&vm->dir, "%s/%s", pool, de->d_name);
+		path = record_path(vm->dir);
+		vm->ok = record_read(path, &vm->rec, &why) == 0;
+		free(why);
+		free(path);
+		vm->state = pool_has(vm->dir, "claimed") ? POOL_CLAIMED
+		    : pool_has(vm->dir, "ready")         ? POOL_READY
+		                                         : POOL_BOOTING;
+		vm->spec = pool_read(vm->dir, "spec");
+	}
+	closedir(d);
+	free(pool);
+	return 0;
+}
+
+/* The profile a request means: given, else the settings', else default. */
+static const char *
+pool_profile_of(const char *given, const struct settings *st)
+{
+	if (given != NULL)
+		return given;
+	return st->profile != NULL ? st->profile : "default";
+}
+
+/* The pool's spec as its VMs keep it: "PROFILE IMAGE" (caller frees). */
+static char *
+pool_spec(const struct settings *st, const char *profile, const char *image)
+{
+	char *s;
+
+	xasprintf(&s, "%s %s", pool_profile_of(profile, st),
+	    image != NULL ? image : "-");
+	return s;
+}
+
+/*
+ * Can `vmux new` parsed into a be given a pool VM? Only when it asks for
+ * nothing a booted VM cannot take now (labels can be; memory, mounts, a
+ * network or a ttl cannot) and the same profile and image as the pool.
+ */
+int
+pool_eligible(const struct args *a, const struct settings *st)
+{
+	const struct cmd_opt *o;
+	char *want, *have;
+	int same;
+
+	if (st->pool_size <= 0)
+		return 0;
+	for (o = a->entry->opts; o->name != NULL; o++) {
+		int k, allowed = 0;
+		for (k = 0; pool_claim_opts[k] != NULL; k++)
+			allowed |= strcmp(o->name, pool_claim_opts[k]) == 0;
+		if (!allowed && args_has(a, o->name))
+			return 0;
+	}
+	want = pool_spec(st, args_get(a, "profile"), args_get(a, "image"));
+	have = pool_spec(st, st->pool_profile, st->pool_image);
+	same = strcmp(want, have) == 0;
+	free(want);
+	free(have);
+	return same;
+}
+
+/* Give the guest its new host name (as root, through the agent). */
+static int
+pool_hostname(const struct session_record *r, const char *name, char **cause)
+{
+	struct vsock_target t;
+	cJSON *req = cJSON_CreateObject(), *cmd, *reply;
+	const cJSON *code;
+	uint64_t now = mono_ms();
+	int rc = -1;
+
+	cJSON_AddStringToObject(req, "action", "exec");
+	cmd = cJSON_AddArrayToObject(req, "command");
+	cJSON_AddItemToArray(cmd, cJSON_CreateString("/bin/sh"));
+	cJSON_AddItemToArray(cmd, cJSON_CreateString("-c"));
+	cJSON_AddItemToArray(cmd,
+	    cJSON_CreateString("hostname \"$0\" && { echo \"$0\" "
+	                       ">/etc/hostname; } 2>/dev/null; hostname "
+	                       "\"$0\""));
+	cJSON_AddItemToArray(cmd, cJSON_CreateString(name));
+	cJSON_AddNumberToObject(req, "timeout_seconds", 10);
+	session_target(r, &t);
+	reply = agent_call(&t, req, now + POOL_CONNECT_MS, now + POOL_REPLY_MS,
+	    NULL, NULL, cause);
+	cJSON_Delete(req);
+	if (reply == NULL)
+		return -1;
+	code = cJSON_GetObjectItemCaseSensitive(reply, "exit_code");
+	if (cJSON_IsNumber(code) && code->valuedouble == 0)
+		rc = 0;
+	else
+		xasprintf(cause, "could not set its host name");
+	cJSON_Delete(reply);
+	return rc;
+}
+
+/* Stop and remove one pool VM (quietly: a pool VM is nobody's yet). */
+static void
+pool_remove(const char *home, const struct pool_vm *vm)
+{
+	char *cause = NULL;
+
+	if (session_remove_at(home, vm->dir, vm->id, 1, 0, NULL, &cause) != 0) {
+		log_debug("pool: removing %s: %s", vm->id, cause);
+		free(cause);
+	}
+}
+
+/*
+ * Give session name (its labels from a) a ready pool VM. Returns 0 with
+ * its record in *out, 1 when none is ready, or -1 with cause (the name is
+ * taken). VMs found dead or deaf on the way are removed.
+ */
+int
+pool_claim(const char *home, const struct settings *st, const struct args *a,
+    const char *name, struct session_record *out, char **cause)
+{
+	struct pool_vm *v;
+	struct stat sb;
+	char *want, *link = NULL, *target = NULL, *path;
+	size_t n, i;
+	int rc = 1, nlabels;
+	char **labels = args_values(a, "label", &nlabels);
+
+	memset(out, 0, sizeof *out);
+	if (pool_list(home, &v, &n, cause) != 0)
+		return -1;
+	want = pool_spec(st, st->pool_profile, st->pool_image);
+	link = session_dir(home, name);
+	for (i = 0; i < n && rc == 1; i++) {
+		struct pool_vm *vm = &v[i];
+		char *from, *to, *why = NULL;
+		if (vm->state != POOL_READY || !vm->ok || vm->spec == NULL ||
+		    strcmp(vm->spec, want) != 0)
+			continue;
+		if (lstat(link, &sb) == 0) {
+			xasprintf(cause, "session '%s' already exists", name);
+			rc = -1;
+			break;
+		}
+		xasprintf(&from, "%s/ready", vm->dir);
+		xasprintf(&to, "%s/claimed", vm->dir);
+		int won = rename(from, to) == 0; /* another vmux new lost */
+		free(from);
+		free(to);
+		if (!won)
+			continue;
+		if (!session_qemu_alive(&vm->rec) ||
+		    pool_hostname(&vm->rec, name, &why) != 0) {
+			log_debug("pool: %s: %s", vm->id,
+			    why != NULL ? why : "QEMU is gone");
+			free(why);
+			pool_remove(home, vm);
+			continue;
+		}
+		free(vm->rec.name);
+		vm->rec.name = xstrdup(name);
+		for (size_t k = 0; k < vm->rec.nlabels; k++)
+			free(vm->rec.labels[k]);
+		free(vm->rec.labels);
+		vm->rec.labels = xcalloc((size_t)nlabels + 1, sizeof(char *));
+		for (int k = 0; k < nlabels; k++)
+			vm->rec.labels[k] = xstrdup(labels[k]);
+		vm->rec.nlabels = (size_t)nlabels;
+		path = record_path(vm->dir);
+		if (record_write(path, &vm->rec, cause) != 0) {
+			free(path);
+			pool_remove(home, vm);
+			rc = -1;
+			break;
+		}
+		free(path);
+		xasprintf(&target, "../pool/%s", vm->id);
+		if (session_home_create(home, cause) != 0 ||
+		    symlink(target, link) != 0) {
+			if (*cause == NULL)
+				xasprintf(cause,
+				    errno == EEXIST
+				        ? "session '%s' already exists"
+				        : "cannot name it %s",
+				    name);
+			pool_remove(home, vm);
+			rc = -1;
+			break;
+		}
+		*out = vm->rec;
+		memset(&vm->rec, 0, sizeof vm->rec);
+		rc = 0;
+	}
+	free(target);
+	free(link);
+	free(want);
+	pool_list_free(v, n);
+	return rc;
+}
+
+/*
+ * The pool's lock, held by a fill and by a drain, so that a drain never
+ * races a boot: its fd, or -1 when wait is 0 and another holds it.
+ */
+static int
+pool_lock(const char *home, int wait)
+{
+	char *dir, *path;
+	int fd;
+
+	xasprintf(&dir, "%s/pool", home);
+	mkdir_p(dir, 0700);
+	xasprintf(&path, "%s/fill.lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	free(path);
+	free(dir);
+	if (fd >= 0 && flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Write text as dir/name (0) or say why not (-1 with cause). */
+static int
+pool_write(const char *dir, const char *name, const char *text, char **cause)
+{
+	char *path;
+	FILE *f;
+	int rc = 0;
+
+	xasprintf(&path, "%s/%s", dir, name);
+	if ((f = fopen(path, "we")) == NULL || fprintf(f, "%s\n", text) < 0 ||
+	    fclose(f) != 0) {
+		xasprintf(cause, "cannot write %s: %s", path, strerror(errno));
+		rc = -1;
+	}
+	free(path);
+	return rc;
+}
+
+/*
+ * Boot one pool VM as `vmux new --profile P [--image I]` would, into
+ * HOME/pool/pool-XXXXXXXX; ready once it answers. 0 or -1 with cause.
+ */
+static int
+pool_boot(const char *home, const struct settings *st, const char *spec,
+    void (*notice)(const char *), char **cause)
+{
+	char *argv[6], id[32], *dir, *msg;
+	struct launch_opts o;
+	struct session_record r;
+	struct session_mount *mounts = NULL;
+	struct profile p;
+	struct args a;
+	unsigned *allow = NULL;
+	int argc = 0, rc = -1;
+
+	argv[argc++] = "new";
+	argv[argc++] = "--profile";
+	argv[argc++] = (char *)pool_profile_of(st->pool_profile, st);
+	if (st->pool_image != NULL) {
+		argv[argc++] = "--image";
+		argv[argc++] = st->pool_image;
+	}
+	argv[argc] = NULL;
+	memset(&o, 0, sizeof o);
+	if (args_parse(&cmd_new_entry, argc, argv, &a, cause) != 0)
+		return -1;
+	if (new_parse(&a, &o, &p, &allow, &mounts, cause) != 0) {
+		args_free(&a);
+		free(allow);
+		return -1;
+	}
+	uint32_t rnd = 0;
+	if (getrandom(&rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		rnd = (uint32_t)mono_ms() ^ (uint32_t)getpid() << 16;
+	snprintf(id, sizeof id, "pool-%08x", (unsigned)rnd);
+	xasprintf(&dir, "%s/pool/%s", home, id);
+	o.home = home;
+	o.name = id;
+	o.dir = dir;
+	if (notice != NULL) {
+		xasprintf(&msg, "booting %s (%s)", id, spec);
+		notice(msg);
+		free(msg);
+	}
+	if (session_launch(&o, &r, cause) == 0) {
+		/* the spec before the mark: a ready VM always has one */
+		if (pool_write(dir, "spec", spec, cause) == 0 &&
+		    pool_write(dir, "ready", "", cause) == 0)
+			rc = 0;
+		record_free(&r);
+	}
+	free(dir);
+	free(allow);
+	new_mounts_free(mounts, o.nmounts);
+	args_free(&a);
+	return rc;
+}
+
+/*
+ * Boot what the pool is missing (and remove what it should not hold).
+ * Another fill already running makes this one return at once. notice says
+ * each step (NULL: quiet). 0, or -1 with cause (a boot failed).
+ */
+int
+pool_fill(const char *home, void (*notice)(const char *), char **cause)
+{
+	struct settings st;
+	char *want = NULL, *msg;
+	int lock_fd, rc = 0;
+
+	if (settings_load(&st, cause) != 0)
+		return -1;
+	if ((lock_fd = pool_lock(home, 0)) < 0) {
+		if (notice != NULL)
+			notice("a fill is already running");
+		settings_free(&st);
+		return 0;
+	}
+	want = pool_spec(&st, st.pool_profile, st.pool_image);
+	for (;;) {
+		struct pool_vm *v;
+		size_t n, i;
+		int ready = 0;
+		if (pool_list(home, &v, &n, cause) != 0) {
+			rc = -1;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			struct pool_vm *vm = &v[i];
+			if (vm->state == POOL_CLAIMED)
+				continue;
+			/* half booted (we hold the lock), dead, or stale */
+			if (vm->state == POOL_BOOTING || !vm->ok ||
+			    !session_qemu_alive(&vm->rec) || vm->spec == NULL ||
+			    strcmp(vm->spec, want) != 0 ||
+			    ready >= st.pool_size) {
+				if (notice != NULL) {
+					xasprintf(&msg, "removing %s", vm->id);
+					notice(msg);
+					free(msg);
+				}
+				pool_remove(home, vm);
+				continue;
+			}
+			ready++;
+		}
+		pool_list_free(v, n);
+		if (ready >= st.pool_size)
+			break;
+		if (pool_boot(home, &st, want, notice, cause) != 0) {
+			rc = -1;
+			break;
+		}
+	}
+	free(want);
+	settings_free(&st);
+	close(lock_fd);
+	return rc;
+}
+
+/*
+ * Stop and remove every pool VM nobody claimed, after any fill under way
+ * ends (a fill started later fills the pool again). 0 or -1 with cause.
+ */
+int
+pool_drain(const char *home, int *removed, char **cause)
+{
+	struct pool_vm *v;
+	size_t n, i;
+	int lock_fd = pool_lock(home, 1);
+
+	*removed = 0;
+	if (pool_list(home, &v, &n, cause) != 0) {
+		if (lock_fd >= 0)
+			close(lock_fd);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		if (v[i].state == POOL_CLAIMED)
+			continue;
+		pool_remove(home, &v[i]);
+		(*removed)++;
+	}
+	pool_list_free(v, n);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	return 0;
+}
+
+/*
+ * Start `vmux pool fill` detached (its output in HOME/pool/fill.log), so
+ * the pool refills behind a claim without the claimer waiting.
+ */
+void
+pool_refill_later(const char *home)
+{
+	char *self = exe_path(), *log, *cause = NULL, *dir;
+	char *argv[] = {self, "pool", "fill", NULL};
+
+	if (self == NULL)
+		return;
+	xasprintf(&dir, "%s/pool", home);
+	mkdir_p(dir, 0700);
+	xasprintf(&log, "%s/fill.log", dir);
+	if (proc_spawn(argv, -1, log, NULL, &cause) < 0) {
+		log_debug("pool: refill: %s", cause);
+		free(cause);
+	}
+	free(log);
+	free(dir);
+	free(self);
+}

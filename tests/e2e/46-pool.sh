@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# 46-pool: the warm pool. With `pool 2` in the settings, `vmux pool fill`
+# boots two VMs nobody lists; `vmux new` takes one (its name, labels and
+# host name; nothing of anyone's in it) and the pool refills behind it by
+# itself; two at once get two; a request the pool cannot meet boots cold;
+# a pool VM that dies is replaced; rm removes a claimed VM whole; status
+# counts the pool; drain stops it. Real guests throughout.
+source "$(dirname "$0")/lib.sh"
+
+CONF=$XDG_CONFIG_HOME/vmux/config
+mkdir -p "$(dirname "$CONF")"
+echo "pool 2" >"$CONF"
+
+# whatever happens: no refill starts again, the pool is drained
+e2e_before_cleanup() {
+	echo "pool 0" >"$CONF"
+	"$VMUX" pool drain >/dev/null 2>&1
+}
+
+pool_ready() { vmux pool ls --json | jq '[.vms[] | select(.state == "ready")] | length'; }
+pool_ids() { vmux pool ls --json | jq -r '[.vms[].id] | sort | join(",")'; }
+# wait_ready N: until the pool has N ready VMs (its refill runs by itself)
+wait_ready() { wait_for 180 eval '[[ $(pool_ready) == '"$1"' ]]'; }
+
+t_fill_boots_hidden_vms() {
+	vmux pool fill 2>"$TMP/fill.err" || { cat "$TMP/fill.err"; return 1; }
+	expect_eq "ready" "$(pool_ready)" 2 || return 1
+	expect_eq "ls lists none" "$(vmux ls --json | jq length)" 0 || return 1
+	expect_eq "status" "$(vmux status --json | jq .pool.ready)" 2 || return 1
+	expect_match "status counts them" "$(vmux status --json | jq .resources.memory_mb_in_use)" '^[1-9]' || return 1
+}
+
+t_new_claims_a_clean_vm() {
+	local before dir out
+	before=$(pool_ids)
+	vmux new a --label class=x >/dev/null || return 1
+	dir=$(session_field a dir)
+	expect_match "from the pool" "$dir" "/pool/pool-[0-9a-f]{8}\$" || return 1
+	[[ $before == *"$(basename "$dir")"* ]] || fail "$dir was not one of $before"
+	expect_eq "label" "$(session_field a 'labels.class')" x || return 1
+	out=$(vmux exec a -- sh -c 'hostname; cat /etc/hostname')
+	expect_eq "host name" "$out" $'a\na' || return 1
+	# nothing of anyone's: no shell, an empty workspace, no history
+	expect_eq "shells" "$(vmux shells a --json | jq length)" 0 || return 1
+	out=$(vmux exec a -- sh -c 'ls -A /workspace; ls -A /root 2>/dev/null | grep -v "^\.ash_history$" ; true')
+	expect_eq "workspace" "$out" "lost+found" || return 1
+	# the pool refills by itself, the claimed one no longer in it
+	wait_ready 2 || fail "the pool did not refill: $(vmux pool ls)"
+	[[ $(pool_ids) != *"$(basename "$dir")"* ]] || fail "a is still in the pool"
+}
+
+t_two_at_once_get_two() {
+	vmux new b >"$TMP/b.out" 2>&1 &
+	local pb=$!
+	vmux new c >"$TMP/c.out" 2>&1
+	local rc=$?
+	wait $pb || { cat "$TMP/b.out"; return 1; }
+	[[ $rc -eq 0 ]] || { cat "$TMP/c.out"; return 1; }
+	[[ $(session_field b dir) != "$(session_field c dir)" ]] || fail "b and c share a VM"
+	expect_eq "b's name" "$(vmux exec b -- hostname)" b || return 1
+	expect_eq "c's name" "$(vmux exec c -- hostname)" c || return 1
+	# a name taken: an error, and the pool keeps its VMs
+	wait_ready 2 || fail "no refill: $(vmux pool ls)"
+	expect_status 125 vmux new c 2>/dev/null || return 1
+	expect_eq "still ready" "$(pool_ready)" 2 || return 1
+}
+
+t_other_requests_boot_cold() {
+	vmux new big --memory 256 >/dev/null || return 1
+	expect_match "cold" "$(session_field big dir)" "/sessions/big\$" || return 1
+	expect_eq "pool kept" "$(pool_ready)" 2 || return 1
+}
+
+t_dead_pool_vm_is_replaced() {
+	local id pid
+	id=$(vmux pool ls --json | jq -r '.vms[0].id')
+	pid=$(jq -r .pids.qemu "$VMUX_HOME/pool/$id/session.json")
+	kill -9 "$pid"
+	wait_for 20 eval '! kill -0 '"$pid"' 2>/dev/null' || return 1
+	vmux pool fill 2>/dev/null || return 1
+	expect_eq "ready" "$(pool_ready)" 2 || return 1
+	[[ ! -d $VMUX_HOME/pool/$id ]] || fail "$id is still there"
+}
+
+t_rm_removes_a_claimed_vm_whole() {
+	local dir
+	dir=$(session_field a dir)
+	vmux rm a >/dev/null || return 1
+	[[ ! -e $dir && ! -L $VMUX_HOME/sessions/a ]] || fail "left: $(ls -la "$dir" "$VMUX_HOME/sessions/a" 2>&1)"
+	[[ -z $(pgrep -f -- "$dir/") ]] || fail "a process of a is left"
+}
+
+t_drain_stops_the_pool() {
+	local id ids
+	ids=$(vmux pool ls --json | jq -r '.vms[].id')
+	[[ -n $ids ]] || { fail "an empty pool to drain"; return 1; }
+	echo "pool 0" >"$CONF"
+	vmux pool drain >/dev/null || return 1
+	expect_eq "none" "$(vmux pool ls --json | jq '.vms | length')" 0 || return 1
+	for id in $ids; do
+		[[ -z $(pgrep -f -- "$VMUX_HOME/pool/$id/") ]] || fail "$id's processes left"
+	done
+	# the claimed ones are sessions now, untouched
+	expect_eq "b" "$(session_field b state)" running || return 1
+}
+
+check "pool fill boots VMs that ls does not list" t_fill_boots_hidden_vms
+check "vmux new claims a clean pool VM, the pool refills" t_new_claims_a_clean_vm
+check "two vmux new at once get two VMs; a taken name fails" t_two_at_once_get_two
+check "a request the pool cannot meet boots cold" t_other_requests_boot_cold
+check "a pool VM that died is replaced" t_dead_pool_vm_is_replaced
+check "rm removes a claimed VM whole" t_rm_removes_a_claimed_vm_whole
+check "drain stops the pool, claimed VMs stay" t_drain_stops_the_pool
