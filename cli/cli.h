@@ -151,7 +151,7 @@ struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
     int timeout_s, char **cause);
 
 /* pool.c: a warm pool of booted VMs `vmux new` claims */
-enum pool_state { POOL_BOOTING, POOL_READY, POOL_CLAIMED };
+enum pool_state { POOL_BOOTING, POOL_READY, POOL_CLAIMED, POOL_REMOVING };
 struct pool_vm {
 	char *id;   /* pool-XXXXXXXX */
 	char *dir;  /* HOME/pool/ID */

@@ -40,9 +40,10 @@ const struct cmd_entry cmd_pool_entry = {
 static const char *
 pool_state_name(int state)
 {
-	return state == POOL_READY  ? "ready"
-	    : state == POOL_CLAIMED ? "claimed"
-	                            : "booting";
+	return state == POOL_READY   ? "ready"
+	    : state == POOL_CLAIMED  ? "claimed"
+	    : state == POOL_REMOVING ? "removing"
+	                             : "booting";
 }
 
 /* A fill's steps on stderr (not with --json). */

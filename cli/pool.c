@@ -26,7 +26,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -122,9 +124,12 @@ pool_list(const char *home, struct pool_vm **out, size_t *n, char **cause)
 		vm->ok = record_read(path, &vm->rec, &why) == 0;
 		free(why);
 		free(path);
-		vm->state = pool_has(vm->dir, "claimed") ? POOL_CLAIMED
-		    : pool_has(vm->dir, "ready")         ? POOL_READY
-		                                         : POOL_BOOTING;
+		/* ready first: a claim renames it to claimed, so looking
+		 * the other way round could see neither */
+		vm->state = pool_has(vm->dir, "ready") ? POOL_READY
+		    : pool_has(vm->dir, "claimed")     ? POOL_CLAIMED
+		    : pool_has(vm->dir, "removing")    ? POOL_REMOVING
+		                                       : POOL_BOOTING;
 		vm->spec = pool_read(vm->dir, "spec");
 	}
 	closedir(d);
@@ -141,14 +146,29 @@ pool_profile_of(const char *given, const struct settings *st)
 	return st->profile != NULL ? st->profile : "default";
 }
 
-/* The pool's spec as its VMs keep it: "PROFILE IMAGE" (caller frees). */
+/*
+ * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
+ * the profile's contents and vmux's version, so that a VM booted under a
+ * profile since changed, or by another vmux, is never handed out.
+ */
 static char *
 pool_spec(const struct settings *st, const char *profile, const char *image)
 {
-	char *s;
+	const char *name = pool_profile_of(profile, st);
+	struct profile p;
+	char *s, *text = NULL, *why = NULL;
+	cJSON *j;
 
-	xasprintf(&s, "%s %s", pool_profile_of(profile, st),
-	    image != NULL ? image : "-");
+	if (profile_get(name, &p, &why) == 0) {
+		j = profile_json(&p);
+		text = cJSON_PrintUnformatted(j);
+		cJSON_Delete(j);
+	} else
+		free(why);
+	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
+	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
+	        hash_fnv1a(VMUX_VERSION));
+	free(text);
 	return s;
 }
 
@@ -216,6 +236,69 @@ pool_hostname(const struct session_record *r, const char *name, char **cause)
 	return rc;
 }
 
+/* Write "PID NAME" into a claimed mark: whose claim it is. */
+static void
+pool_write_claimer(const char *path, const char *name)
+{
+	FILE *f = fopen(path, "we");
+
+	if (f != NULL) {
+		fprintf(f, "%ld %s\n", (long)getpid(), name);
+		fclose(f);
+	}
+}
+
+/*
+ * Is a claimed VM an orphan: its claimer gone without naming it (killed
+ * between the rename and the symlink)? Its session's link must point to
+ * it, or the claim must be young and its claimer alive.
+ */
+static int
+pool_orphan(const char *home, const struct pool_vm *vm)
+{
+	char *line = pool_read(vm->dir, "claimed"), *link, *want, buf[256];
+	char name[128] = "";
+	long pid = 0;
+	ssize_t n;
+	int orphan = 1;
+
+	if (line != NULL)
+		sscanf(line, "%ld %127s", &pid, name);
+	free(line);
+	if (*name != '\0' && session_name_valid(name, NULL) == 0) {
+		link = session_dir(home, name);
+		xasprintf(&want, "../pool/%s", vm->id);
+		n = readlink(link, buf, sizeof buf - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			orphan = strcmp(buf, want) != 0;
+		}
+		free(want);
+		free(link);
+	}
+	if (orphan && pid > 0 && kill((pid_t)pid, 0) == 0)
+		orphan = 0; /* still at it */
+	return orphan;
+}
+
+/*
+ * Take a ready VM out of the pool before removing it (rename ready to
+ * removing: the step a claim races for). 1 won, 0 a claim got it.
+ */
+static int
+pool_take(const struct pool_vm *vm)
+{
+	char *from, *to;
+	int won;
+
+	xasprintf(&from, "%s/ready", vm->dir);
+	xasprintf(&to, "%s/removing", vm->dir);
+	won = rename(from, to) == 0;
+	free(from);
+	free(to);
+	return won;
+}
+
 /* Stop and remove one pool VM (quietly: a pool VM is nobody's yet). */
 static void
 pool_remove(const char *home, const struct pool_vm *vm)
@@ -260,23 +343,45 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 			rc = -1;
 			break;
 		}
+		if (transport_cancelled()) { /* ^C: leave the pool be */
+			xasprintf(cause, "interrupted");
+			rc = -1;
+			break;
+		}
 		xasprintf(&from, "%s/ready", vm->dir);
 		xasprintf(&to, "%s/claimed", vm->dir);
 		int won = rename(from, to) == 0; /* another vmux new lost */
-		free(from);
-		free(to);
-		if (!won)
+		if (won) /* who, so a fill can tell a claim that died */
+			pool_write_claimer(to, name);
+		if (!won) {
+			free(from);
+			free(to);
 			continue;
+		}
 		if (!session_qemu_alive(&vm->rec) ||
 		    pool_hostname(&vm->rec, name, &why) != 0) {
+			if (transport_cancelled()) { /* not the VM's fault */
+				rename(to, from);
+				free(why);
+				free(from);
+				free(to);
+				xasprintf(cause, "interrupted");
+				rc = -1;
+				break;
+			}
 			log_debug("pool: %s: %s", vm->id,
 			    why != NULL ? why : "QEMU is gone");
 			free(why);
+			free(from);
+			free(to);
 			pool_remove(home, vm);
 			continue;
 		}
+		free(from);
+		free(to);
 		free(vm->rec.name);
 		vm->rec.name = xstrdup(name);
+		vm->rec.created = (int64_t)time(NULL); /* its life starts now */
 		for (size_t k = 0; k < vm->rec.nlabels; k++)
 			free(vm->rec.labels[k]);
 		free(vm->rec.labels);
@@ -348,8 +453,12 @@ pool_write(const char *dir, const char *name, const char *text, char **cause)
 	int rc = 0;
 
 	xasprintf(&path, "%s/%s", dir, name);
-	if ((f = fopen(path, "we")) == NULL || fprintf(f, "%s\n", text) < 0 ||
-	    fclose(f) != 0) {
+	if ((f = fopen(path, "we")) == NULL) {
+		xasprintf(cause, "cannot write %s: %s", path, strerror(errno));
+		free(path);
+		return -1;
+	}
+	if ((fprintf(f, "%s\n", text) < 0) + (fclose(f) != 0) > 0) {
 		xasprintf(cause, "cannot write %s: %s", path, strerror(errno));
 		rc = -1;
 	}
@@ -431,14 +540,14 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 
 	if (settings_load(&st, cause) != 0)
 		return -1;
-	if ((lock_fd = pool_lock(home, 0)) < 0) {
-		if (notice != NULL)
-			notice("a fill is already running");
+	/* wait for a fill under way: it may have looked before our claim */
+	if ((lock_fd = pool_lock(home, 1)) < 0) {
+		xasprintf(cause, "cannot lock the pool: %s", strerror(errno));
 		settings_free(&st);
-		return 0;
+		return -1;
 	}
 	want = pool_spec(&st, st.pool_profile, st.pool_image);
-	for (;;) {
+	for (int boots = 0;; boots++) {
 		struct pool_vm *v;
 		size_t n, i;
 		int ready = 0;
@@ -448,13 +557,16 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 		}
 		for (i = 0; i < n; i++) {
 			struct pool_vm *vm = &v[i];
-			if (vm->state == POOL_CLAIMED)
+			if (vm->state == POOL_CLAIMED && !pool_orphan(home, vm))
 				continue;
-			/* half booted (we hold the lock), dead, or stale */
-			if (vm->state == POOL_BOOTING || !vm->ok ||
+			/* half booted (we hold the lock), dead, stale or
+			 * too many; a ready one only if no claim takes it */
+			if (vm->state != POOL_READY || !vm->ok ||
 			    !session_qemu_alive(&vm->rec) || vm->spec == NULL ||
 			    strcmp(vm->spec, want) != 0 ||
 			    ready >= st.pool_size) {
+				if (vm->state == POOL_READY && !pool_take(vm))
+					continue;
 				if (notice != NULL) {
 					xasprintf(&msg, "removing %s", vm->id);
 					notice(msg);
@@ -468,6 +580,12 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 		pool_list_free(v, n);
 		if (ready >= st.pool_size)
 			break;
+		if (boots >= 2 * st.pool_size + 2) { /* they keep dying */
+			xasprintf(cause, "%d boots and the pool is still short",
+			    boots);
+			rc = -1;
+			break;
+		}
 		if (pool_boot(home, &st, want, notice, cause) != 0) {
 			rc = -1;
 			break;
@@ -491,20 +609,23 @@ pool_drain(const char *home, int *removed, char **cause)
 	int lock_fd = pool_lock(home, 1);
 
 	*removed = 0;
+	if (lock_fd < 0) {
+		xasprintf(cause, "cannot lock the pool: %s", strerror(errno));
+		return -1;
+	}
 	if (pool_list(home, &v, &n, cause) != 0) {
-		if (lock_fd >= 0)
-			close(lock_fd);
+		close(lock_fd);
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
-		if (v[i].state == POOL_CLAIMED)
+		if ((v[i].state == POOL_CLAIMED && !pool_orphan(home, &v[i])) ||
+		    (v[i].state == POOL_READY && !pool_take(&v[i])))
 			continue;
 		pool_remove(home, &v[i]);
 		(*removed)++;
 	}
 	pool_list_free(v, n);
-	if (lock_fd >= 0)
-		close(lock_fd);
+	close(lock_fd);
 	return 0;
 }
 
@@ -523,6 +644,7 @@ pool_refill_later(const char *home)
 	xasprintf(&dir, "%s/pool", home);
 	mkdir_p(dir, 0700);
 	xasprintf(&log, "%s/fill.log", dir);
+	logcap_rotate(log, 1 << 20); /* fills after fills: the last MiB */
 	if (proc_spawn(argv, -1, log, NULL, &cause) < 0) {
 		log_debug("pool: refill: %s", cause);
 		free(cause);

@@ -930,7 +930,7 @@ main(void)
 {
 	struct timespec ts, *timeout;
 	long long next_start = 0, started_at = 0;
-	int backoff = BACKOFF_MIN_MS, sig, have_agent;
+	int backoff = BACKOFF_MIN_MS, sig, have_agent, said_start = 0;
 
 	console_setup();
 	say("start (uptime %lld ms)", uptime_ms());
@@ -983,6 +983,11 @@ main(void)
 			started_at = uptime_ms();
 			if ((agent_pid = agent_start()) < 0)
 				next_start = backoff_next(&backoff);
+			else if (!said_start) { /* bench/run reads the steps */
+				say("agent started (uptime %lld ms)",
+				    started_at);
+				said_start = 1;
+			}
 		}
 
 		timeout = NULL;

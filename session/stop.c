@@ -403,8 +403,19 @@ session_remove(const char *home, const char *name, int force,
 		free(dir);
 		return rc;
 	}
-	/* a VM claimed from the pool: the name links to its folder */
-	real = realpath(dir, NULL);
+	/* a VM claimed from the pool: the name links to its folder, and
+	 * only a link of that shape is followed (spelled from home, as the
+	 * record and QEMU's command line spell it) */
+	char target[64];
+	ssize_t len = readlink(dir, target, sizeof target - 1);
+	real = NULL;
+	if (len > 0) {
+		target[len] = '\0';
+		if (strncmp(target, "../pool/pool-", 13) == 0 &&
+		    strspn(target + 13, "0123456789abcdef") == 8 &&
+		    target[21] == '\0')
+			xasprintf(&real, "%s/pool/%s", home, target + 8);
+	}
 	rc = real == NULL ? 0
 	                  : session_remove_at(home, real, name, force,
 	                        keep_workspace, kept, cause);

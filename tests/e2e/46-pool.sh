@@ -33,7 +33,11 @@ t_fill_boots_hidden_vms() {
 t_new_claims_a_clean_vm() {
 	local before dir out
 	before=$(pool_ids)
+	local t0=$(date +%s)
 	vmux new a --label class=x >/dev/null || return 1
+	# its life starts at the claim, not at the pool's boot
+	local created=$(date -d "$(session_field a created)" +%s)
+	((created >= t0)) || fail "created $created before the claim at $t0"
 	dir=$(session_field a dir)
 	expect_match "from the pool" "$dir" "/pool/pool-[0-9a-f]{8}\$" || return 1
 	[[ $before == *"$(basename "$dir")"* ]] || fail "$dir was not one of $before"
@@ -80,6 +84,13 @@ t_dead_pool_vm_is_replaced() {
 	vmux pool fill 2>/dev/null || return 1
 	expect_eq "ready" "$(pool_ready)" 2 || return 1
 	[[ ! -d $VMUX_HOME/pool/$id ]] || fail "$id is still there"
+	# a claim killed half-way (claimed, no session named, its vmux gone)
+	id=$(vmux pool ls --json | jq -r '.vms[0].id')
+	mv "$VMUX_HOME/pool/$id/ready" "$VMUX_HOME/pool/$id/claimed"
+	echo "999999999 gone" >"$VMUX_HOME/pool/$id/claimed"
+	vmux pool fill 2>/dev/null || return 1
+	[[ ! -d $VMUX_HOME/pool/$id ]] || fail "the orphan $id is still there"
+	expect_eq "ready again" "$(pool_ready)" 2 || return 1
 }
 
 t_rm_removes_a_claimed_vm_whole() {
