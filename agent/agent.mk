@@ -43,5 +43,6 @@ UNIT_agent_shell_LIBS := $(AGENT_LIBS)
 
 # fuzz/fuzz_request.c: the request parser (and the host's reply parser).
 FUZZ_fuzz_request_SRCS := $(filter-out agent/main.c,$(AGENT_SRCS)) \
-	session/agent_client.c session/transport.c
+	session/agent_client.c session/transport.c session/host.c \
+	session/paths.c
 FUZZ_fuzz_request_LIBS := $(AGENT_LIBS)

@@ -263,7 +263,7 @@ cmd_host_exec(struct args *a)
 		    want == 1       ? "no more words"
 		        : want == 2 ? "a NAME"
 		                    : "a NAME and a URL");
-	if (settings_load(&s, &cause) != 0) {
+	if (settings_load_hosts(&s, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		return EXIT_VMUX;

@@ -404,7 +404,7 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 
 	if (strcmp(e->name, "host") == 0 || strcmp(e->name, "help") == 0)
 		return 0; /* about this machine's settings */
-	if (settings_load(&s, &cause) != 0) {
+	if (settings_load_hosts(&s, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		*rc = EXIT_VMUX;

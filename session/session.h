@@ -274,6 +274,7 @@ cJSON *errors_read(const char *home);
 /* settings.c */
 char *settings_path(void);
 int settings_load(struct settings *, char **cause);
+int settings_load_hosts(struct settings *, char **cause);
 void settings_free(struct settings *);
 
 /* mounts.c */

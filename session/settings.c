@@ -160,9 +160,14 @@ settings_pool(struct settings *s, char *val, char **why)
 	return 0;
 }
 
-/* Read the settings (a missing file is empty). 0 or -1 with cause. */
-int
-settings_load(struct settings *s, char **cause)
+/*
+ * Read the settings (a missing file is empty). 0 or -1 with cause.
+ * hosts_only: only the host and default-host lines are read (and must be
+ * right): routing a command to its host must not trip over a setting that
+ * only the command itself would use, and report.
+ */
+static int
+settings_read(struct settings *s, int hosts_only, char **cause)
 {
 	char *path = settings_path(), line[PATH_MAX + 64], *key, *val, *save;
 	char *why = NULL, *real;
@@ -187,6 +192,9 @@ settings_load(struct settings *s, char **cause)
 		val = strtok_r(NULL, "\n", &save);
 		while (val != NULL && (*val == ' ' || *val == '\t'))
 			val++;
+		if (hosts_only && strcmp(key, "host") != 0 &&
+		    strcmp(key, "default-host") != 0)
+			continue;
 		if (val == NULL || *val == '\0') {
 			xasprintf(&why, "%s needs a value", key);
 			goto fail;
@@ -242,4 +250,18 @@ fail:
 	free(path);
 	settings_free(s);
 	return -1;
+}
+
+/* Read the settings (a missing file is empty). 0 or -1 with cause. */
+int
+settings_load(struct settings *s, char **cause)
+{
+	return settings_read(s, 0, cause);
+}
+
+/* Only the settings' hosts (host, default-host). 0 or -1 with cause. */
+int
+settings_load_hosts(struct settings *s, char **cause)
+{
+	return settings_read(s, 1, cause);
 }

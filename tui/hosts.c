@@ -33,7 +33,7 @@ hosts_open(struct tui *t, char **cause)
 
 	if (t->opts.nhosts == 0)
 		return 0;
-	if (settings_load(&s, cause) != 0)
+	if (settings_load_hosts(&s, cause) != 0)
 		return -1;
 	t->hosts = xcalloc(t->opts.nhosts, sizeof *t->hosts);
 	for (i = 0; i < t->opts.nhosts; i++) {
