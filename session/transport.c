@@ -27,9 +27,11 @@
 /* The bridge's reply line is short; anything longer is garbage. */
 #define OK_LINE_MAX 64
 
-/* Backoff between attempts while the guest port is not accepting. */
+/* Backoff between attempts while the guest port is not accepting: kept
+ * short, so a guest that is booting is seen the moment its agent listens
+ * (at most 500 ms, a boot could wait up to that long for nothing). */
 #define BACKOFF_FIRST_MS 20
-#define BACKOFF_MAX_MS   500
+#define BACKOFF_MAX_MS   80
 
 /* Where the session's guest ports are reached. */
 void
