@@ -265,7 +265,7 @@ host_argv_free(char **v)
 }
 
 /*
- * The ssh command for h up to its options: $VMUX_SSH_COMMAND's words (or
+ * The ssh command for h up to its options: $VMUX_SSH_COMMAND (or
  * ssh), batch mode, the control socket, port and user. mode is the
  * ControlMaster setting. NULL with cause.
  */
@@ -273,16 +273,22 @@ static char **
 host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
 {
 	const char *cmd = getenv("VMUX_SSH_COMMAND");
-	char **v = NULL, *ctl, *copy, *w, *save, *opt;
+	char **v = NULL, *ctl, *copy, *opt;
 
 	if ((ctl = host_control_path(h, cause)) == NULL)
 		return NULL;
 	*n = 0;
-	copy = xstrdup(cmd != NULL && *cmd != '\0' ? cmd : "ssh");
-	for (w = strtok_r(copy, " \t", &save); w != NULL;
-	     w = strtok_r(NULL, " \t", &save))
-		argv_add(&v, n, w);
-	free(copy);
+	if (cmd != NULL && *cmd != '\0') {
+		/* as git runs GIT_SSH_COMMAND: through the shell, so its
+		 * quotes and variables mean what they mean there */
+		argv_add(&v, n, "/bin/sh");
+		argv_add(&v, n, "-c");
+		xasprintf(&copy, "%s \"$@\"", cmd);
+		argv_add(&v, n, copy);
+		free(copy);
+		argv_add(&v, n, "ssh"); /* $0 */
+	} else
+		argv_add(&v, n, "ssh");
 	argv_add(&v, n, "-o");
 	argv_add(&v, n, "BatchMode=yes");
 	/* AES-GCM first (ssh's defaults after it): with AES-NI it moves

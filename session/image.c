@@ -516,7 +516,7 @@ image_prune(const char *home, cJSON *removed, char **cause)
 	int used;
 	DIR *d;
 
-	if (session_list(home, &v, &n, cause) != 0)
+	if (session_list_all(home, &v, &n, cause) != 0)
 		return -1;
 	xasprintf(&cache, "%s/images/cache", home);
 	if ((d = opendir(cache)) != NULL) {

@@ -689,6 +689,43 @@ session_pool_cids(const char *home, unsigned **used, size_t *n)
 	free(pool);
 }
 
+/*
+ * session_list, and the pool's VMs after the sessions (named by their
+ * pool-XXXXXXXX folders): for the checks that must see every disk and
+ * image in use, a VM nobody claimed yet included.
+ */
+int
+session_list_all(
+    const char *home, struct session_entry **out, size_t *n, char **cause)
+{
+	struct dirent *de;
+	char *pool, *path;
+	DIR *d;
+
+	if (session_list(home, out, n, cause) != 0)
+		return -1;
+	xasprintf(&pool, "%s/pool", home);
+	if ((d = opendir(pool)) == NULL) {
+		free(pool);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct session_entry *e;
+		if (strncmp(de->d_name, "pool-", 5) != 0)
+			continue;
+		*out = xreallocarray(*out, *n + 1, sizeof **out);
+		e = &(*out)[(*n)++];
+		memset(e, 0, sizeof *e);
+		e->name = xstrdup(de->d_name);
+		xasprintf(&path, "%s/%s/%s", pool, de->d_name, SESSION_RECORD);
+		e->ok = record_read(path, &e->rec, &e->error) == 0;
+		free(path);
+	}
+	closedir(d);
+	free(pool);
+	return 0;
+}
+
 /* Take the home's exclusive lock; returns the fd (close it to unlock). */
 int
 session_lock(const char *home, char **cause)

@@ -235,6 +235,8 @@ int session_list(
 void session_list_free(struct session_entry *, size_t);
 int session_lock(const char *home, char **cause);
 void session_pool_cids(const char *home, unsigned **used, size_t *n);
+int session_list_all(
+    const char *home, struct session_entry **out, size_t *n, char **cause);
 
 /* lock.c */
 int session_lock_one(const char *dir, const char *what, int wait_ms,

@@ -217,7 +217,7 @@ workspace_in_use(
 
 	if (stat(path, &want) != 0)
 		return 0;
-	if (session_list(home, &v, &n, cause) != 0)
+	if (session_list_all(home, &v, &n, cause) != 0) /* the pool's too */
 		return -1;
 	for (i = 0; i < n && !found; i++) {
 		/* a session's own workspace, or the disk a rescue repairs */

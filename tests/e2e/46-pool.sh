@@ -73,6 +73,11 @@ t_other_requests_boot_cold() {
 	vmux new big --memory 256 >/dev/null || return 1
 	expect_match "cold" "$(session_field big dir)" "/sessions/big\$" || return 1
 	expect_eq "pool kept" "$(pool_ready)" 2 || return 1
+	# a pool VM's disk is in use, though no session lists it
+	local id err
+	id=$(vmux pool ls --json | jq -r '.vms[0].id')
+	err=$(vmux new w --workspace "$VMUX_HOME/pool/$id/workspace.img" 2>&1)
+	expect_match "in use" "$err" "in use by session '$id'" || return 1
 }
 
 t_dead_pool_vm_is_replaced() {
