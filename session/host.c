@@ -370,24 +370,28 @@ host_ssh_argv(
 
 /*
  * Run argv with stdin and stderr from /dev/null (or stderr into the
- * capture too), keeping up to HOST_CHECK_MAX bytes of its stdout in *out
- * (NUL-terminated, caller frees). Killed at deadline. Its wait status, or
- * -1 with errno (ETIMEDOUT: too slow).
+ * capture too), keeping its stdout in *out (NUL-terminated, caller frees,
+ * set whatever happens). Killed at deadline, or when it prints more than
+ * max bytes. Its wait status, or -1 with errno (ETIMEDOUT: too slow,
+ * EFBIG: too much).
  */
 static int
-host_run(char *const *argv, int with_stderr, uint64_t deadline, char **out)
+host_run(char *const *argv, int with_stderr, uint64_t deadline, size_t max,
+    char **out)
 {
-	int p[2], status, devnull, late = 0;
+	int p[2], status, devnull, error = 0;
 	size_t len = 0;
 	pid_t pid;
 
-	*out = xmalloc(HOST_CHECK_MAX + 1);
+	*out = xstrdup("");
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return -1;
 	pid = fork();
 	if (pid < 0) {
+		error = errno;
 		close(p[0]);
 		close(p[1]);
+		errno = error;
 		return -1;
 	}
 	if (pid == 0) {
@@ -401,11 +405,10 @@ host_run(char *const *argv, int with_stderr, uint64_t deadline, char **out)
 	}
 	close(p[1]);
 	for (;;) {
-		char buf[512];
+		char buf[65536];
 		ssize_t r;
 		if (wait_fd(p[0], POLLIN, deadline) <= 0) {
-			kill(pid, SIGKILL);
-			late = 1;
+			error = ETIMEDOUT;
 			break;
 		}
 		r = read(p[0], buf, sizeof buf);
@@ -413,20 +416,24 @@ host_run(char *const *argv, int with_stderr, uint64_t deadline, char **out)
 			continue;
 		if (r <= 0)
 			break;
-		size_t take = (size_t)r;
-		if (take > HOST_CHECK_MAX - len)
-			take = HOST_CHECK_MAX - len;
-		memcpy(*out + len, buf, take);
-		len += take;
+		if ((size_t)r > max - len) {
+			error = EFBIG;
+			break;
+		}
+		*out = xrealloc(*out, len + (size_t)r + 1);
+		memcpy(*out + len, buf, (size_t)r);
+		len += (size_t)r;
+		(*out)[len] = '\0';
 	}
-	(*out)[len] = '\0';
+	if (error != 0)
+		kill(pid, SIGKILL);
 	close(p[0]);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR)
 			return -1;
 	}
-	if (late) {
-		errno = ETIMEDOUT;
+	if (error != 0) {
+		errno = error;
 		return -1;
 	}
 	return status;
@@ -465,7 +472,7 @@ host_control(const struct host *h, const char *what)
 	argv_add(&v, &n, what);
 	argv_add(&v, &n, "--");
 	argv_add(&v, &n, h->addr);
-	st = host_run(v, 1, mono_ms() + HOST_CONTROL_MS, &out);
+	st = host_run(v, 1, mono_ms() + HOST_CONTROL_MS, HOST_CHECK_MAX, &out);
 	free(out);
 	host_argv_free(v);
 	return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
@@ -500,7 +507,7 @@ host_check_version(const struct host *h, char **cause)
 	if (v == NULL)
 		return -1;
 	/* stdout only: a login's own noise on stderr is not an answer */
-	st = host_run(v, 0, mono_ms() + HOST_CHECK_MS, &out);
+	st = host_run(v, 0, mono_ms() + HOST_CHECK_MS, HOST_CHECK_MAX, &out);
 	saved = errno;
 	host_argv_free(v);
 	snprintf(want, sizeof want, "vmux %s\n", VMUX_VERSION);
@@ -606,7 +613,7 @@ host_connect(const struct host *h, char **cause)
 	argv_add(&v, &n, "--");
 	argv_add(&v, &n, h->addr);
 	unlink(log_path);
-	st = host_run(v, 0, mono_ms() + HOST_MASTER_MS, &out);
+	st = host_run(v, 0, mono_ms() + HOST_MASTER_MS, HOST_CHECK_MAX, &out);
 	host_argv_free(v);
 	free(out);
 	if (st == 0 && access(ctl, F_OK) != 0) { /* up, but not shared */
@@ -751,82 +758,27 @@ host_capture(const struct host *h, char *const *words, size_t nw,
     uint64_t deadline, size_t max, char **out, char **cause)
 {
 	char **v;
-	size_t len = 0;
-	int p[2], st, rc = -1, devnull;
-	pid_t pid;
+	int st;
 
 	*out = NULL;
 	if (host_connect(h, cause) != 0)
 		return -1;
 	if ((v = host_ssh_argv(h, HOST_NO_STDIN, words, nw, cause)) == NULL)
 		return -1;
-	if (pipe2(p, O_CLOEXEC) != 0) {
-		xasprintf(cause, "pipe: %s", strerror(errno));
-		host_argv_free(v);
-		return -1;
-	}
-	pid = fork();
-	if (pid == 0) {
-		devnull = open("/dev/null", O_RDWR);
-		dup2(devnull, STDIN_FILENO);
-		dup2(p[1], STDOUT_FILENO);
-		dup2(devnull, STDERR_FILENO);
-		signal(SIGPIPE, SIG_DFL);
-		execvp(v[0], v);
-		_exit(127);
-	}
+	st = host_run(v, 0, deadline, max, out);
 	host_argv_free(v);
-	close(p[1]);
-	if (pid < 0) {
-		xasprintf(cause, "fork: %s", strerror(errno));
-		close(p[0]);
-		return -1;
-	}
-	*out = xmalloc(1);
-	for (;;) {
-		char buf[65536];
-		ssize_t r;
-		int w = wait_fd(p[0], POLLIN, deadline);
-		if (w <= 0) {
-			xasprintf(
-			    cause, "host %s did not answer in time", h->name);
-			goto fail;
-		}
-		r = read(p[0], buf, sizeof buf);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			xasprintf(
-			    cause, "host %s: %s", h->name, strerror(errno));
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		if ((size_t)r > max - len) {
-			xasprintf(cause, "host %s answered more than %zu bytes",
-			    h->name, max);
-			goto fail;
-		}
-		*out = xrealloc(*out, len + (size_t)r + 1);
-		memcpy(*out + len, buf, (size_t)r);
-		len += (size_t)r;
-	}
-	(*out)[len] = '\0';
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(st))
+	if (st != -1 && WIFEXITED(st))
 		return WEXITSTATUS(st);
-	xasprintf(cause, "host %s: ssh ended by a signal", h->name);
+	if (st == -1 && errno == ETIMEDOUT)
+		xasprintf(cause, "host %s did not answer in time", h->name);
+	else if (st == -1 && errno == EFBIG)
+		xasprintf(cause, "host %s answered more than %zu bytes",
+		    h->name, max);
+	else if (st == -1)
+		xasprintf(cause, "host %s: %s", h->name, strerror(errno));
+	else
+		xasprintf(cause, "host %s: ssh ended by a signal", h->name);
 	free(*out);
 	*out = NULL;
 	return -1;
-fail:
-	kill(pid, SIGKILL);
-	close(p[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	free(*out);
-	*out = NULL;
-	return rc;
 }
