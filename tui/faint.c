@@ -12,7 +12,8 @@
  *
  * Character sets: designations (ESC ( ) * + F) and shifts (SO, SI) are
  * noted as they pass; at ESC 7 they are saved, and after ESC 8 they are
- * sent again, so libvterm ends up where a VT100 would.
+ * sent again, so libvterm ends up where a VT100 would (and the cursor is
+ * bounded to the screen: charsets_restore).
  *
  * Faint: before a pane's bytes reach libvterm, SGR sequences are rewritten: 2
  * becomes 11 (alternate font 1, which libvterm keeps per cell and nothing
@@ -112,7 +113,13 @@ deccolm(const char *p, size_t n)
 	return 0;
 }
 
-/* After ESC 8: the saved designations and shift, sent again. */
+/*
+ * After ESC 8: the saved designations and shift, sent again; then a
+ * sequence that does nothing (an unknown DEC mode) but makes libvterm
+ * bound the cursor, as it does after every CSI and not after ESC 8. A
+ * cursor saved before the screen shrank would otherwise come back past
+ * the bottom, where libvterm 0.1.4 reads and writes outside its arrays.
+ */
 static size_t
 charsets_restore(const struct faint *f, uint8_t *out)
 {
@@ -125,7 +132,8 @@ charsets_restore(const struct faint *f, uint8_t *out)
 		out[o++] = (uint8_t)(f->saved_g[i] != 0 ? f->saved_g[i] : 'B');
 	}
 	out[o++] = f->saved_gl ? 0x0e : 0x0f;
-	return o;
+	memcpy(out + o, "\033[?0h", 5);
+	return o + 5;
 }
 
 /*

@@ -1,17 +1,18 @@
 /*
- * pane.c: one terminal: a libvterm screen fed by the pane's source, and
+ * pane.c: one terminal: libvterm's parser and state over our own screen
+ * (screen.c), fed by the pane's source, and
  * keys sent back to it. The source is a table of operations (struct
  * pane_source: start, write, resize, signal, stop, resume), one file each:
  * shell.c (a guest shell's attach stream), local.c (a host PTY). This file
  * knows none of them.
  *
- * libvterm's callbacks only record state (dirty rows, cursor, modes, title,
- * scrollback); draw.c paints dirty rows once per frame. Output is parsed
+ * The screen's callbacks only record state (dirty rows, cursor, modes,
+ * title, scrollback); draw.c paints dirty rows once per frame. Output is parsed
  * within a time budget per wake-up, the rest kept as a backlog, so keys
  * and other panes get their turn under a flood; the source stops reading
  * until pane_resume.
  *
- * The pane owns its VTerm, its scrollback and its source's handles;
+ * The pane owns its VTerm, screen, scrollback and its source's handles;
  * pane_free closes the handles and frees the memory in their close
  * callbacks.
  */
@@ -42,20 +43,11 @@ mark_rows(struct pane *p, int start, int end)
 	draw_schedule(p->tui);
 }
 
-/* libvterm: cells changed. */
+/* The screen: rows changed (cells written, scrolled or erased). */
 static int
 cb_damage(VTermRect rect, void *user)
 {
 	mark_rows(user, rect.start_row, rect.end_row);
-	return 1;
-}
-
-/* libvterm: a region moved (scrolling): both ends need drawing. */
-static int
-cb_moverect(VTermRect dest, VTermRect src, void *user)
-{
-	mark_rows(user, dest.start_row, dest.end_row);
-	mark_rows(user, src.start_row, src.end_row);
 	return 1;
 }
 
@@ -123,7 +115,6 @@ cb_sb_popline(int cols, VTermScreenCell *cells, void *user)
 
 static const VTermScreenCallbacks screen_cbs = {
     .damage = cb_damage,
-    .moverect = cb_moverect,
     .movecursor = cb_movecursor,
     .settermprop = cb_settermprop,
     .sb_pushline = cb_sb_pushline,
@@ -164,11 +155,8 @@ pane_new(struct tui *t, const struct pane_source *src, const char *session,
 	p->vt = vterm_new(p->rows, p->cols);
 	vterm_set_utf8(p->vt, 1);
 	vterm_output_set_callback(p->vt, cb_output, p);
-	p->vs = vterm_obtain_screen(p->vt);
-	vterm_screen_enable_altscreen(p->vs, 1);
-	vterm_screen_set_callbacks(p->vs, &screen_cbs, p);
-	vterm_screen_set_damage_merge(p->vs, VTERM_DAMAGE_SCROLL);
-	vterm_screen_reset(p->vs, 1);
+	p->scr = screen_new(p->vt, &screen_cbs, p);
+	screen_reset(p->scr, 1);
 	return p;
 }
 
@@ -211,6 +199,7 @@ pane_free(struct pane *p)
 	if (p == NULL)
 		return;
 	p->src->stop(p);
+	screen_free(p->scr);
 	vterm_free(p->vt);
 	sb_free(p->sb);
 	free(p->dirty);
@@ -262,7 +251,7 @@ pane_cell(struct pane *p, int row, int col, VTermScreenCell *c)
 
 	if (row >= 0) {
 		VTermPos pos = {row, col};
-		return vterm_screen_get_cell(p->vs, pos, c) ? 0 : -1;
+		return screen_get_cell(p->scr, pos, c) ? 0 : -1;
 	}
 	if (line_cols < p->cols + 2) {
 		line_cols = p->cols + 2;
@@ -281,9 +270,9 @@ pane_cell(struct pane *p, int row, int col, VTermScreenCell *c)
 
 /*
  * Set the VTerm's size (the PTY's); rows are redrawn. The size comes from
- * the guest: it is clamped to PANE_MAX_COLS x PANE_MAX_ROWS, as libvterm's
- * buffers grow with it (65535x65535 crashes libvterm 0.1.4; 4096x4096
- * takes 1.2 GB). A larger PTY is shown cropped, as a tile is.
+ * the guest: it is clamped to PANE_MAX_COLS x PANE_MAX_ROWS, as the
+ * screen's buffers grow with it (65535x65535 crashed libvterm 0.1.4's own
+ * screen; 4096x4096 took 1.2 GB). A larger PTY is shown cropped, as a tile is.
  */
 void
 pane_set_size(struct pane *p, int cols, int rows)
@@ -297,8 +286,7 @@ pane_set_size(struct pane *p, int cols, int rows)
 	p->dirty = xrealloc(p->dirty, (size_t)rows);
 	p->rows = rows;
 	p->cols = cols;
-	vterm_set_size(p->vt, rows, cols);
-	vterm_screen_flush_damage(p->vs);
+	screen_resize(p->scr, rows, cols);
 	pane_mark_all(p);
 }
 
@@ -426,7 +414,7 @@ pane_parse(struct pane *p, const uint8_t *b, size_t len)
 	}
 	n = faint_filter(&p->faint, b, len, p->faint_out);
 	vterm_input_write(p->vt, (const char *)p->faint_out, n);
-	vterm_screen_flush_damage(p->vs);
+	screen_flush(p->scr);
 	p->bytes_in += len;
 }
 
@@ -461,9 +449,8 @@ pane_backlogged(const struct pane *p)
 
 /*
  * Parse the backlog in slices until deadline_us; 1 if some is left. Parsing
- * cost depends on what the bytes do (a newline at the bottom moves the
- * whole screen in libvterm), so the budget is time, not bytes: keys are
- * read between slices.
+ * cost depends on what the bytes do (an erase of the screen writes every
+ * cell), so the budget is time, not bytes: keys are read between slices.
  */
 int
 pane_drain(struct pane *p, uint64_t deadline_us)

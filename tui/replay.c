@@ -130,7 +130,7 @@ replay_rewind(struct pane *p, char **cause)
 	cJSON_Delete(h);
 	/* a clean terminal of the recorded size, nothing left to parse */
 	p->backlog_off = p->backlog_len = 0;
-	vterm_screen_reset(p->vs, 1);
+	screen_reset(p->scr, 1);
 	sb_clear(p->sb);
 	memset(&p->faint, 0, sizeof p->faint);
 	pane_set_size(p, w > 0 ? w : 80, ht > 0 ? ht : 24);

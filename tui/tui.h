@@ -51,6 +51,24 @@ size_t sb_bytes(const struct sb *);
 size_t sb_max(const struct sb *);
 int sb_line(const struct sb *, size_t age, VTermScreenCell *cells, int ncells);
 
+/* ---- screen.c: a pane's cells under libvterm's parser and state ---- */
+
+/*
+ * What libvterm's VTermScreen shows, cell for cell, with rows behind
+ * pointers so scrolling costs no cell copies. Callbacks as VTermScreen's:
+ * damage (rows, at screen_flush), movecursor, settermprop, bell, resize,
+ * sb_pushline, sb_popline.
+ */
+struct screen;
+
+struct screen *screen_new(VTerm *, const VTermScreenCallbacks *, void *user);
+void screen_free(struct screen *);
+void screen_reset(struct screen *, int hard);
+void screen_flush(struct screen *);
+void screen_resize(struct screen *, int rows, int cols);
+void screen_reset_region(VTerm *);
+int screen_get_cell(const struct screen *, VTermPos, VTermScreenCell *);
+
 /* ---- search.c: finding text in lines of cells ---- */
 
 /* One line of cells as text: UTF-8 bytes and the column of each byte. */
@@ -285,8 +303,8 @@ enum pane_state {
 /* faint.c: SGR 2 (faint) and DECSC's character sets, for libvterm */
 enum faint_state { FAINT_GROUND, FAINT_ESC, FAINT_CSI, FAINT_SCS };
 #define FAINT_HOLD 72 /* bytes a sequence may hold across reads, and more */
-/* The most faint_filter writes for len bytes (ESC 8, 2 bytes, gives 15). */
-#define FAINT_OUT_MAX(len) (9 * (len) + FAINT_HOLD)
+/* The most faint_filter writes for len bytes (ESC 8, 2 bytes, gives 20). */
+#define FAINT_OUT_MAX(len) (10 * (len) + FAINT_HOLD)
 struct faint {
 	enum faint_state state;
 	char buf[64]; /* a CSI's bytes after "ESC [" */
@@ -358,9 +376,9 @@ struct pane {
 	int kb_mine;    /* we do (the agent said so) */
 	int kb_want;    /* we asked to (taken again after a reattach) */
 	VTerm *vt;
-	VTermScreen *vs;
-	int rows, cols; /* the PTY's size as the VTerm has it */
-	uint8_t *dirty; /* rows to redraw */
+	struct screen *scr; /* the cells (screen.c) under vt's state */
+	int rows, cols;     /* the PTY's size as the VTerm has it */
+	uint8_t *dirty;     /* rows to redraw */
 	int any_dirty;
 	VTermPos cursor;
 	int cur_visible, altscreen, mouse, bracketed;

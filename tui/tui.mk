@@ -5,7 +5,7 @@ TUI_LIBS := $(shell pkg-config --libs vterm ncursesw libuv 2>/dev/null || \
 # Pure parts, unit-tested without a terminal.
 TUI_PURE_SRCS := tui/sb.c tui/search.c tui/colour.c tui/keyname.c \
                  tui/layout.c tui/config.c tui/theme.c tui/cell.c \
-                 tui/textview.c tui/faint.c \
+                 tui/textview.c tui/faint.c tui/screen.c \
                  $(BUILD)/gen/themes.c
 # The running TUI: loop, panes, drawing, keys, dialogs, jobs.
 TUI_SRCS := $(TUI_PURE_SRCS) tui/tui.c tui/pane.c tui/local.c tui/console.c tui/replay.c tui/model.c tui/hosts.c \
@@ -25,6 +25,11 @@ $(BUILD)/gen/themes.c: $(THEME_FILES) scripts/embed-themes
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  GEN     $@")
 	$(Q)scripts/embed-themes $@ $(THEME_FILES)
+
+# The screen under libvterm's state, compared with libvterm's own.
+UNIT_TESTS += tui_screen
+UNIT_tui_screen_SRCS := tests/unit/test_tui_screen.c tui/screen.c tui/faint.c
+UNIT_tui_screen_LIBS := $(TUI_LIBS)
 
 # Scrollback storage and copy mode's search.
 UNIT_TESTS += tui_sb

@@ -29,6 +29,7 @@
 #include <linux/vm_sockets.h>
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,8 +222,41 @@ list_shells(int fd)
 		send_all(fd, shells_reply, sizeof shells_reply - 1);
 }
 
-/* hsize's attach: a RESIZE of 65535x65535, then text, then the stream
- * stays open. */
+/* A DATA frame: output bytes at stream cursor *cursor (advanced). */
+static void
+send_data(int fd, uint64_t *cursor, const char *text)
+{
+	unsigned char frame[5 + 8 + 256];
+	size_t len = strlen(text), n = 8 + len;
+
+	frame[0] = 1; /* VMUX_ATTACH_DATA: u64 cursor, then bytes */
+	for (int i = 0; i < 4; i++)
+		frame[1 + i] = (unsigned char)(n >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		frame[5 + i] = (unsigned char)(*cursor >> (8 * i));
+	memcpy(frame + 13, text, len);
+	send_all(fd, frame, 5 + n);
+	*cursor += len;
+}
+
+/* A RESIZE frame: u16 cols, u16 rows. */
+static void
+send_resize(int fd, unsigned cols, unsigned rows)
+{
+	unsigned char frame[9] = {3, 4, 0, 0, 0, (unsigned char)cols,
+	    (unsigned char)(cols >> 8), (unsigned char)rows,
+	    (unsigned char)(rows >> 8)};
+
+	send_all(fd, frame, sizeof frame);
+}
+
+/*
+ * hsize's attach: a RESIZE of 65535x65535, then text; then a scroll region
+ * and a saved cursor near the bottom, a RESIZE much shorter, and what
+ * crashed libvterm 0.1.4 after it (a line feed and a scroll in the region
+ * now past the bottom, the saved cursor restored there and written to);
+ * then the stream stays open.
+ */
 static void
 attach_resize(int fd)
 {
@@ -230,20 +264,17 @@ attach_resize(int fd)
 	    "{\"shell_id\":\"s\",\"cursor\":0,\"attached\":true,"
 	    "\"state\":\"running\",\"cols\":80,\"rows\":24,"
 	    "\"output_bytes\":0,\"oldest_cursor\":0}\n";
-	static const unsigned char resize[] = {
-	    3, 4, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
-	static const char text[] = "hostile-still-alive\r\n";
-	unsigned char frame[5 + 8 + sizeof text];
-	size_t n = 8 + sizeof text - 1;
+	uint64_t cursor = 0;
 
 	send_all(fd, line, sizeof line - 1);
-	send_all(fd, resize, sizeof resize);
-	frame[0] = 1; /* VMUX_ATTACH_DATA: u64 cursor, then bytes */
-	frame[1] = (unsigned char)n;
-	frame[2] = frame[3] = frame[4] = 0;
-	memset(frame + 5, 0, 8);
-	memcpy(frame + 13, text, sizeof text - 1);
-	send_all(fd, frame, 5 + n);
+	send_resize(fd, 65535, 65535);
+	send_data(fd, &cursor, "hostile-still-alive\r\n");
+	send_resize(fd, 80, 24);
+	send_data(fd, &cursor, "\033[20;24r\033[24;1H\0337");
+	send_resize(fd, 80, 8);
+	send_data(fd, &cursor,
+	    "\033[8;1H\n\n\033[2S\0338\033#6\033[2@\033[3Pxy\033[K"
+	    "\033[H\033[2Jhostile-after-shrink\r\n");
 	sleep(3600);
 }
 
