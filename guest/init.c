@@ -489,6 +489,26 @@ module_wanted(char *line)
 	return 0;
 }
 
+/* Keep line ("NAME.ko [KEYS]") among the three slowest loads so far. */
+static void
+note_slow(
+    char slow[3][64], long long slow_ms[3], const char *line, long long ms)
+{
+	int i = 3;
+	size_t n = strcspn(line, ". ");
+
+	while (i > 0 && ms > slow_ms[i - 1])
+		i--;
+	if (i == 3)
+		return;
+	memmove(&slow[i + 1], &slow[i], (size_t)(2 - i) * sizeof slow[0]);
+	memmove(
+	    &slow_ms[i + 1], &slow_ms[i], (size_t)(2 - i) * sizeof slow_ms[0]);
+	snprintf(slow[i], sizeof slow[i], "%.*s %lld ms",
+	    (int)(n < 40 ? n : 40), line, ms);
+	slow_ms[i] = ms;
+}
+
 /*
  * Load the modules listed, in dependency order, in
  * /lib/modules/<release>/vmux.load (written when the image was built),
@@ -500,8 +520,10 @@ load_modules(void)
 {
 	struct utsname u;
 	char dir[300], list[8192], path[600], *line, *save;
+	char slow[3][64] = {"", "", ""}; /* the slowest three, "NAME MS" */
+	long long slow_ms[3] = {-1, -1, -1};
 	int fd, loaded = 0, failed = 0;
-	long long t0 = uptime_ms();
+	long long t0 = uptime_ms(), t1;
 
 	if (uname(&u) < 0)
 		return;
@@ -521,6 +543,7 @@ load_modules(void)
 			failed++;
 			continue;
 		}
+		t1 = uptime_ms();
 		if (syscall(SYS_finit_module, fd, "", 0) < 0 &&
 		    errno != EEXIST) {
 			say("module %s: %s", line, strerror(errno));
@@ -528,12 +551,16 @@ load_modules(void)
 		} else
 			loaded++;
 		close(fd);
+		note_slow(slow, slow_ms, line, uptime_ms() - t1);
 	}
 	if (failed != 0)
-		say("%d modules loaded, %d FAILED (%lld ms)", loaded, failed,
-		    uptime_ms() - t0);
+		say("%d modules loaded, %d FAILED (%lld ms; slowest %s, %s, "
+		    "%s)",
+		    loaded, failed, uptime_ms() - t0, slow[0], slow[1],
+		    slow[2]);
 	else
-		say("%d modules loaded (%lld ms)", loaded, uptime_ms() - t0);
+		say("%d modules loaded (%lld ms; slowest %s, %s, %s)", loaded,
+		    uptime_ms() - t0, slow[0], slow[1], slow[2]);
 }
 
 /* Bring the loopback interface up (the kernel then adds 127.0.0.1, ::1). */

@@ -29,20 +29,20 @@
 #include "tui.h"
 
 #define WIDE_RIGHT ((uint32_t)-1) /* the right half of a wide glyph */
-#define NCOMB (VTERM_MAX_CHARS_PER_CELL - 1)
+#define NCOMB      (VTERM_MAX_CHARS_PER_CELL - 1)
 
 /* Pen bits of a cell (struct scell's pen). */
-#define PEN_BOLD      (1u << 0)
-#define PEN_UL_SHIFT  1 /* underline: 2 bits */
-#define PEN_ITALIC    (1u << 3)
-#define PEN_BLINK     (1u << 4)
-#define PEN_REVERSE   (1u << 5)
-#define PEN_STRIKE    (1u << 6)
+#define PEN_BOLD       (1u << 0)
+#define PEN_UL_SHIFT   1 /* underline: 2 bits */
+#define PEN_ITALIC     (1u << 3)
+#define PEN_BLINK      (1u << 4)
+#define PEN_REVERSE    (1u << 5)
+#define PEN_STRIKE     (1u << 6)
 #define PEN_FONT_SHIFT 7 /* font: 4 bits */
-#define PEN_PROTECTED (1u << 11)
-#define PEN_DWL       (1u << 12)
-#define PEN_DHL_SHIFT 13 /* dhl: 2 bits */
-#define PEN_COMB      (1u << 15) /* code points past the first, in comb */
+#define PEN_PROTECTED  (1u << 11)
+#define PEN_DWL        (1u << 12)
+#define PEN_DHL_SHIFT  13         /* dhl: 2 bits */
+#define PEN_COMB       (1u << 15) /* code points past the first, in comb */
 
 struct scell {
 	uint32_t ch; /* first code point; 0 erased; WIDE_RIGHT */
@@ -61,11 +61,11 @@ struct screen {
 	const VTermScreenCallbacks *cbs;
 	void *user;
 	int rows, cols;
-	int reverse;        /* DECSCNM */
+	int reverse;         /* DECSCNM */
 	struct srow *buf[2]; /* primary, alternate */
 	struct srow *cur;
-	struct scell pen;      /* the pen (ch unused) */
-	VTermScreenCell *line; /* a row as the scrollback callbacks take it */
+	struct scell pen;       /* the pen (ch unused) */
+	VTermScreenCell *line;  /* a row as the scrollback callbacks take it */
 	int dmg_start, dmg_end; /* damaged rows, start == end: none */
 };
 
@@ -147,11 +147,11 @@ cell_out(const struct screen *s, const struct srow *row, int col,
 
 /* A cell from a scrollback line (libvterm's set_cell, for a resize). */
 static void
-cell_in(struct screen *s, struct srow *row, int col,
-    const VTermScreenCell *in)
+cell_in(struct screen *s, struct srow *row, int col, const VTermScreenCell *in)
 {
 	struct scell *c = &row->c[col];
-	uint32_t keep = c->pen & (PEN_PROTECTED | PEN_DWL | (3u << PEN_DHL_SHIFT));
+	uint32_t keep =
+	    c->pen & (PEN_PROTECTED | PEN_DWL | (3u << PEN_DHL_SHIFT));
 
 	c->ch = in->chars[0];
 	c->pen = keep;
@@ -273,7 +273,8 @@ rotate_rows(struct screen *s, int start, int end, int n)
 static void
 scroll_cells(struct screen *s, VTermRect rect, int down, int right)
 {
-	int h = rect.end_row - rect.start_row, w = rect.end_col - rect.start_col;
+	int h = rect.end_row - rect.start_row,
+	    w = rect.end_col - rect.start_col;
 	VTermRect uncovered = rect;
 
 	if (abs(down) >= h || abs(right) >= w) {
@@ -334,7 +335,8 @@ clip(const struct screen *s, VTermRect *rect)
 		rect->end_row = s->rows;
 	if (rect->end_col > s->cols)
 		rect->end_col = s->cols;
-	return rect->start_row < rect->end_row && rect->start_col < rect->end_col;
+	return rect->start_row < rect->end_row &&
+	    rect->start_col < rect->end_col;
 }
 
 /* VTermState: a glyph at pos. */
@@ -512,7 +514,8 @@ rows_resize(const struct screen *s, struct srow *b, int rows, int cols)
 
 	for (int r = 0; r < rows; r++) {
 		if (r >= s->rows) {
-			n[r].c = xreallocarray(NULL, (size_t)cols, sizeof *n[r].c);
+			n[r].c =
+			    xreallocarray(NULL, (size_t)cols, sizeof *n[r].c);
 			for (int c = 0; c < cols; c++)
 				n[r].c[c] = s->pen;
 			continue;
@@ -522,11 +525,12 @@ rows_resize(const struct screen *s, struct srow *b, int rows, int cols)
 		for (int c = s->cols; c < cols; c++)
 			n[r].c[c] = s->pen;
 		if (n[r].comb != NULL) {
-			n[r].comb =
-			    xreallocarray(n[r].comb, (size_t)cols, sizeof *n[r].comb);
+			n[r].comb = xreallocarray(
+			    n[r].comb, (size_t)cols, sizeof *n[r].comb);
 			if (cols > s->cols)
 				memset(&n[r].comb[s->cols], 0,
-				    (size_t)(cols - s->cols) * sizeof *n[r].comb);
+				    (size_t)(cols - s->cols) *
+				        sizeof *n[r].comb);
 		}
 	}
 	for (int r = rows; r < s->rows; r++) {
@@ -573,7 +577,8 @@ cb_resize(int rows, int cols, VTermPos *delta, void *user)
 	if (cols > old_cols)
 		damage(s, 0, old_rows);
 	if (rows > old_rows) {
-		while (!alt && rows - old_rows > 0 && s->cbs->sb_popline != NULL) {
+		while (
+		    !alt && rows - old_rows > 0 && s->cbs->sb_popline != NULL) {
 			VTermRect all = {0, s->rows, 0, s->cols};
 			if (!s->cbs->sb_popline(s->cols, s->line, s->user))
 				break;
@@ -592,8 +597,8 @@ cb_resize(int rows, int cols, VTermPos *delta, void *user)
 
 /* VTermState: a line became double width or height (DECDWL, DECDHL). */
 static int
-cb_setlineinfo(int row, const VTermLineInfo *now, const VTermLineInfo *was,
-    void *user)
+cb_setlineinfo(
+    int row, const VTermLineInfo *now, const VTermLineInfo *was, void *user)
 {
 	struct screen *s = user;
 
@@ -700,8 +705,8 @@ screen_reset_region(VTerm *vt)
 	int n;
 
 	vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
-	n = snprintf(seq, sizeof seq, "\033[r\033[%d;%dH", pos.row + 1,
-	    pos.col + 1);
+	n = snprintf(
+	    seq, sizeof seq, "\033[r\033[%d;%dH", pos.row + 1, pos.col + 1);
 	vterm_input_write(vt, seq, (size_t)n);
 }
 

@@ -259,14 +259,21 @@ piece(char *buf, size_t *len, int rows, int cols)
 	static const char *words[] = {"alpha", "b", "gamma delta", "x y z",
 	    "\xe4\xb8\xad\xe6\x96\x87", "e\xcc\x81", "a\xcc\x81\xcc\x82",
 	    "\xf0\x9f\x98\x80", "\t", "\r", "\n", "\r\n", "\b", "\x1bM",
-	    "\x1b" "D", "\x1b" "E", "\x1b#8", "\x1b#6", "\x1b#3", "\x1b#4",
-	    "\x1b#5", "\x1b[1\"q", "\x1b[0\"q", "\x1b[?J", "\x1b[?1K",
-	    "\x1b[?5h", "\x1b[?5l", "\x1b[?1049h", "\x1b[?1049l",
-	    "\x1b[?47h", "\x1b[?47l", "\x1b[?7l", "\x1b[?7h", "\x1b[4h",
-	    "\x1b[4l", "\x1b[?6h", "\x1b[?6l", "\x1b[?69h", "\x1b[?69l",
-	    "\x1b[r", "\x1b[s", "\x1b" "7", "\x1b" "8", "\x1b[0m",
-	    "\x1b[1;4;7m", "\x1b[3;5;9m", "\x1b[21m", "\x1b[11m", "\x1b[2m",
-	    "\x1b[38;2;10;200;30m", "\x1b[48;5;123m", "\x1b[31;42m",
+	    "\x1b"
+	    "D",
+	    "\x1b"
+	    "E",
+	    "\x1b#8", "\x1b#6", "\x1b#3", "\x1b#4", "\x1b#5", "\x1b[1\"q",
+	    "\x1b[0\"q", "\x1b[?J", "\x1b[?1K", "\x1b[?5h", "\x1b[?5l",
+	    "\x1b[?1049h", "\x1b[?1049l", "\x1b[?47h", "\x1b[?47l", "\x1b[?7l",
+	    "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[?6h", "\x1b[?6l",
+	    "\x1b[?69h", "\x1b[?69l", "\x1b[r", "\x1b[s",
+	    "\x1b"
+	    "7",
+	    "\x1b"
+	    "8",
+	    "\x1b[0m", "\x1b[1;4;7m", "\x1b[3;5;9m", "\x1b[21m", "\x1b[11m",
+	    "\x1b[2m", "\x1b[38;2;10;200;30m", "\x1b[48;5;123m", "\x1b[31;42m",
 	    "\x1b[39;49m", "\x1b[97;100m"};
 	static const char csi[] = "ABCDEFGJKLMPSTX@`adeIZ";
 	unsigned k = rnd(10);
@@ -274,8 +281,7 @@ piece(char *buf, size_t *len, int rows, int cols)
 	if (k < 4) {
 		put(buf, len, "%s", words[rnd(sizeof words / sizeof *words)]);
 	} else if (k < 6) {
-		put(buf, len, "\x1b[%u%c", rnd(5),
-		    csi[rnd(sizeof csi - 1)]);
+		put(buf, len, "\x1b[%u%c", rnd(5), csi[rnd(sizeof csi - 1)]);
 	} else if (k == 6) {
 		put(buf, len, "\x1b[%u;%uH", rnd((unsigned)rows + 2),
 		    rnd((unsigned)cols + 2));
