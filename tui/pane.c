@@ -155,6 +155,7 @@ pane_new(struct tui *t, const struct pane_source *src, const char *session,
 	p->vt = vterm_new(p->rows, p->cols);
 	vterm_set_utf8(p->vt, 1);
 	vterm_output_set_callback(p->vt, cb_output, p);
+	feed_init(&p->feed, p->vt);
 	p->scr = screen_new(p->vt, &screen_cbs, p);
 	screen_reset(p->scr, 1);
 	return p;
@@ -200,11 +201,11 @@ pane_free(struct pane *p)
 		return;
 	p->src->stop(p);
 	screen_free(p->scr);
+	feed_free(&p->feed);
 	vterm_free(p->vt);
 	sb_free(p->sb);
 	free(p->dirty);
 	free(p->backlog);
-	free(p->faint_out);
 	free(p->title);
 	free(p->others);
 	free(p->keyboard);
@@ -286,7 +287,8 @@ pane_set_size(struct pane *p, int cols, int rows)
 	p->dirty = xrealloc(p->dirty, (size_t)rows);
 	p->rows = rows;
 	p->cols = cols;
-	screen_resize(p->scr, rows, cols);
+	feed_resize(&p->feed, rows, cols);
+	screen_flush(p->scr);
 	pane_mark_all(p);
 }
 
@@ -405,15 +407,8 @@ pane_clock_us(void)
 static void
 pane_parse(struct pane *p, const uint8_t *b, size_t len)
 {
-	size_t n;
-
 	scan_modes(p, b, len);
-	if (p->faint_cap < FAINT_OUT_MAX(len)) {
-		p->faint_cap = FAINT_OUT_MAX(len);
-		p->faint_out = xrealloc(p->faint_out, p->faint_cap);
-	}
-	n = faint_filter(&p->faint, b, len, p->faint_out);
-	vterm_input_write(p->vt, (const char *)p->faint_out, n);
+	feed_write(&p->feed, b, len);
 	screen_flush(p->scr);
 	p->bytes_in += len;
 }

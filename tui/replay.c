@@ -132,7 +132,7 @@ replay_rewind(struct pane *p, char **cause)
 	p->backlog_off = p->backlog_len = 0;
 	screen_reset(p->scr, 1);
 	sb_clear(p->sb);
-	memset(&p->faint, 0, sizeof p->faint);
+	feed_reset(&p->feed);
 	pane_set_size(p, w > 0 ? w : 80, ht > 0 ? ht : 24);
 	pane_mark_all(p);
 	r->ended = 0;

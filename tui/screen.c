@@ -21,7 +21,6 @@
  * screen_free. Damage is merged into one band of rows and given to the
  * caller's damage callback at screen_flush.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -602,6 +601,8 @@ cb_setlineinfo(
 {
 	struct screen *s = user;
 
+	if (row < 0 || row >= s->rows)
+		return 0; /* can't happen: faint.c bounds the cursor */
 	if (now->doublewidth == was->doublewidth &&
 	    now->doubleheight == was->doubleheight)
 		return 1;
@@ -673,41 +674,6 @@ screen_reset(struct screen *s, int hard)
 {
 	vterm_state_reset(s->state, hard);
 	screen_flush(s);
-}
-
-/*
- * Resize the terminal to rows x cols. A shorter terminal also loses its
- * scroll region, as xterm's and tmux's do: libvterm 0.1.4 keeps a region's
- * top past the new bottom, and its next line feed there crashes (a
- * negative memmove), which any guest could cause by setting a region and
- * shrinking its PTY. The region is reset through the parser (faint.c holds
- * split escape sequences back, so the parser is not inside one); the
- * cursor is put back where it was.
- */
-void
-screen_resize(struct screen *s, int rows, int cols)
-{
-	int old_rows, old_cols;
-
-	vterm_get_size(s->vt, &old_rows, &old_cols);
-	vterm_set_size(s->vt, rows, cols);
-	if (rows < old_rows)
-		screen_reset_region(s->vt);
-	screen_flush(s);
-}
-
-/* Reset vt's scroll region, the cursor staying (screen_resize). */
-void
-screen_reset_region(VTerm *vt)
-{
-	VTermPos pos;
-	char seq[32];
-	int n;
-
-	vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
-	n = snprintf(
-	    seq, sizeof seq, "\033[r\033[%d;%dH", pos.row + 1, pos.col + 1);
-	vterm_input_write(vt, seq, (size_t)n);
 }
 
 /* Report the rows changed since the last flush to the damage callback. */

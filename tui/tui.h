@@ -65,8 +65,6 @@ struct screen *screen_new(VTerm *, const VTermScreenCallbacks *, void *user);
 void screen_free(struct screen *);
 void screen_reset(struct screen *, int hard);
 void screen_flush(struct screen *);
-void screen_resize(struct screen *, int rows, int cols);
-void screen_reset_region(VTerm *);
 int screen_get_cell(const struct screen *, VTermPos, VTermScreenCell *);
 
 /* ---- search.c: finding text in lines of cells ---- */
@@ -301,20 +299,56 @@ enum pane_state {
 };
 
 /* faint.c: SGR 2 (faint) and DECSC's character sets, for libvterm */
-enum faint_state { FAINT_GROUND, FAINT_ESC, FAINT_CSI, FAINT_SCS };
-#define FAINT_HOLD 72 /* bytes a sequence may hold across reads, and more */
-/* The most faint_filter writes for len bytes (ESC 8, 2 bytes, gives 20). */
-#define FAINT_OUT_MAX(len) (10 * (len) + FAINT_HOLD)
+enum faint_state {
+	FAINT_GROUND,
+	FAINT_ESC,
+	FAINT_CSI,
+	FAINT_CSI_PASS, /* a CSI too long to hold, passed as it comes */
+	FAINT_CSI_SKIP, /* a CSI with too many parameters, dropped */
+	FAINT_SCS,
+	FAINT_STRING, /* OSC or DCS: nothing printed until it ends */
+};
+/* The most a held sequence gives when it ends: an SGR of 64 bytes
+ * rewritten ("22;" becomes "22;10;") and its "ESC [", with room. */
+#define FAINT_HOLD 208
+/* The most faint_filter writes for len bytes (ESC 8, 2 bytes, gives 15). */
+#define FAINT_OUT_MAX(len) (8 * (len) + FAINT_HOLD)
 struct faint {
 	enum faint_state state;
 	char buf[64]; /* a CSI's bytes after "ESC [" */
 	size_t n;
+	int seps;              /* its parameter separators so far */
 	int which;             /* FAINT_SCS: G0..G3 */
 	char g[4], saved_g[4]; /* designations now, and at ESC 7 (0: B) */
 	int gl, saved_gl;      /* G1 shifted in (SO), now and at ESC 7 */
-	int graphic;           /* the last byte out was a graphic one (REP) */
+	int graphic;           /* the last character out takes columns (REP) */
+	uint32_t cp;           /* the UTF-8 character being read, */
+	int need;              /* and its continuation bytes still to come */
+	int top;      /* the last DECSTBM's top margin (1-based), 0: none */
+	int stop;     /* in: return at the next ground point */
+	int restored; /* out: returned right after an ESC 8 */
+	size_t used;  /* out: input bytes the last call took */
 };
 size_t faint_filter(struct faint *, const uint8_t *, size_t, uint8_t *);
+
+/*
+ * Bytes into libvterm, through faint_filter, and what keeps a hostile
+ * stream from breaking libvterm 0.1.4's state: a cursor ESC 8 brings back
+ * past the screen is bounded, and a scroll region left past a shorter
+ * screen's bottom is reset, both at a point where no sequence is open.
+ */
+struct feed {
+	VTerm *vt;
+	struct faint f;
+	uint8_t *out; /* faint_filter's output */
+	size_t cap;
+	int fix_region; /* reset the scroll region at the next ground point */
+};
+void feed_init(struct feed *, VTerm *);
+void feed_free(struct feed *);
+void feed_reset(struct feed *);
+void feed_write(struct feed *, const uint8_t *, size_t);
+void feed_resize(struct feed *, int rows, int cols);
 
 /* strike.c: struck cells of a frame, drawn again through smxx after it */
 struct strike {
@@ -382,9 +416,7 @@ struct pane {
 	int any_dirty;
 	VTermPos cursor;
 	int cur_visible, altscreen, mouse, bracketed;
-	struct faint faint; /* SGR 2 for libvterm (faint.c) */
-	uint8_t *faint_out; /* its output buffer */
-	size_t faint_cap;
+	struct feed feed; /* bytes into vt, made safe (faint.c) */
 	char *title;
 	struct sb *sb;
 	int view; /* lines scrolled back (copy mode), 0: live */

@@ -31,6 +31,10 @@ UNIT_TESTS += tui_screen
 UNIT_tui_screen_SRCS := tests/unit/test_tui_screen.c tui/screen.c tui/faint.c
 UNIT_tui_screen_LIBS := $(TUI_LIBS)
 
+# A guest's output through faint.c and the screen, with resizes (libFuzzer).
+FUZZ_fuzz_screen_SRCS := tui/screen.c tui/faint.c
+FUZZ_fuzz_screen_LIBS := $(TUI_LIBS)
+
 # Scrollback storage and copy mode's search.
 UNIT_TESTS += tui_sb
 UNIT_tui_sb_SRCS := tests/unit/test_tui_sb.c tui/sb.c tui/search.c

@@ -254,8 +254,9 @@ send_resize(int fd, unsigned cols, unsigned rows)
  * hsize's attach: a RESIZE of 65535x65535, then text; then a scroll region
  * and a saved cursor near the bottom, a RESIZE much shorter, and what
  * crashed libvterm 0.1.4 after it (a line feed and a scroll in the region
- * now past the bottom, the saved cursor restored there and written to);
- * then the stream stays open.
+ * now past the bottom, the saved cursor restored there and written to),
+ * then a REP with nothing to repeat and a CSI of 20 parameters; then the
+ * stream stays open.
  */
 static void
 attach_resize(int fd)
@@ -275,6 +276,11 @@ attach_resize(int fd)
 	send_data(fd, &cursor,
 	    "\033[8;1H\n\n\033[2S\0338\033#6\033[2@\033[3Pxy\033[K"
 	    "\033[H\033[2Jhostile-after-shrink\r\n");
+	/* a REP after a zero-width glyph looped for ever in libvterm 0.1.4;
+	 * a CSI of 20 parameters wrote over its parser's callbacks */
+	send_data(fd, &cursor,
+	    "\xe2\x80\x8b\033[5b\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"
+	    "hostile-after-rep\r\n");
 	sleep(3600);
 }
 

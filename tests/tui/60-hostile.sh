@@ -5,8 +5,9 @@
 # still types and echoes; hbig's 64 MiB reply is refused at the cap and
 # hwide's 200000-argument command is cut; hsize's RESIZE of 65535x65535 is
 # clamped, the TUI stays alive and small, also when a shorter RESIZE leaves
-# a scroll region and a saved cursor past the bottom; a mouse click
-# selects the row drawn under it.
+# a scroll region and a saved cursor past the bottom, and output that hung
+# or crashed libvterm 0.1.4 (a REP of nothing, a CSI of 20 parameters); a
+# mouse click selects the row drawn under it.
 source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/tmux.sh"
 
@@ -54,6 +55,9 @@ t_huge_resize_clamped() {
 	# the scroll region and the saved cursor left past a shorter
 	# screen's bottom crashed libvterm 0.1.4; the TUI goes on
 	wait_screen 'hostile-after-shrink' 30 || return 1
+	# a REP after a zero-width glyph hung libvterm, 20 parameters
+	# crashed it
+	wait_screen 'hostile-after-rep' 30 || return 1
 	wait_screen 'hsize:s live' 10 || return 1
 	prefix '?' || return 1
 	wait_screen 'help: q or Esc closes' 10 || return 1
@@ -76,5 +80,5 @@ t_click_selects_the_row_under_it() {
 }
 
 check "a hung guest is marked; the other shell still answers" t_hung_guest_stalls_nobody
-check "a 65535x65535 RESIZE is clamped, a shrink past a scroll region is safe; the TUI stays alive and small" t_huge_resize_clamped
+check "a 65535x65535 RESIZE is clamped; a shrink past a scroll region, a REP of nothing, a CSI of 20 parameters are safe; the TUI stays alive and small" t_huge_resize_clamped
 check "a click selects the sidebar row drawn under it" t_click_selects_the_row_under_it

@@ -357,7 +357,7 @@ faint_run(const char *s, size_t k)
 	static uint8_t piece[FAINT_OUT_MAX(8)];
 
 	memset(&f, 0, sizeof f);
-	for (size_t i = 0; i < len; i += k) {
+	for (size_t i = 0; i < len; i += f.used) { /* it may stop early */
 		size_t n = len - i < k ? len - i : k;
 		size_t got = faint_filter(&f, (const uint8_t *)s + i, n, piece);
 		memcpy(out + o, piece, got);
@@ -382,14 +382,12 @@ TEST(faint_rewrites_sgr_2_only)
 	    {"\033[2J\033[?2004h\033[m", "\033[2J\033[?2004h\033[m"},
 	    {"a\033\033[2mb", "a\033\033[11mb"},
 	    {"\033(0q\033(B", "\033(0q\033(B"},
-	    {"\033[2\nm", "\033[2\nm"},
+	    {"\033[2\nm", "\n\033[11m"}, /* the LF runs inside the CSI */
 	    /* DECRC puts back the character sets DECSC saw */
 	    {"\033(0\0337\033(Bq\0338q",
-	        "\033(0\0337\033(Bq\0338\033(0\033)B\033*B\033+B\017"
-	        "\033[?0hq"},
+	        "\033(0\0337\033(Bq\0338\033(0\033)B\033*B\033+B\017q"},
 	    {"\033)0\016\0337\017\0338",
-	        "\033)0\016\0337\017\0338\033(B\033)0\033*B\033+B\016"
-	        "\033[?0h"},
+	        "\033)0\016\0337\017\0338\033(B\033)0\033*B\033+B\016"},
 	};
 
 	for (size_t i = 0; i < nitems(cases); i++) {
@@ -422,4 +420,86 @@ TEST(faint_rep_only_after_a_graphic_character)
 
 	CHECK_STR(got, "+\033[1b\r\n \033[2b\033[Hx\033[?2b");
 	free(got);
+}
+
+/* libvterm 0.1.4's REP never ends after a glyph of no width, or before any
+ * glyph: such a REP is dropped, whatever its parameters look like. */
+/* faint follows libvterm's parser: NUL and DEL ignored inside a sequence,
+ * other controls run there, CAN cancels, strings print nothing; and a
+ * CSI with 16 or more separators (which overruns libvterm's arguments) is
+ * dropped, whether held or too long to hold. */
+TEST(faint_keeps_in_step_with_libvterm)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"\033\n8", "\n\0338\033(B\033)B\033*B\033+B\017"},
+	    {"\033[3\177m", "\033[3m"},
+	    {"\033\1778", "\0338\033(B\033)B\033*B\033+B\017"},
+	    {"\033[1\n;2H", "\n\033[1;2H"},
+	    {"\033[1\030x", "x"},
+	    {"\033]0;t\007\033[5b",
+	        "\033]0;t\007"}, /* an OSC printed nothing */
+	    {"x\033]0;t\033\\\033[2b", "x\033]0;t\033\\"},
+	    {"\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mx", "x"},
+	    {"\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m",
+	        "\033[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1m"},
+	    {"\033[22;22;22;22;22;22;22;22;22m",
+	        "\033[22;22;22;22;22;22;22;22;22m"},
+	};
+
+	for (size_t i = 0; i < nitems(cases); i++) {
+		for (size_t k = 1; k <= 7; k += 3) {
+			char *got = faint_run(cases[i].in, k);
+			CHECK_STR(got, cases[i].out);
+			free(got);
+		}
+	}
+}
+
+/* A CSI too long to hold passes as it comes, and is cancelled (CAN) at
+ * its 16th separator, or at a REP's final byte with nothing to repeat. */
+TEST(faint_long_csi_passes_or_is_cancelled)
+{
+	char in[200], want[200], *got;
+	int n = snprintf(in, sizeof in, "\033[");
+
+	for (int i = 0; i < 70; i++)
+		in[n++] = '0';
+	memcpy(want, in, (size_t)n);
+	strcpy(in + n, ";1;2;3;4;5;6;7;8;9;10;11;12;13;14;15;16mx");
+	strcpy(want + n, ";1;2;3;4;5;6;7;8;9;10;11;12;13;14;15\030x");
+	got = faint_run(in, 5);
+	CHECK_STR(got, want);
+	free(got);
+	in[n] = want[n] = 'b';
+	in[n + 1] = '\0';
+	want[n] = '\030';
+	want[n + 1] = '\0';
+	got = faint_run(in, 5);
+	CHECK_STR(got, want);
+	free(got);
+}
+
+TEST(faint_rep_never_after_a_zero_width_character)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+	    {"\033[20;b", ""},                              /* nothing yet */
+	    {"\xe2\x80\x8b\033[5b", "\xe2\x80\x8b"},        /* ZWSP */
+	    {"\xcc\x81\033[5b", "\xcc\x81"},                /* a lone mark */
+	    {"\xe2\x94\x80\033[5b", "\xe2\x94\x80\033[5b"}, /* box drawing */
+	    {"\xe4\xb8\xad\033[2;3b", "\xe4\xb8\xad\033[2;3b"}, /* wide */
+	    {"\xe4\xb8\033[5b", "\xe4\xb8"}, /* cut short by the ESC */
+	    {"\xff\033[5b", "\xff"},         /* not UTF-8 */
+	};
+
+	for (size_t i = 0; i < nitems(cases); i++) {
+		for (size_t k = 1; k <= 7; k += 3) {
+			char *got = faint_run(cases[i].in, k);
+			CHECK_STR(got, cases[i].out);
+			free(got);
+		}
+	}
 }
