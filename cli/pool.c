@@ -148,15 +148,18 @@ pool_profile_of(const char *given, const struct settings *st)
 
 /*
  * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
- * the profile's contents and vmux's version, so that a VM booted under a
- * profile since changed, or by another vmux, is never handed out.
+ * the profile's contents, vmux's version and the image file's identity
+ * (home: where image names are looked up; NULL leaves it out), so that a
+ * VM booted under a profile since changed, from an image since replaced,
+ * or by another vmux, is never handed out.
  */
 static char *
-pool_spec(const struct settings *st, const char *profile, const char *image)
+pool_spec(const char *home, const struct settings *st, const char *profile,
+    const char *image)
 {
 	const char *name = pool_profile_of(profile, st);
 	struct profile p;
-	char *s, *text = NULL, *why = NULL;
+	char *s, *text = NULL, *why = NULL, *id;
 	cJSON *j;
 
 	if (profile_get(name, &p, &why) == 0) {
@@ -165,10 +168,12 @@ pool_spec(const struct settings *st, const char *profile, const char *image)
 		cJSON_Delete(j);
 	} else
 		free(why);
+	id = home != NULL ? image_identity(home, image) : xstrdup("-");
 	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
 	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
-	        hash_fnv1a(VMUX_VERSION));
+	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31));
 	free(text);
+	free(id);
 	return s;
 }
 
@@ -193,8 +198,9 @@ pool_eligible(const struct args *a, const struct settings *st)
 		if (!allowed && args_has(a, o->name))
 			return 0;
 	}
-	want = pool_spec(st, args_get(a, "profile"), args_get(a, "image"));
-	have = pool_spec(st, st->pool_profile, st->pool_image);
+	want =
+	    pool_spec(NULL, st, args_get(a, "profile"), args_get(a, "image"));
+	have = pool_spec(NULL, st, st->pool_profile, st->pool_image);
 	same = strcmp(want, have) == 0;
 	free(want);
 	free(have);
@@ -330,7 +336,7 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 	memset(out, 0, sizeof *out);
 	if (pool_list(home, &v, &n, cause) != 0)
 		return -1;
-	want = pool_spec(st, st->pool_profile, st->pool_image);
+	want = pool_spec(home, st, st->pool_profile, st->pool_image);
 	link = session_dir(home, name);
 	for (i = 0; i < n && rc == 1; i++) {
 		struct pool_vm *vm = &v[i];
@@ -546,7 +552,7 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 		settings_free(&st);
 		return -1;
 	}
-	want = pool_spec(&st, st.pool_profile, st.pool_image);
+	want = pool_spec(home, &st, st.pool_profile, st.pool_image);
 	for (int boots = 0;; boots++) {
 		struct pool_vm *v;
 		size_t n, i;

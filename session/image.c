@@ -370,6 +370,47 @@ image_untar(const char *tar, const char *cache, long long max, const char *fr,
 static long long image_max(void);
 
 /*
+ * What identifies the file spec names now, without building anything:
+ * "DEV:INODE:SIZE:MTIME" of NAME.img as image_resolve finds it, or of the
+ * path (a directory's own; its cached build follows its content). A pool
+ * VM keeps it in its spec, so an image replaced under the same name is
+ * not handed out from VMs booted before. "-" for none or not found.
+ */
+char *
+image_identity(const char *home, const char *spec)
+{
+	struct stat st;
+	char *path = NULL, *id, **dirs;
+	size_t n, i;
+
+	if (spec == NULL)
+		return xstrdup("-");
+	if (strchr(spec, '/') == NULL && stat(spec, &st) != 0) {
+		dirs = image_dirs(home, &n);
+		for (i = 0; i < n; i++) {
+			if (path == NULL) {
+				xasprintf(&path, "%s/%s.img", dirs[i], spec);
+				if (stat(path, &st) != 0) {
+					free(path);
+					path = NULL;
+				}
+			}
+			free(dirs[i]);
+		}
+		free(dirs);
+		if (path == NULL)
+			return xstrdup("-");
+		free(path);
+	} else if (stat(spec, &st) != 0)
+		return xstrdup("-");
+	xasprintf(&id, "%llx:%llx:%llx:%lld.%09ld",
+	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+	    (unsigned long long)st.st_size, (long long)st.st_mtim.tv_sec,
+	    st.st_mtim.tv_nsec);
+	return id;
+}
+
+/*
  * The ext4 image for spec (see the top of this file) into *out (caller
  * frees): made and cached first when spec is a directory or a tar. 0 or
  * -1 with cause.

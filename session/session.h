@@ -303,6 +303,7 @@ char *fs_cmdline(const struct session_record *);
 int image_resolve(const char *home, const char *spec, char **out,
     void (*notice)(const char *), char **cause);
 cJSON *image_list(const char *home);
+char *image_identity(const char *home, const char *spec);
 int image_prune(const char *home, cJSON *removed, char **cause);
 
 /* net.c */

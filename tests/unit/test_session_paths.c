@@ -320,3 +320,37 @@ TEST(workspace_keep_never_overwrites)
 	free(b);
 	free(home);
 }
+
+/* A pool VM's spec holds its image's identity: a NAME.img replaced under
+ * the same name (a new import) is another image; a missing name is "-". */
+TEST(image_identity_changes_when_the_image_is_replaced)
+{
+	char *home = tmpdir(), *imgs, *img, *tmp, *a, *b, *c;
+
+	xasprintf(&imgs, "%s/images", home);
+	xasprintf(&img, "%s/course.img", imgs);
+	xasprintf(&tmp, "%s/course.img.new", imgs);
+	CHECK(mkdir(imgs, 0700) == 0);
+	a = image_identity(home, "course");
+	CHECK_STR(a, "-");
+	touch(img, 0);
+	b = image_identity(home, "course");
+	CHECK(strcmp(b, "-") != 0);
+	touch(tmp, 0);
+	CHECK(rename(tmp, img) == 0); /* imported again */
+	c = image_identity(home, "course");
+	CHECK(strcmp(c, b) != 0);
+	free(a);
+	free(b);
+	free(c);
+	a = image_identity(home, NULL);
+	CHECK_STR(a, "-");
+	free(a);
+	unlink(img);
+	rmdir(imgs);
+	rmdir(home);
+	free(imgs);
+	free(img);
+	free(tmp);
+	free(home);
+}
