@@ -5,8 +5,9 @@
 # there with -H or HOST:NAME and answers as it would there: output, --json,
 # exit statuses (a guest's 255 included); streams are byte-exact; cp both
 # ways; a shell attached and detached through a terminal; ls over several
-# hosts; bad host strings, an unreachable host, a host without vmux and
-# one with another version each get one clear error.
+# hosts; a hostile host's answers made printable (ls over several hosts,
+# the TUI) and capped; bad host strings, an unreachable host, a host
+# without vmux and one with another version each get one clear error.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/sshd.sh"
 source "$(dirname "$0")/../tui/tmux.sh"
@@ -38,7 +39,23 @@ export HOME=$RHOME/home VMUX_HOME=$RHOME XDG_CONFIG_HOME=$RHOME/home/config
 exec $VMUX "\$@"
 EOC
 printf '#!/bin/sh\necho "vmux 0.0-old"\n' >"$TMP/oldvmux"
-chmod +x "$TMP/rvmux" "$TMP/oldvmux"
+# a hostile host: the right version, then answers with escape sequences
+# (an OSC title, a clear, a C1 CSI) in every session name, or in its
+# shells' commands and details (evil-fields), or 20 MB (evil-huge)
+cat >"$TMP/evilvmux" <<'EOC'
+#!/bin/sh
+d=$(dirname "$0")
+case " $* " in *" --version "*) exec "$d/rvmux" "$@" ;; esac
+if [ -e "$d/evil-huge" ]; then head -c 20000000 /dev/zero | tr '\0' x; exit 0; fi
+esc='\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m'
+if [ -e "$d/evil-fields" ]; then
+	"$d/rvmux" "$@" |
+		sed 's|\("/bin/sh\)"|\1'"$esc"'"|g; s|\("default[^"]*\)"|\1'"$esc"'"|g'
+else
+	"$d/rvmux" "$@" | sed 's|"r1"|"r1'"$esc"'"|g'
+fi
+EOC
+chmod +x "$TMP/rvmux" "$TMP/oldvmux" "$TMP/evilvmux"
 USERAT=$(id -un)@127.0.0.1:$PORT
 rvmux() { "$TMP/rvmux" "$@"; }
 
@@ -48,7 +65,7 @@ tui_before_exit() {
 	for s in "$RHOME"/sessions/*/; do
 		[[ -d $s ]] && rvmux rm -f "$(basename "$s")" >/dev/null 2>&1
 	done
-	for s in lab lab2 far; do vmux host disconnect $s >/dev/null 2>&1; done
+	for s in lab lab2 far evil; do vmux host disconnect $s >/dev/null 2>&1; done
 }
 
 t_hosts_named_in_settings() {
@@ -202,6 +219,40 @@ t_several_hosts() {
 	expect_status 2 vmux -H lab -H lab2 exec r1 -- true 2>/dev/null || return 1
 }
 
+t_hostile_host_is_made_printable() {
+	local out
+	vmux host add evil "ssh://$USERAT$TMP/evilvmux" || return 1
+	# its answer does carry the escapes (-H alone passes output on, as ssh)
+	out=$(vmux -H evil ls --json | jq -r '.[0].name')
+	expect_match "hostile answer" "$out" $'r1\e]0;pwned' || return 1
+	# listed beside other hosts, every string is made printable
+	out=$(vmux -H evil -H lab ls)
+	expect_match "evil listed" "$out" $'\n''evil +r1' || return 1
+	[[ $out != *$'\e'* && $out != *$'\a'* && $out != *$'\xc2\x9b'* ]] ||
+		fail "raw escapes in ls over two hosts: $(printf %q "$out")" || return 1
+	out=$(vmux -H evil -H lab ls --json | jq -r '.[] | select(.host == "evil") | .name')
+	[[ $out != *$'\e'* ]] || fail "escapes in --json names: $(printf %q "$out")" || return 1
+	# the TUI drops sessions whose names are not names; what it shows of
+	# another host (commands, details) is printable: the title untouched
+	touch "$TMP/evil-fields"
+	tm new-session -d -s evil -x 150 -y 40 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME VMUX_SSH_COMMAND='$VMUX_SSH_COMMAND' $VMUX -H evil -H lab tui"
+	wait_on evil '^ evil ' 30 || return 1
+	wait_on evil '^  evil:r1' 30 || return 1
+	wait_on evil 'default net:off 4G.x1b' 30 || return 1 # shown as text
+	[[ $(tm display-message -p -t evil '#{pane_title}') != *pwned* ]] ||
+		fail "the hostile host set the terminal's title" || return 1
+	tm send-keys -t evil C-b d
+	rm -f "$TMP/evil-fields"
+	# an answer of 20 MB: refused at the cap, the other host still listed
+	touch "$TMP/evil-huge"
+	out=$(timeout 120 "$VMUX" -H evil -H lab ls 2>"$TMP/err")
+	expect_match "lab still listed" "$out" 'lab +r1' || return 1
+	expect_match "evil refused" "$(cat "$TMP/err")" 'evil' || return 1
+	rm -f "$TMP/evil-huge"
+	vmux host rm evil >/dev/null
+}
+
 t_bad_hosts_say_why() {
 	local err
 	err=$(vmux -H ftp://x ls 2>&1)
@@ -287,6 +338,7 @@ check "logs, stop and start on the other host" t_logs_stop_start_there
 check "cp both ways with a remote session" t_cp_both_ways
 check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
 check "ls over several hosts, one of them down" t_several_hosts
+check "a hostile host's answers are made printable and capped" t_hostile_host_is_made_printable
 check "bad, unreachable, vmux-less and old hosts say why" t_bad_hosts_say_why
 check "one TUI over two hosts, one of them stopped mid-run" t_tui_over_two_hosts
 check "a default host; rm there; host rm" t_default_host_and_rm
