@@ -5,7 +5,7 @@
  * stream's RESIZE frames would make them.
  *
  * Input: pieces, each a length byte L and L bytes of output; a length byte
- * of 0xff is a resize instead, to the next two bytes as cols (1..512) and
+ * of 0xff is a resize instead, to the next two bytes as cols (2..512) and
  * rows (1..256), the sizes a pane is clamped to. After every piece every
  * cell is read back. ASan/UBSan catch memory errors and leaks; the cursor
  * must stay on the screen; a hang (libvterm's REP after a zero-width
@@ -99,8 +99,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len == 0xff) {
 			if (i + 2 > size)
 				break;
-			feed_resize(&fd, 1 + data[i] * 2 % PANE_MAX_COLS,
-			    1 + data[i + 1] % PANE_MAX_ROWS);
+			feed_resize(&fd, 1 + data[i + 1] % PANE_MAX_ROWS,
+			    2 + data[i] * 2 % (PANE_MAX_COLS - 1));
 			screen_flush(s);
 			i += 2;
 		} else {

@@ -1,30 +1,35 @@
 /*
  * faint.c: what libvterm 0.1.4 gets wrong, put right in the byte stream
- * before it: SGR 2 (faint, which it drops) and the character sets DECSC
- * (ESC 7) saves and DECRC (ESC 8) restores (it restores the position and
- * pen but not the G0-G3 designations nor which is shifted in, so vttest's
- * save/restore screen drew half its line-drawing row as 'q').
+ * before it, and what in it a guest could use to hang or crash the TUI,
+ * kept from it.
  *
- * Also DECCOLM's clearing (see DECCOLM_EFFECTS), and REP (CSI n b): it
- * repeats the preceding character only if a graphic character precedes it
- * (ECMA-48; xterm, tmux); libvterm 0.1.4 repeats the last one printed
- * whatever came between, and loops for ever when that one has no width
- * (see note_char), so a REP after a control or a zero-width character is
- * dropped here.
+ * Put right: SGR 2 (faint, which it drops) becomes 11 (alternate font 1,
+ * which libvterm keeps per cell and nothing else here uses) and 22 becomes
+ * 22;10, so cell.c can draw font 1 as A_DIM, as tmux draws faint (a
+ * colour's own parameters, 38;5;N and 38;2;R;G;B, are left alone). The
+ * character sets DECSC (ESC 7) saves are sent again after DECRC (ESC 8):
+ * libvterm restores the position and pen but not the G0-G3 designations
+ * nor which is shifted in. DECCOLM's clearing (see DECCOLM_EFFECTS). REP
+ * (CSI n b) repeats only a graphic character printed just before it
+ * (ECMA-48; xterm, tmux).
  *
- * Character sets: designations (ESC ( ) * + F) and shifts (SO, SI) are
- * noted as they pass; at ESC 7 they are saved, and after ESC 8 they are
- * sent again, so libvterm ends up where a VT100 would (and the cursor is
- * bounded to the screen: charsets_restore).
+ * Kept out: a CSI with 16 or more separators (libvterm writes its
+ * parameters into an array of 16 unchecked, then over its parser's
+ * callback pointer); REP itself (its loop advances by the last glyph's
+ * width and never ends after a glyph of none): the feed writes the
+ * character out again instead; an unbounded cursor after ESC 8 (the feed
+ * bounds it).
  *
- * Faint: before a pane's bytes reach libvterm, SGR sequences are rewritten: 2
- * becomes 11 (alternate font 1, which libvterm keeps per cell and nothing
- * else here uses) and 22 (normal intensity) becomes 22;10, so the cell
- * converter (cell.c) can draw font 1 as A_DIM, as tmux draws faint. A
- * colour's own parameters (38;5;N, 38;2;R;G;B, and 48, 58) are left alone.
- * Sequences split across reads are held until whole; anything that is not
- * a plain CSI ... m passes through byte for byte. The caller owns the
- * struct faint (one per pane) and the output buffer.
+ * To know what libvterm does with each byte, faint_filter follows its
+ * parser state for state: NUL and DEL are ignored everywhere, CAN and SUB
+ * cancel whatever is open, ESC starts a sequence (also inside a string),
+ * other C0 controls run where they are and the sequence goes on, an ESC
+ * sequence takes intermediates until a final byte (and "[", "]" or "P"
+ * after them still open a CSI or a string), a CSI ends at its final byte
+ * or at a byte that makes it invalid (dropped). Sequences are held until
+ * whole (a CSI of more than 64 bytes is passed as it comes); strings and
+ * text pass at once. The caller owns the struct faint (one per pane) and
+ * the output buffer.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,34 +40,12 @@
 #include "tui.h"
 
 /*
- * A byte printed from the ground state: is the character it ends one
- * libvterm 0.1.4 can repeat (REP)? Its REP loop advances by the last
- * glyph's width, so a REP after a zero-width glyph (a combining mark or a
- * zero-width space printed alone), or before any glyph, never ends: a
- * guest could hang the TUI with four bytes. Only a character the C
- * library says takes columns (ASCII from space to ~, or wcwidth >= 1)
- * counts; an incomplete or invalid UTF-8 sequence does not.
+ * libvterm 0.1.4 stores a CSI's parameters in an array of 16 without
+ * checking: the 16th ';' or ':' writes past it, over the parser's callback
+ * pointer (a guest printing "ESC [1;1;...;1m" crashed the TUI, or worse).
+ * A CSI with more separators than this is dropped before it gets there.
  */
-static void
-note_char(struct faint *f, uint8_t c)
-{
-	if (c < 0x80) {
-		f->need = 0;
-		f->graphic = c >= 0x20 && c != 0x7f;
-	} else if (c >= 0xc2 && c <= 0xf4) { /* a lead byte */
-		f->need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
-		f->cp = c & (0x3f >> f->need);
-		f->graphic = 0;
-	} else if (c < 0xc0 && f->need > 0) { /* a continuation byte */
-		f->cp = f->cp << 6 | (c & 0x3f);
-		if (--f->need == 0)
-			f->graphic = f->cp >= 0xa0 && f->cp <= 0x10ffff &&
-			    wcwidth((wchar_t)f->cp) > 0;
-	} else {
-		f->need = 0;
-		f->graphic = 0;
-	}
-}
+#define CSI_SEPS_MAX 15
 
 /* Are all of p[0..n) in set? (p is not a C string.) */
 static int
@@ -176,13 +159,33 @@ first_param(const char *p, size_t n)
 	return v;
 }
 
-/*
- * libvterm 0.1.4 stores a CSI's parameters in an array of 16 without
- * checking: the 16th ';' or ':' writes past it, over the parser's callback
- * pointer (a guest printing "ESC [1;1;...;1m" crashed the TUI, or worse).
- * A CSI with more separators than this is dropped before it gets there.
- */
-#define CSI_SEPS_MAX 15
+/* A text byte libvterm prints: remember the last whole character (REP). */
+static void
+note_text(struct faint *f, uint8_t c)
+{
+	if (c < 0x80) {
+		f->need = 0;
+		f->last[0] = c;
+		f->nlast = 1;
+		f->last_ok = 1;
+	} else if (c >= 0xc2 && c <= 0xf4) { /* a lead byte */
+		f->need = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : 1;
+		f->cur[0] = c;
+		f->ncur = 1;
+		f->last_ok = 0;
+	} else if (c < 0xc0 && f->need > 0) { /* a continuation byte */
+		f->cur[f->ncur++] = c;
+		if (--f->need == 0) {
+			memcpy(f->last, f->cur, (size_t)f->ncur);
+			f->nlast = f->ncur;
+			/* U+0080-U+009F are C1 controls, not characters */
+			f->last_ok = !(f->cur[0] == 0xc2 && f->cur[1] < 0xa0);
+		}
+	} else {
+		f->need = 0;
+		f->last_ok = 0;
+	}
+}
 
 /* A held CSI ends with c: write it out (rewritten where it is ours). */
 static size_t
@@ -207,140 +210,164 @@ csi_end(struct faint *f, uint8_t c, uint8_t *out)
 		o += f->n;
 	}
 	out[o++] = c;
-	if (c == 'r' && all_of(f->buf, f->n, "0123456789;"))
-		f->top = first_param(f->buf, f->n); /* DECSTBM */
-	else if (c == 'p' && f->n == 1 && f->buf[0] == '!')
-		f->top = 0; /* DECSTR */
 	if ((c == 'h' || c == 'l') && deccolm(f->buf, f->n)) {
 		memcpy(out + o, DECCOLM_EFFECTS, sizeof DECCOLM_EFFECTS - 1);
 		o += sizeof DECCOLM_EFFECTS - 1;
-		f->top = 0;
 	}
 	return o;
+}
+
+/* An ESC sequence (intermediates in f->esc) ends with c, held until now:
+ * write it out; 1 if it was DECRC (ESC 8). */
+static int
+esc_end(struct faint *f, uint8_t c, uint8_t *out, size_t *o)
+{
+	out[(*o)++] = 0x1b;
+	memcpy(out + *o, f->esc, (size_t)f->nesc);
+	*o += (size_t)f->nesc;
+	out[(*o)++] = c;
+	if (f->nesc == 1 && strchr("()*+", f->esc[0]) != NULL && c >= 0x30)
+		f->g[strchr("()*+", f->esc[0]) - "()*+"] = (char)c; /* SCS */
+	if (f->nesc != 0)
+		return 0;
+	if (c == '7') { /* DECSC */
+		memcpy(f->saved_g, f->g, sizeof f->g);
+		f->saved_gl = f->gl;
+	} else if (c == '8') { /* DECRC */
+		*o += charsets_restore(f, out + *o);
+		return 1;
+	}
+	return 0;
+}
+
+/* Is this CSI a REP (CSI n b, no leader or intermediate)? */
+static int
+csi_is_rep(const struct faint *f, uint8_t c)
+{
+	return c == 'b' && all_of(f->buf, f->n, "0123456789;:");
 }
 
 /*
  * Rewrite bytes of a pane's output into out (room for FAINT_OUT_MAX(len)
  * bytes); the number of bytes to feed libvterm. It takes all len bytes
  * (f->used says how many) unless it stops early: right after an ESC 8
- * (f->restored), or, when f->stop is set, where no sequence is open.
- *
- * libvterm's parser is followed as it goes: NUL and DEL are ignored
- * everywhere, CAN and SUB cancel a sequence, ESC starts another, and any
- * other C0 control inside a sequence is run there and the sequence goes
- * on; OSC and DCS strings print nothing. Held sequences stay in step.
+ * (f->restored), or at a REP that may repeat (f->rep, its count: the
+ * caller writes the character out again).
  */
 size_t
 faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 {
 	size_t o = 0, i;
 
-	f->restored = 0;
+	f->restored = f->rep = 0;
 	for (i = 0; i < len; i++) {
 		uint8_t c = in[i];
-		int in_seq =
-		    f->state != FAINT_GROUND && f->state != FAINT_STRING;
 
-		if (in_seq && (c == 0x00 || c == 0x7f))
-			continue; /* ignored by libvterm, even here */
-		if (in_seq && (c == 0x18 || c == 0x1a)) {
-			if (f->state == FAINT_CSI_PASS)
-				out[o++] = c;    /* libvterm has the start */
-			f->state = FAINT_GROUND; /* CAN, SUB: cancelled */
-			goto next;
+		if (c == 0x00 || c == 0x7f)
+			continue; /* ignored by libvterm, everywhere */
+		if (c == 0x18 || c == 0x1a) { /* CAN, SUB: all cancelled */
+			out[o++] = c;
+			f->state = FAINT_GROUND;
+			f->last_ok = 0;
+			continue;
 		}
-		if (in_seq && c < 0x20 && c != 0x1b) {
-			out[o++] =
-			    c; /* run inside the sequence, which goes on */
-			note_char(f, c);
+		if (c == 0x1b) { /* an open CSI is dropped, by libvterm too */
+			f->state = FAINT_ESC; /* held until we know */
+			f->nesc = 0;
+			f->need = 0;
+			continue;
+		}
+		if (c < 0x20 && !(c == 0x07 && f->state == FAINT_STRING)) {
+			out[o++] = c; /* run where it is; a sequence goes on */
+			if (c == 0x0e || c == 0x0f) /* SO, SI */
+				f->gl = c == 0x0e;
+			f->last_ok = 0;
 			continue;
 		}
 		switch (f->state) {
 		case FAINT_GROUND:
-			if (c == 0x1b) {
-				f->need = 0; /* a UTF-8 sequence cut short */
-				f->state = FAINT_ESC; /* held until we know */
-				break;
-			}
-			if (c == 0x0e || c == 0x0f) /* SO, SI */
-				f->gl = c == 0x0e;
-			note_char(f, c);
 			out[o++] = c;
+			note_text(f, c);
 			break;
 		case FAINT_STRING:
-			if (c == 0x1b) {
-				f->state =
-				    FAINT_ESC; /* ESC \ ends it, or not */
-				break;
-			}
-			out[o++] = c;
-			if (c == 0x07 || c == 0x18 || c == 0x1a)
+			if (!f->skip)
+				out[o++] = c;
+			if (c == 0x07)
 				f->state = FAINT_GROUND;
 			break;
 		case FAINT_ESC:
 			if (c != '[') /* a CSI decides at its end (REP) */
-				f->graphic = 0;
+				f->last_ok = 0;
 			if (c == '[') {
 				f->state = FAINT_CSI;
+				f->phase = CSI_LEADER;
 				f->n = 0;
-				f->seps = 0;
-				break;
-			}
-			if (c == '(' || c == ')' || c == '*' || c == '+') {
-				f->state = FAINT_SCS;
-				f->which = c == '(' ? 0
-				    : c == ')'      ? 1
-				    : c == '*'      ? 2
-				                    : 3;
-				break;
-			}
-			out[o++] = 0x1b;
-			if (c == 0x1b)
-				break; /* another ESC: hold that one */
-			out[o++] = c;
-			f->state =
-			    c == ']' || c == 'P' ? FAINT_STRING : FAINT_GROUND;
-			if (c == '7') { /* DECSC */
-				memcpy(f->saved_g, f->g, sizeof f->g);
-				f->saved_gl = f->gl;
-			} else if (c == '8') { /* DECRC */
-				o += charsets_restore(f, out + o);
-				f->restored = 1;
-				i++;
-				goto done;
-			} else if (c == 'c') /* RIS */
-				f->top = 0;
-			break;
-		case FAINT_SCS:
-			out[o++] = 0x1b;
-			out[o++] = (uint8_t)("()*+"[f->which]);
-			if (c == 0x1b) { /* not a designation: again */
+				f->seps = f->pass = f->skip = 0;
+			} else if (c == ']' || c == 'P') {
+				out[o++] = 0x1b;
+				out[o++] = c;
+				f->state = FAINT_STRING;
+				f->skip = 0;
+			} else if (c >= 0x20 && c <= 0x2f) {
+				if (f->nesc < (int)sizeof f->esc - 1)
+					f->esc[f->nesc++] = (char)c;
+			} else if (c >= 0x30 && c <= 0x7e) {
 				f->state = FAINT_GROUND;
-				i--;
-				break;
-			}
-			out[o++] = c;
-			f->g[f->which] = (char)c;
-			f->state = FAINT_GROUND;
+				if (esc_end(f, c, out, &o)) {
+					f->restored = 1;
+					i++;
+					goto done;
+				}
+			} /* else: libvterm ignores it and stays here */
 			break;
 		case FAINT_CSI:
-			if (c == 'b' && !f->graphic &&
-			    all_of(f->buf, f->n, "0123456789;:")) {
-				f->state = FAINT_GROUND; /* REP: not safe */
+			if (f->phase == CSI_LEADER) {
+				if (c >= 0x3c && c <= 0x3f)
+					goto keep;
+				f->phase = CSI_ARGS;
+			}
+			if (f->phase == CSI_ARGS) {
+				if (c >= '0' && c <= '9')
+					goto keep;
+				if (c == ';' || c == ':') {
+					if (++f->seps <= CSI_SEPS_MAX)
+						goto keep;
+					if (f->pass && !f->skip)
+						out[o++] = 0x18; /* CAN */
+					f->skip = 1;
+					break;
+				}
+				f->phase = CSI_INTERMED;
+			}
+			if (c >= 0x20 && c <= 0x2f)
+				goto keep;
+			f->state = FAINT_GROUND;
+			if (c < 0x40 ||
+			    c > 0x7e) { /* invalid: libvterm drops it */
+				if (f->pass && !f->skip)
+					out[o++] = c;
 				break;
 			}
-			if (c >= 0x40)
-				f->graphic = 0; /* a control sequence ends */
-			if (c >= 0x40 && c <= 0x7e) { /* the final byte */
+			if (f->skip)
+				break;
+			if (csi_is_rep(f, c) && !f->pass && f->last_ok) {
+				int n = first_param(f->buf, f->n);
+				f->rep = n == 0 ? 1 : n;
+				f->last_ok = 0; /* not after this one */
+				i++;
+				goto done;
+			}
+			if (f->pass)
+				out[o++] = csi_is_rep(f, c) ? 0x18 : c;
+			else if (!csi_is_rep(f, c))
 				o += csi_end(f, c, out + o);
-				f->state = FAINT_GROUND;
-			} else if (c == 0x1b || c > 0x7e) {
-				/* cut short: libvterm drops it; this again */
-				f->state = FAINT_GROUND;
-				i--;
-			} else if ((c == ';' || c == ':') &&
-			    ++f->seps > CSI_SEPS_MAX) {
-				f->state = FAINT_CSI_SKIP; /* dropped whole */
+			f->last_ok = 0;
+			break;
+		keep:
+			if (f->skip)
+				break;
+			if (f->pass) {
+				out[o++] = c;
 			} else if (f->n == sizeof f->buf) {
 				/* too long to hold: libvterm gets it as it is
 				 */
@@ -348,49 +375,11 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 				out[o++] = '[';
 				memcpy(out + o, f->buf, f->n);
 				o += f->n;
-				f->state = FAINT_CSI_PASS;
-				i--;
+				out[o++] = c;
+				f->pass = 1;
 			} else
 				f->buf[f->n++] = (char)c;
 			break;
-		case FAINT_CSI_PASS:
-			if (c == 0x1b) {
-				f->state = FAINT_GROUND;
-				i--;
-				break;
-			}
-			if ((c == ';' || c == ':') &&
-			    ++f->seps > CSI_SEPS_MAX) {
-				out[o++] = 0x18; /* CAN: libvterm drops it */
-				f->state = FAINT_CSI_SKIP;
-				break;
-			}
-			if (c >= 0x40 && c <= 0x7e) {
-				/* a REP we could not look at is cancelled */
-				out[o++] = c == 'b' && !f->graphic ? 0x18 : c;
-				if (c == 'r')
-					f->top = 1
-					    << 20; /* a region, we know not
-					              where: reset it */
-				f->graphic = 0;
-				f->state = FAINT_GROUND;
-			} else
-				out[o++] = c;
-			break;
-		case FAINT_CSI_SKIP:
-			if (c == 0x1b) {
-				f->state = FAINT_GROUND;
-				i--;
-			} else if (c >= 0x40 && c <= 0x7e) {
-				f->graphic = 0;
-				f->state = FAINT_GROUND;
-			}
-			break;
-		}
-	next:
-		if (f->stop && f->state == FAINT_GROUND && f->need == 0) {
-			i++;
-			goto done;
 		}
 	}
 done:
@@ -415,19 +404,50 @@ feed_free(struct feed *fd)
 	fd->cap = 0;
 }
 
-/* The terminal was reset: nothing is held any more. */
+/* Write bytes into libvterm as they are (whole sequences, or text). */
+static void
+inject(struct feed *fd, const char *seq, size_t len)
+{
+	vterm_input_write(fd->vt, seq, len);
+}
+
+/* The terminal was reset: whatever libvterm's parser had open is
+ * cancelled, and faint starts again. */
 void
 feed_reset(struct feed *fd)
 {
+	inject(fd, "\030", 1);
 	memset(&fd->f, 0, sizeof fd->f);
-	fd->fix_region = 0;
 }
 
-/* Inject seq (whole, at a ground point) into libvterm. */
+/* Where the cursor is, and the size. */
 static void
-inject(struct feed *fd, const char *seq)
+cursor_and_size(struct feed *fd, VTermPos *pos, int *rows, int *cols)
 {
-	vterm_input_write(fd->vt, seq, strlen(seq));
+	vterm_get_size(fd->vt, rows, cols);
+	vterm_state_get_cursorpos(vterm_obtain_state(fd->vt), pos);
+}
+
+/*
+ * REP n: the last character written out again, at most to the end of the
+ * line (as libvterm's REP, tmux's and xterm's), so no REP reaches libvterm.
+ */
+static void
+repeat(struct feed *fd, int n)
+{
+	struct faint *f = &fd->f;
+	VTermPos pos;
+	int rows, cols, w = 1;
+	wchar_t wc;
+
+	cursor_and_size(fd, &pos, &rows, &cols);
+	if (mbtowc(&wc, (const char *)f->last, (size_t)f->nlast) > 0 &&
+	    wcwidth(wc) > 1)
+		w = wcwidth(wc);
+	if (n > (cols - pos.col) / w)
+		n = (cols - pos.col) / w;
+	for (int k = 0; k < n; k++)
+		inject(fd, (const char *)f->last, (size_t)f->nlast);
 }
 
 /*
@@ -439,31 +459,19 @@ inject(struct feed *fd, const char *seq)
 static void
 fix_region(struct feed *fd)
 {
-	VTermState *st = vterm_obtain_state(fd->vt);
 	VTermPos pos, home;
-	int rows, cols;
+	int rows, cols, n;
 	char seq[40];
 
-	vterm_get_size(fd->vt, &rows, &cols);
-	vterm_state_get_cursorpos(st, &pos);
-	inject(fd, "\033[r");
-	vterm_state_get_cursorpos(st, &home);
+	cursor_and_size(fd, &pos, &rows, &cols);
+	inject(fd, "\033[r", 3);
+	vterm_state_get_cursorpos(vterm_obtain_state(fd->vt), &home);
 	pos.row = pos.row < 0 ? 0 : pos.row >= rows ? rows - 1 : pos.row;
 	pos.col = pos.col < 0 ? 0 : pos.col >= cols ? cols - 1 : pos.col;
-	snprintf(seq, sizeof seq, "\033[%d;%dH",
+	n = snprintf(seq, sizeof seq, "\033[%d;%dH",
 	    pos.row - home.row < 0 ? 1 : pos.row - home.row + 1,
 	    pos.col - home.col < 0 ? 1 : pos.col - home.col + 1);
-	inject(fd, seq);
-	fd->f.top = 0;
-	fd->fix_region = 0;
-	fd->f.stop = 0;
-}
-
-/* Is faint where libvterm's parser has no sequence open? */
-static int
-at_ground(const struct feed *fd)
-{
-	return fd->f.state == FAINT_GROUND && fd->f.need == 0;
+	inject(fd, seq, (size_t)n);
 }
 
 /* Bytes of output into libvterm. */
@@ -471,48 +479,52 @@ void
 feed_write(struct feed *fd, const uint8_t *b, size_t len)
 {
 	while (len > 0) {
-		size_t n, want = FAINT_OUT_MAX(len < 4096 ? len : 4096);
-		if (fd->cap < want) {
-			fd->cap = want;
+		size_t n, take = len < 4096 ? len : 4096;
+		if (fd->cap < FAINT_OUT_MAX(take)) {
+			fd->cap = FAINT_OUT_MAX(take);
 			fd->out = xrealloc(fd->out, fd->cap);
 		}
-		n = faint_filter(&fd->f, b, len < 4096 ? len : 4096, fd->out);
-		vterm_input_write(fd->vt, (const char *)fd->out, n);
+		n = faint_filter(&fd->f, b, take, fd->out);
+		inject(fd, (const char *)fd->out, n);
 		b += fd->f.used;
 		len -= fd->f.used;
+		if (fd->f.rep > 0)
+			repeat(fd, fd->f.rep);
 		if (fd->f.restored) {
 			/* libvterm 0.1.4 does not bound what ESC 8 brings
 			 * back; every CSI ends by bounding the cursor, and an
 			 * unknown DEC mode does nothing else */
 			VTermPos pos;
 			int rows, cols;
-			vterm_get_size(fd->vt, &rows, &cols);
-			vterm_state_get_cursorpos(
-			    vterm_obtain_state(fd->vt), &pos);
+			cursor_and_size(fd, &pos, &rows, &cols);
 			if (pos.row < 0 || pos.row >= rows || pos.col < 0 ||
 			    pos.col >= cols)
-				inject(fd, "\033[?0h");
+				inject(fd, "\033[?0h", 5);
 		}
-		if (fd->fix_region && at_ground(fd))
-			fix_region(fd);
 	}
 }
 
 /*
- * The terminal is now rows x cols. libvterm 0.1.4 keeps a scroll region's
- * top past a shorter screen's bottom, and its next line feed there
- * crashes (a negative memmove): such a region is reset, now or where the
- * stream next has no sequence open.
+ * The terminal is now rows x cols. When it is shorter, its scroll region
+ * is reset now: libvterm 0.1.4 keeps a region's top past a shorter
+ * screen's bottom, and its next line feed there crashes (a negative
+ * memmove). A string or long CSI open at this moment is cancelled (CAN)
+ * and the rest of it dropped, so nothing is cut in two.
  */
 void
 feed_resize(struct feed *fd, int rows, int cols)
 {
+	int old_rows, old_cols;
+
+	vterm_get_size(fd->vt, &old_rows, &old_cols);
 	vterm_set_size(fd->vt, rows, cols);
-	if (fd->f.top == 0 || fd->f.top < rows)
+	if (rows >= old_rows)
 		return;
-	fd->fix_region = 1;
-	if (at_ground(fd))
-		fix_region(fd);
-	else
-		fd->f.stop = 1;
+	/* what libvterm has open (a string, a CSI too long to hold) ends;
+	 * what faint holds is whole when it goes, after the reset */
+	inject(fd, "\030", 1);
+	if (fd->f.state == FAINT_STRING ||
+	    (fd->f.state == FAINT_CSI && fd->f.pass))
+		fd->f.skip = 1; /* the rest of it dropped */
+	fix_region(fd);
 }

@@ -147,7 +147,7 @@ pane_new(struct tui *t, const struct pane_source *src, const char *session,
 	p->grid = grid;
 	p->fd = -1;
 	p->rows = rows < 1 ? 1 : rows;
-	p->cols = cols < 1 ? 1 : cols;
+	p->cols = cols < 2 ? 2 : cols; /* see pane_set_size */
 	p->dirty = xcalloc((size_t)p->rows, 1);
 	p->cur_visible = 1;
 	p->sb = sb_new(grid ? 64 * 1024 : t->cfg.scrollback);
@@ -282,6 +282,9 @@ pane_set_size(struct pane *p, int cols, int rows)
 		cols = PANE_MAX_COLS;
 	if (rows > PANE_MAX_ROWS)
 		rows = PANE_MAX_ROWS;
+	if (cols == 1)
+		cols = 2; /* a double-width line of 1 column has room for none:
+		             libvterm 0.1.4 put its cursor at column -1 */
 	if (cols < 1 || rows < 1 || (cols == p->cols && rows == p->rows))
 		return;
 	p->dirty = xrealloc(p->dirty, (size_t)rows);

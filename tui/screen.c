@@ -565,6 +565,9 @@ cb_resize(int rows, int cols, VTermPos *delta, void *user)
 			VTermRect all = {0, old_rows, 0, old_cols};
 			cb_scrollrect(all, r + 1 - rows, 0, s);
 			delta->row -= r + 1 - rows;
+			if (cursor.row + delta->row < 0)
+				delta->row = -cursor.row; /* 0.1.4 lets it go
+				                             negative */
 		}
 	}
 	s->buf[0] = rows_resize(s, s->buf[0], rows, cols);

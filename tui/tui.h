@@ -298,16 +298,19 @@ enum pane_state {
 	PANE_FAILED,       /* cannot attach (no such shell, session gone) */
 };
 
-/* faint.c: SGR 2 (faint) and DECSC's character sets, for libvterm */
+/*
+ * faint.c: SGR 2 (faint) and DECSC's character sets for libvterm, and what
+ * keeps a hostile stream from its bugs. faint_filter follows libvterm
+ * 0.1.4's parser state for state (its parser.c) so it knows what libvterm
+ * will do with every byte.
+ */
 enum faint_state {
 	FAINT_GROUND,
-	FAINT_ESC,
-	FAINT_CSI,
-	FAINT_CSI_PASS, /* a CSI too long to hold, passed as it comes */
-	FAINT_CSI_SKIP, /* a CSI with too many parameters, dropped */
-	FAINT_SCS,
+	FAINT_ESC,    /* ESC and intermediates seen, held */
+	FAINT_CSI,    /* in a CSI (held in buf, or passed: pass) */
 	FAINT_STRING, /* OSC or DCS: nothing printed until it ends */
 };
+enum faint_csi { CSI_LEADER, CSI_ARGS, CSI_INTERMED };
 /* The most a held sequence gives when it ends: an SGR of 64 bytes
  * rewritten ("22;" becomes "22;10;") and its "ESC [", with room. */
 #define FAINT_HOLD 208
@@ -315,34 +318,38 @@ enum faint_state {
 #define FAINT_OUT_MAX(len) (8 * (len) + FAINT_HOLD)
 struct faint {
 	enum faint_state state;
-	char buf[64]; /* a CSI's bytes after "ESC [" */
+	enum faint_csi phase; /* FAINT_CSI: where libvterm's parser is */
+	char buf[64];         /* a CSI's bytes after "ESC [" */
 	size_t n;
 	int seps;              /* its parameter separators so far */
-	int which;             /* FAINT_SCS: G0..G3 */
+	int pass;              /* too long to hold: passed as it comes */
+	int skip;              /* dropped to its end (libvterm got CAN) */
+	char esc[16];          /* FAINT_ESC: the intermediates */
+	int nesc;              /* how many (more are dropped, as libvterm) */
 	char g[4], saved_g[4]; /* designations now, and at ESC 7 (0: B) */
 	int gl, saved_gl;      /* G1 shifted in (SO), now and at ESC 7 */
-	int graphic;           /* the last character out takes columns (REP) */
-	uint32_t cp;           /* the UTF-8 character being read, */
-	int need;              /* and its continuation bytes still to come */
-	int top;      /* the last DECSTBM's top margin (1-based), 0: none */
-	int stop;     /* in: return at the next ground point */
-	int restored; /* out: returned right after an ESC 8 */
+	uint8_t last[4];       /* the last character printed (UTF-8), */
+	int nlast, last_ok;    /* its bytes, and may REP repeat it */
+	uint8_t cur[4];        /* the UTF-8 character being read */
+	int ncur, need;
+	int restored; /* out: returned right after ESC 8 */
+	int rep;      /* out: returned at a REP of this many */
 	size_t used;  /* out: input bytes the last call took */
 };
 size_t faint_filter(struct faint *, const uint8_t *, size_t, uint8_t *);
 
 /*
  * Bytes into libvterm, through faint_filter, and what keeps a hostile
- * stream from breaking libvterm 0.1.4's state: a cursor ESC 8 brings back
- * past the screen is bounded, and a scroll region left past a shorter
- * screen's bottom is reset, both at a point where no sequence is open.
+ * stream from breaking libvterm 0.1.4's state: REP is written out as the
+ * character repeated (it looped for ever after a glyph of no width), a
+ * cursor ESC 8 brings back past the screen is bounded, and a shorter
+ * screen's scroll region is reset (its top could be past the bottom).
  */
 struct feed {
 	VTerm *vt;
 	struct faint f;
 	uint8_t *out; /* faint_filter's output */
 	size_t cap;
-	int fix_region; /* reset the scroll region at the next ground point */
 };
 void feed_init(struct feed *, VTerm *);
 void feed_free(struct feed *);

@@ -504,6 +504,45 @@ TEST(screen_survives_what_broke_libvterm)
 	side_free(&b);
 }
 
+/* A shrink with text below the cursor keeps the cursor on the screen
+ * (libvterm 0.1.4 let it go to a negative row; the next erase wrote
+ * before its line table); a terminal reset in the middle of a long CSI
+ * leaves nothing of it open; a resize in the middle of a sequence or a
+ * UTF-8 character cuts nothing in two. */
+TEST(screen_resize_and_reset_leave_nothing_open)
+{
+	static struct side b;
+	char row[64];
+	VTermPos pos;
+
+	side_new(&b, 1, 10, 20);
+	side_puts(&b, "\033[10;1Hx\033[1;1H");
+	resize(&b, 4, 20);
+	vterm_state_get_cursorpos(vterm_obtain_state(b.vt), &pos);
+	CHECK(pos.row >= 0);
+	side_puts(&b, "\033[J\033[1J");
+	side_free(&b);
+
+	side_new(&b, 1, 5, 20);
+	side_puts(&b,
+	    "\033[00000000000000000000000000000000000000000000000000"
+	    "000000000000000000");
+	screen_reset(b.s, 1);
+	feed_reset(&b.feed);
+	side_puts(&b, ";1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mok");
+	row_text(&b, 0, row, sizeof row);
+	CHECK_STR(row, ";1;1;1;1;1;1;1;1;1;1"); /* text: the CSI is gone */
+	side_free(&b);
+
+	side_new(&b, 1, 10, 20);
+	side_puts(&b, "\033[9;10r\033[10;1H\033[3");
+	resize(&b, 5, 20);
+	side_puts(&b, "1mred\033[5;1H\xc3");
+	resize(&b, 3, 20);
+	side_puts(&b, "\xa9\n\033D\033[S");
+	side_free(&b);
+}
+
 static int dmg_start = -1, dmg_end = -1, dmg_calls, cursor_row;
 
 static int

@@ -353,7 +353,7 @@ faint_run(const char *s, size_t k)
 {
 	struct faint f;
 	size_t len = strlen(s), o = 0;
-	uint8_t *out = xmalloc(FAINT_OUT_MAX(len) + 1);
+	uint8_t *out = xmalloc(FAINT_OUT_MAX(len) + 16 * len + 1);
 	static uint8_t piece[FAINT_OUT_MAX(8)];
 
 	memset(&f, 0, sizeof f);
@@ -362,6 +362,9 @@ faint_run(const char *s, size_t k)
 		size_t got = faint_filter(&f, (const uint8_t *)s + i, n, piece);
 		memcpy(out + o, piece, got);
 		o += got;
+		if (f.rep > 0) /* for the feed to write out: shown */
+			o +=
+			    (size_t)sprintf((char *)out + o, "<REP %d>", f.rep);
 	}
 	out[o] = '\0';
 	return (char *)out;
@@ -380,7 +383,7 @@ TEST(faint_rewrites_sgr_2_only)
 	        "\033[38;5;2mg\033[48;2;2;2;2mx\033[0m"},
 	    {"\033[38;5;2;2m", "\033[38;5;2;11m"},
 	    {"\033[2J\033[?2004h\033[m", "\033[2J\033[?2004h\033[m"},
-	    {"a\033\033[2mb", "a\033\033[11mb"},
+	    {"a\033\033[2mb", "a\033[11mb"}, /* the second ESC starts again */
 	    {"\033(0q\033(B", "\033(0q\033(B"},
 	    {"\033[2\nm", "\n\033[11m"}, /* the LF runs inside the CSI */
 	    /* DECRC puts back the character sets DECSC saw */
@@ -413,17 +416,16 @@ TEST(faint_deccolm_clears)
 TEST(faint_rep_only_after_a_graphic_character)
 {
 	/* vttest's REP test: "+", REP 1, REP 10 (dropped: a control
-	 * precedes), and REP after a newline, a CSI or at the start */
+	 * precedes), and REP after a newline, a CSI or at the start; a REP
+	 * kept is for the feed to write out (<REP n>), never libvterm's */
 	char *got = faint_run("\033[5b+\033[1b\033[10b\r\n \033[2b"
 	                      "\033[H\033[3bx\033[?2b",
 	    3);
 
-	CHECK_STR(got, "+\033[1b\r\n \033[2b\033[Hx\033[?2b");
+	CHECK_STR(got, "+<REP 1>\r\n <REP 2>\033[Hx\033[?2b");
 	free(got);
 }
 
-/* libvterm 0.1.4's REP never ends after a glyph of no width, or before any
- * glyph: such a REP is dropped, whatever its parameters look like. */
 /* faint follows libvterm's parser: NUL and DEL ignored inside a sequence,
  * other controls run there, CAN cancels, strings print nothing; and a
  * CSI with 16 or more separators (which overruns libvterm's arguments) is
@@ -437,7 +439,18 @@ TEST(faint_keeps_in_step_with_libvterm)
 	    {"\033[3\177m", "\033[3m"},
 	    {"\033\1778", "\0338\033(B\033)B\033*B\033+B\017"},
 	    {"\033[1\n;2H", "\n\033[1;2H"},
-	    {"\033[1\030x", "x"},
+	    {"\033[1\030x", "\030x"},
+	    /* "[", "]" and "P" open a CSI or string after intermediates
+	     * too, and a byte past 0x7f inside ESC is ignored */
+	    {"\033 [1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mx", "x"},
+	    {"\033\x80[1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mx", "x"},
+	    {"\033([1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1;1mx", "x"},
+	    {"\033 [b", ""},
+	    {"\033#8\033[b", "\033#8"},
+	    {"\033]\033\030A\033[b", "\033]\030A<REP 1>"},
+	    {"\033\x80"
+	     "8",
+	        "\0338\033(B\033)B\033*B\033+B\017"},
 	    {"\033]0;t\007\033[5b",
 	        "\033]0;t\007"}, /* an OSC printed nothing */
 	    {"x\033]0;t\033\\\033[2b", "x\033]0;t\033\\"},
@@ -481,18 +494,23 @@ TEST(faint_long_csi_passes_or_is_cancelled)
 	free(got);
 }
 
-TEST(faint_rep_never_after_a_zero_width_character)
+/* libvterm 0.1.4's REP never ends after a glyph of no width: no REP goes
+ * to libvterm; one after a whole character printed is reported (the feed
+ * writes the character out again), any other is dropped. */
+TEST(faint_rep_is_never_libvterms)
 {
 	static const struct {
 		const char *in, *out;
 	} cases[] = {
-	    {"\033[20;b", ""},                              /* nothing yet */
-	    {"\xe2\x80\x8b\033[5b", "\xe2\x80\x8b"},        /* ZWSP */
-	    {"\xcc\x81\033[5b", "\xcc\x81"},                /* a lone mark */
-	    {"\xe2\x94\x80\033[5b", "\xe2\x94\x80\033[5b"}, /* box drawing */
-	    {"\xe4\xb8\xad\033[2;3b", "\xe4\xb8\xad\033[2;3b"}, /* wide */
+	    {"\033[20;b", ""},                                /* nothing yet */
+	    {"\xe2\x80\x8b\033[5b", "\xe2\x80\x8b<REP 5>"},   /* ZWSP */
+	    {"\xe2\x94\x80\033[5b", "\xe2\x94\x80<REP 5>"},   /* box drawing */
+	    {"\xe4\xb8\xad\033[2;3b", "\xe4\xb8\xad<REP 2>"}, /* wide */
 	    {"\xe4\xb8\033[5b", "\xe4\xb8"}, /* cut short by the ESC */
 	    {"\xff\033[5b", "\xff"},         /* not UTF-8 */
+	    {"\xc2\x85\033[5b", "\xc2\x85"}, /* a C1 control */
+	    {"x\033[0b", "x<REP 1>"},
+	    {"x\033[?5b", "x\033[?5b"}, /* not a REP */
 	};
 
 	for (size_t i = 0; i < nitems(cases); i++) {
