@@ -272,7 +272,10 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 			continue;
 		}
 		if (c == 0x1b) { /* an open CSI is dropped, by libvterm too */
-			f->state = FAINT_ESC; /* held until we know */
+			if (f->state == FAINT_CSI && f->pass && !f->skip)
+				out[o++] = 0x18; /* now: the ESC is held, and
+				                    may never go */
+			f->state = FAINT_ESC;    /* held until we know */
 			f->nesc = 0;
 			f->need = 0;
 			continue;
