@@ -85,6 +85,35 @@ damage(struct screen *s, int start, int end)
 		s->dmg_end = end;
 }
 
+/* Cells from..to-1 blank in the pen (libvterm's new cells). */
+static void
+pen_fill(const struct screen *s, struct scell *cells, int from, int to)
+{
+	for (int c = from; c < to; c++)
+		cells[c] = s->pen;
+}
+
+/*
+ * The code points of chars past the first (combining marks, up to a 0)
+ * into row's side array at col, and the cell's PEN_COMB set; nothing when
+ * there are none.
+ */
+static void
+comb_set(
+    const struct screen *s, struct srow *row, int col, const uint32_t *chars)
+{
+	if (chars[1] == 0)
+		return;
+	if (row->comb == NULL)
+		row->comb = xcalloc((size_t)s->cols, sizeof *row->comb);
+	for (int i = 1; i < VTERM_MAX_CHARS_PER_CELL; i++) {
+		row->comb[col][i - 1] = chars[i];
+		if (chars[i] == 0)
+			break;
+	}
+	row->c[col].pen |= PEN_COMB;
+}
+
 /* A buffer of rows x cols, every cell blank in the pen. */
 static struct srow *
 rows_new(const struct screen *s, int rows, int cols)
@@ -93,8 +122,7 @@ rows_new(const struct screen *s, int rows, int cols)
 
 	for (int r = 0; r < rows; r++) {
 		b[r].c = xreallocarray(NULL, (size_t)cols, sizeof *b[r].c);
-		for (int c = 0; c < cols; c++)
-			b[r].c[c] = s->pen;
+		pen_fill(s, b[r].c, 0, cols);
 	}
 	return b;
 }
@@ -154,16 +182,8 @@ cell_in(struct screen *s, struct srow *row, int col, const VTermScreenCell *in)
 
 	c->ch = in->chars[0];
 	c->pen = keep;
-	if (in->chars[0] != 0 && in->chars[1] != 0) {
-		if (row->comb == NULL)
-			row->comb = xcalloc((size_t)s->cols, sizeof *row->comb);
-		for (int i = 1; i < VTERM_MAX_CHARS_PER_CELL; i++) {
-			row->comb[col][i - 1] = in->chars[i];
-			if (in->chars[i] == 0)
-				break;
-		}
-		c->pen |= PEN_COMB;
-	}
+	if (in->chars[0] != 0)
+		comb_set(s, row, col, in->chars);
 	c->pen |= in->attrs.bold ? PEN_BOLD : 0;
 	c->pen |= (uint32_t)in->attrs.underline << PEN_UL_SHIFT;
 	c->pen |= in->attrs.italic ? PEN_ITALIC : 0;
@@ -354,17 +374,7 @@ cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 	if (info->chars[0] != 0) {
 		*c = s->pen;
 		c->ch = info->chars[0];
-		if (info->chars[1] != 0) {
-			if (row->comb == NULL)
-				row->comb =
-				    xcalloc((size_t)s->cols, sizeof *row->comb);
-			for (int i = 1; i < VTERM_MAX_CHARS_PER_CELL; i++) {
-				row->comb[pos.col][i - 1] = info->chars[i];
-				if (info->chars[i] == 0)
-					break;
-			}
-			c->pen |= PEN_COMB;
-		}
+		comb_set(s, row, pos.col, info->chars);
 	}
 	for (int i = 1; i < info->width && pos.col + i < s->cols; i++) {
 		row->c[pos.col + i].ch = WIDE_RIGHT;
@@ -515,14 +525,12 @@ rows_resize(const struct screen *s, struct srow *b, int rows, int cols)
 		if (r >= s->rows) {
 			n[r].c =
 			    xreallocarray(NULL, (size_t)cols, sizeof *n[r].c);
-			for (int c = 0; c < cols; c++)
-				n[r].c[c] = s->pen;
+			pen_fill(s, n[r].c, 0, cols);
 			continue;
 		}
 		n[r] = b[r];
 		n[r].c = xreallocarray(n[r].c, (size_t)cols, sizeof *n[r].c);
-		for (int c = s->cols; c < cols; c++)
-			n[r].c[c] = s->pen;
+		pen_fill(s, n[r].c, s->cols, cols);
 		if (n[r].comb != NULL) {
 			n[r].comb = xreallocarray(
 			    n[r].comb, (size_t)cols, sizeof *n[r].comb);
