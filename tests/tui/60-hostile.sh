@@ -72,6 +72,8 @@ t_click_selects_the_row_under_it() {
 	local y
 	wait_screen '^ +ok ' 30 || return 1
 	wait_screen 'shell-1 running' 30 || return 1
+	# hsize's shells listed too: no row moves between reading and clicking
+	wait_screen '^ +evil running' 30 || return 1
 	# the line where ok's shell-1 is drawn, below the " ok" header
 	y=$(screen main | awk '/^ .? ok /{ s = 1 } s && /shell-1 running/ { print NR - 1; exit }')
 	[[ $y =~ ^[0-9]+$ ]] || fail "no ok:shell-1 row: $(screen main); vmux shells ok: $(vmux shells ok 2>&1)" || return 1
