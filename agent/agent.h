@@ -172,6 +172,9 @@ const char *user_home(void);
 void kill_session(pid_t, int);
 int wait_status_code(int, int *);
 
+/* gate.c: vmux-agent --gate FD (the early start) */
+int agent_gate_wait(int);
+
 /* exec.c: run one command with a timeout and bounded output capture. */
 struct exec_spec {
 	char *const *argv;

@@ -4,7 +4,7 @@
  *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
  *	    [--memory-budget BYTES] [--poweroff-pid PID] [--home DIR]
- *	    [--cgroup DIR]
+ *	    [--cgroup DIR] [--gate FD]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
@@ -14,6 +14,8 @@
  * --cgroup puts every command and shell in that cgroup v2 directory, where
  * vmux-init set the session's process and memory limits; the agent itself
  * stays outside, so a fork bomb or a memory hog cannot take it down.
+ * --gate FD: listen, then serve nothing until FD (from vmux-init) brings the
+ * home and the cgroup and closes (gate.c).
  *
  * --memory-budget caps what shells and execs make the agent hold (default:
  * a quarter of MemTotal; budget.c). On vsock (in the guest) the agent makes
@@ -48,7 +50,7 @@ usage(int status)
 	    "[--scrollback BYTES]\n"
 	    "                  [--memory-budget BYTES] [--poweroff-pid PID] "
 	    "[--home DIR]\n"
-	    "                  [--cgroup DIR]\n"
+	    "                  [--cgroup DIR] [--gate FD]\n"
 	    "                  [--version]\n");
 	exit(status);
 }
@@ -161,6 +163,7 @@ main(int argc, char **argv)
 	    {"memory-budget", required_argument, NULL, 'm'},
 	    {"home", required_argument, NULL, 'H'},
 	    {"cgroup", required_argument, NULL, 'G'},
+	    {"gate", required_argument, NULL, 'g'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -171,7 +174,7 @@ main(int argc, char **argv)
 	long long poweroff = -1;
 	uint64_t give_up;
 	char *desc;
-	int ch, fd, rc;
+	int ch, fd, rc, gate = -1;
 
 	memset(&opts, 0, sizeof opts);
 	opts.idle_timeout_ms = AGENT_IDLE_TIMEOUT_MS;
@@ -231,6 +234,9 @@ main(int argc, char **argv)
 		case 'P':
 			poweroff = number("--poweroff-pid", optarg, 0, 1 << 22);
 			break;
+		case 'g':
+			gate = (int)number("--gate", optarg, 3, 1 << 20);
+			break;
 		case 'V':
 			printf("vmux-agent %s\n", VMUX_VERSION);
 			return 0;
@@ -269,6 +275,8 @@ main(int argc, char **argv)
 	opts.listen_desc = desc;
 	fprintf(stderr, "vmux-agent: listening on %s\n", desc);
 	log_debug("listening on %s", desc);
+	if (gate >= 0)
+		agent_gate_wait(gate);
 	rc = agent_serve(fd, &opts);
 	close(fd);
 	if (unix_path != NULL)

@@ -6,7 +6,12 @@
  * zombie reaping and a clean power-off. Built fully static so it runs before
  * anything else exists. Console lines all start with "vmux-init: "; the host
  * waits for "vmux-init: start" (kernel reached /init) and
- * "vmux-init: agent started".
+ * "vmux-init: agent started"; bench/run reads the steps in between.
+ *
+ * Boot order: modules, then the root, the workspace, limits, network and
+ * shared folders; the agent is started as soon as the vsock transport is
+ * loaded (agent_early), but serves nothing until all of that is done
+ * (gate_open), so whatever the host asks finds the guest set up.
  *
  * Signals (as busybox init): SIGUSR1, SIGUSR2 and SIGPWR power off; SIGTERM
  * and SIGINT (Ctrl-Alt-Del) reboot. Both end QEMU, which runs with
@@ -81,6 +86,12 @@ static const char *agent_home; /* the agent's --home, or NULL */
 #define USER_CGROUP    "/sys/fs/cgroup/vmux-user"
 
 static int user_cgroup_ok;
+
+/* The module that brings AF_VSOCK up: the agent can start once it is in. */
+#define VSOCK_TRANSPORT "vmw_vsock_virtio_transport.ko"
+static int gate_fd = -1; /* our end of the early agent's --gate, or -1 */
+
+static pid_t agent_start(int gated);
 
 /* Milliseconds since boot (CLOCK_BOOTTIME needs no /proc). */
 static long long
@@ -510,6 +521,23 @@ note_slow(
 }
 
 /*
+ * Start the agent now, behind its gate (agent/main.c, gate_wait): its own
+ * start-up then overlaps the rest of the boot and it listens before the
+ * workspace is mounted; vmux-init opens the gate when it has finished
+ * (gate_open). Not when the root is about to switch to an image's disk: the
+ * agent would keep the initramfs as its root.
+ */
+static void
+agent_early(void)
+{
+	if (cmdline_has("vmux.root") || access(VMUX_AGENT_PATH, F_OK) < 0)
+		return;
+	agent_pid = agent_start(1);
+	if (agent_pid >= 0)
+		say("agent started early (uptime %lld ms)", uptime_ms());
+}
+
+/*
  * Load the modules listed, in dependency order, in
  * /lib/modules/<release>/vmux.load (written when the image was built),
  * those a session needs only when its command line says it does. A
@@ -548,8 +576,11 @@ load_modules(void)
 		    errno != EEXIST) {
 			say("module %s: %s", line, strerror(errno));
 			failed++;
-		} else
+		} else {
 			loaded++;
+			if (strcmp(line, VSOCK_TRANSPORT) == 0)
+				agent_early();
+		}
 		close(fd);
 		note_slow(slow, slow_ms, line, uptime_ms() - t1);
 	}
@@ -790,28 +821,68 @@ rescue_mount(void)
 	    RESCUE_DIR);
 }
 
+/* Close both ends of a gate that will not be used (-1s are skipped). */
+static void
+gate_close(int g[2])
+{
+	if (g[0] >= 0)
+		close(g[0]);
+	if (g[1] >= 0)
+		close(g[1]);
+}
+
+/*
+ * Open the early agent's gate: send its home and the user's cgroup (a line
+ * each, empty for none) and close, which lets it serve. If it has died
+ * meanwhile, the send fails quietly and the main loop starts a new one.
+ */
+static void
+gate_open(void)
+{
+	char msg[256];
+	int len;
+
+	if (gate_fd < 0)
+		return;
+	len = snprintf(msg, sizeof msg, "%s\n%s\n",
+	    agent_home != NULL ? agent_home : "",
+	    user_cgroup_ok ? USER_CGROUP : "");
+	if (send(gate_fd, msg, (size_t)len, MSG_NOSIGNAL) != len)
+		say("agent: gate: %s", strerror(errno));
+	close(gate_fd);
+	gate_fd = -1;
+}
+
 /*
  * Start the agent through vmux's own loader so it runs whatever libc the
  * root file system has (or none). Returns the pid, or -1 if exec failed
  * (reported through a close-on-exec pipe, so "started" means exec'd).
  */
 static pid_t
-agent_start(void)
+agent_start(int gated)
 {
-	char *argv[8];
+	char *argv[8], gate_arg[16];
 	int argc = 0;
 	const char *prog = VMUX_GUEST_LOADER;
-	int p[2], err = 0, fd, direct = 0;
+	int p[2], g[2] = {-1, -1}, err = 0, fd, direct = 0;
 	pid_t pid;
 	ssize_t n;
 
 	argv[argc++] = (char *)VMUX_GUEST_LOADER;
 	argv[argc++] = (char *)VMUX_AGENT_PATH;
-	if (agent_home != NULL) {
+	if (gated) { /* home and cgroup come through the gate */
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g) < 0) {
+			say("agent: socketpair: %s", strerror(errno));
+			return -1;
+		}
+		snprintf(gate_arg, sizeof gate_arg, "%d", g[1]);
+		argv[argc++] = "--gate";
+		argv[argc++] = gate_arg;
+	} else if (agent_home != NULL) {
 		argv[argc++] = "--home";
 		argv[argc++] = (char *)agent_home;
 	}
-	if (user_cgroup_ok) {
+	if (!gated && user_cgroup_ok) {
 		argv[argc++] = "--cgroup";
 		argv[argc++] = (char *)USER_CGROUP;
 	}
@@ -822,16 +893,20 @@ agent_start(void)
 		prog = VMUX_AGENT_PATH;
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		say("agent: pipe: %s", strerror(errno));
+		gate_close(g);
 		return -1;
 	}
 	if ((pid = fork()) < 0) {
 		say("agent: fork: %s", strerror(errno));
 		close(p[0]);
 		close(p[1]);
+		gate_close(g);
 		return -1;
 	}
 	if (pid == 0) {
 		sigprocmask(SIG_UNBLOCK, &init_sigs, NULL);
+		if (gated && fcntl(g[1], F_SETFD, 0) < 0)
+			_exit(127);
 		setsid();
 		if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
 			dup2(fd, 0);
@@ -853,7 +928,12 @@ agent_start(void)
 	if (n == (ssize_t)sizeof err) {
 		say("agent: exec %s: %s", prog, strerror(err));
 		waitpid(pid, NULL, 0);
+		gate_close(g);
 		return -1;
+	}
+	if (gated) {
+		close(g[1]);
+		gate_fd = g[0];
 	}
 	say("agent started (pid %d, uptime %lld ms)", (int)pid, uptime_ms());
 	return pid;
@@ -1000,6 +1080,8 @@ main(void)
 	net_up();
 	mounts_up();
 	root_readonly();
+	gate_open();
+	say("setup done (uptime %lld ms)", uptime_ms());
 
 	have_agent = access(VMUX_AGENT_PATH, F_OK) == 0;
 	if (!have_agent)
@@ -1008,7 +1090,7 @@ main(void)
 	for (;;) {
 		if (have_agent && agent_pid < 0 && uptime_ms() >= next_start) {
 			started_at = uptime_ms();
-			if ((agent_pid = agent_start()) < 0)
+			if ((agent_pid = agent_start(0)) < 0)
 				next_start = backoff_next(&backoff);
 			else if (!said_start) { /* bench/run reads the steps */
 				say("agent started (uptime %lld ms)",

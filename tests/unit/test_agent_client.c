@@ -41,9 +41,13 @@ ta_remove_files(struct test_agent *ta)
 	rmdir(ta->dir);
 }
 
-/* Start an agent serving a fresh Unix socket; 0 or -1. */
-int
-ta_start(struct test_agent *ta, int idle_timeout_ms)
+/*
+ * Start an agent serving a fresh Unix socket; 0 or -1. With gate >= 0 the
+ * agent first waits on that gate (agent_gate_wait) for its home, as when
+ * vmux-init starts it early; the caller keeps the other end, ours.
+ */
+static int
+ta_start_with(struct test_agent *ta, int idle_timeout_ms, int gate, int ours)
 {
 	struct sockaddr_un sa;
 	pid_t parent = getpid();
@@ -78,7 +82,11 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 		log_open("vmux-agent-test");
 		if (getppid() != parent)
 			_exit(1);
-		user_home_set(ta->home);
+		if (gate >= 0) {
+			close(ours); /* or the gate never reads EOF */
+			agent_gate_wait(gate);
+		} else
+			user_home_set(ta->home);
 		int rc = agent_serve(fd, &ta->opts);
 
 		/* Tidy up here too: a failed CHECK never reaches ta_stop. */
@@ -89,7 +97,31 @@ ta_start(struct test_agent *ta, int idle_timeout_ms)
 		_exit(rc);
 	}
 	close(fd);
+	if (gate >= 0)
+		close(gate);
 	return 0;
+}
+
+/* Start an agent serving a fresh Unix socket; 0 or -1. */
+int
+ta_start(struct test_agent *ta, int idle_timeout_ms)
+{
+	return ta_start_with(ta, idle_timeout_ms, -1, -1);
+}
+
+/*
+ * Start an agent that serves nothing until *gate (ours: write the home and
+ * the cgroup, a line each, and close it) lets it; 0 or -1.
+ */
+int
+ta_start_gated(struct test_agent *ta, int idle_timeout_ms, int *gate)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	*gate = sv[0];
+	return ta_start_with(ta, idle_timeout_ms, sv[1], sv[0]);
 }
 
 /* Stop the agent (SIGTERM), wait for it; returns its exit status. */

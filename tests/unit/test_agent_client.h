@@ -21,6 +21,7 @@ struct test_agent {
 };
 
 int ta_start(struct test_agent *, int idle_timeout_ms);
+int ta_start_gated(struct test_agent *, int idle_timeout_ms, int *gate);
 int ta_stop(struct test_agent *);
 int ta_connect(struct test_agent *);
 char *ta_raw(struct test_agent *, const char *, size_t);

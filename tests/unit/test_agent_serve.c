@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,74 @@ TEST(serve_ping)
 	CHECK(ta_str(r, "hostname") != NULL);
 	CHECK(ta_num(r, "uptime_seconds") > 0);
 	CHECK_INT(ta_num(r, "pid"), ta.pid);
+	cJSON_Delete(r);
+	CHECK_INT(ta_stop(&ta), 0);
+}
+
+/* Read one reply line from fd (its receive timeout bounds the wait). */
+static cJSON *
+read_reply(int fd)
+{
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < sizeof buf - 1 &&
+	    (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0) {
+		len += (size_t)n;
+		if (memchr(buf, '\n', len) != NULL)
+			break;
+	}
+	buf[len] = '\0';
+	return cJSON_Parse(buf);
+}
+
+TEST(serve_gate_holds_requests_until_setup_is_done)
+{
+	struct test_agent ta;
+	struct pollfd pfd;
+	char msg[300], want[300];
+	cJSON *r;
+	int gate, fd, len;
+
+	CHECK(ta_start_gated(&ta, 5000, &gate) == 0);
+	/* connected and asked, as the host's first ping: not served yet */
+	fd = ta_connect(&ta);
+	CHECK(fd >= 0);
+	CHECK(write(fd, "{\"command\":\"pwd\"}\n", 18) == 18);
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	CHECK_INT(poll(&pfd, 1, 300), 0);
+	/* vmux-init is done: the home comes through the gate, no cgroup */
+	len = snprintf(msg, sizeof msg, "%s\n\n", ta.home);
+	CHECK(write(gate, msg, (size_t)len) == len);
+	close(gate);
+	r = read_reply(fd);
+	close(fd);
+	CHECK(r != NULL);
+	snprintf(want, sizeof want, "%s\n", ta.home);
+	CHECK_STR(ta_str(r, "stdout"), want);
+	CHECK_INT(ta_num(r, "exit_code"), 0);
+	cJSON_Delete(r);
+	CHECK_INT(ta_stop(&ta), 0);
+}
+
+TEST(serve_gate_closed_without_a_message_still_serves)
+{
+	struct test_agent ta;
+	cJSON *r;
+	int gate;
+
+	CHECK(ta_start_gated(&ta, 5000, &gate) == 0);
+	CHECK(write(gate, "/half-a-line", 12) == 12); /* vmux-init died */
+	close(gate);
+	r = ta_request(&ta, "{\"action\":\"ping\"}");
+	CHECK(r != NULL);
+	CHECK(cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")));
+	cJSON_Delete(r);
+	r = ta_request(&ta, "{\"command\":\"pwd\"}");
+	CHECK(r != NULL);
+	CHECK(strstr(ta_str(r, "stdout"), "half-a-line") == NULL);
 	cJSON_Delete(r);
 	CHECK_INT(ta_stop(&ta), 0);
 }
