@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,7 +142,51 @@ tsc_khz(void)
 	cached = (unsigned long)((t1 - t0) * 1000000ULL / (n1 - n0));
 	return cached;
 }
-#else
+#endif
+
+/*
+ * tsc_khz(), kept in the file at path as "BOOT_ID KHZ" so that only the
+ * first boot after the host's own boot pays the 20 ms: the rate is fixed
+ * until the host reboots. A missing, stale or unreadable file is measured
+ * again and rewritten (atomically, errors ignored: the cache is a saving).
+ */
+unsigned long
+tsc_khz_cached(const char *path)
+{
+	char boot[64] = "", line[128], cached_boot[64], *tmp;
+	unsigned long khz = 0;
+	FILE *f;
+
+	if ((f = fopen("/proc/sys/kernel/random/boot_id", "re")) != NULL) {
+		if (fgets(boot, sizeof boot, f) == NULL)
+			boot[0] = '\0';
+		boot[strcspn(boot, "\n")] = '\0';
+		fclose(f);
+	}
+	if (boot[0] == '\0')
+		return tsc_khz(); /* nothing to key the cache on */
+	if ((f = fopen(path, "re")) != NULL) {
+		if (fgets(line, sizeof line, f) != NULL &&
+		    sscanf(line, "%63s %lu", cached_boot, &khz) == 2 &&
+		    strcmp(cached_boot, boot) == 0 && khz > 0) {
+			fclose(f);
+			return khz;
+		}
+		fclose(f);
+	}
+	if ((khz = tsc_khz()) == 0)
+		return 0;
+	xasprintf(&tmp, "%s.%ld", path, (long)getpid());
+	if ((f = fopen(tmp, "we")) != NULL) {
+		fprintf(f, "%s %lu\n", boot, khz);
+		if (fclose(f) != 0 || rename(tmp, path) != 0)
+			unlink(tmp);
+	}
+	free(tmp);
+	return khz;
+}
+
+#if !(defined(__x86_64__) || defined(__i386__))
 /* Elsewhere QEMU's TCG TSC counts host nanoseconds: 1 GHz. */
 unsigned long
 tsc_khz(void)

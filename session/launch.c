@@ -465,6 +465,13 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	cfg.cpus = r->cpus;
 	cfg.memory_mb = r->memory_mb;
 	cfg.cid = r->cid;
+	if (strcmp(r->accel, "kvm") != 0) {
+		char *tsc;
+
+		xasprintf(&tsc, "%s/%s", home, SESSION_TSC_CACHE);
+		cfg.tsc_khz = tsc_khz_cached(tsc);
+		free(tsc);
+	}
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
 	cfg.console_log = r->console_log;
 	serial = console_serial_path(r);

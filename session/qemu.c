@@ -13,7 +13,8 @@
  * PIT-based TSC calibration is disturbed (a busy host) the kernel finds no
  * TSC frequency, marks the TSC unstable and hangs in most loaded boots. Under
  * TCG the guest's TSC is the host's TSC (QEMU reads it with rdtsc), so we
- * measure the host's rate and pass tsc_early_khz=, which skips calibration,
+ * measure the host's rate (once per host boot: $VMUX_HOME/tsc-khz, accel.c)
+ * and pass tsc_early_khz=, which skips calibration,
  * and tsc=reliable, which keeps the TSC as the clocksource (the TSC sync
  * check between vCPUs fails spuriously under TCG and leaves the guest on
  * jiffies). Without them 12 of 12 loaded boots hung; with them 80+ loaded
@@ -167,7 +168,7 @@ qemu_argv(const struct qemu_config *cfg)
 
 	if (cfg->kernel == NULL)
 		return NULL;
-	khz = kvm ? 0 : tsc_khz();
+	khz = kvm ? 0 : cfg->tsc_khz != 0 ? cfg->tsc_khz : tsc_khz();
 	args_add(&a, "%s", cfg->qemu != NULL ? cfg->qemu : QEMU_DEFAULT);
 	args_add(&a, "-nodefaults");
 	args_add(&a, "-no-user-config");

@@ -16,6 +16,7 @@ struct qemu_config {
 	const char *initrd;
 	int cpus;
 	int memory_mb;
+	unsigned long tsc_khz;   /* TCG: the host TSC rate; 0 = measure now */
 	unsigned cid;            /* guest CID, >= 3 */
 	const char *vhost_user;  /* bridge's vhost-user socket; NULL = kernel
 	                            vhost-vsock with cid */
@@ -48,5 +49,6 @@ const char *accel_detect(char **why);
 const char *accel_decide(
     int kvm_errno, int kvm_api, const char *modules_dir, char **why);
 unsigned long tsc_khz(void);
+unsigned long tsc_khz_cached(const char *path);
 
 #endif

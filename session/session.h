@@ -33,6 +33,8 @@
 #define SESSION_CID_FIRST 3
 #define SESSION_RECORD    "session.json"
 #define SESSION_VERSION   1
+/* In the home: the host TSC rate, "BOOT_ID KHZ" (accel.c) */
+#define SESSION_TSC_CACHE "tsc-khz"
 
 /* File names inside a session directory (or its socket directory). */
 #define SESSION_VSOCK_SOCK   "vsock.sock"

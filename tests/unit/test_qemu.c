@@ -420,3 +420,42 @@ TEST(tsc_rate_is_plausible_and_cached)
 	CHECK(khz > 100000 && khz < 10000000);
 	CHECK_INT(tsc_khz(), khz);
 }
+
+TEST(tsc_rate_file_holds_until_the_host_reboots)
+{
+	char dir[] = "/tmp/vmux-tsc.XXXXXX", path[64], boot[64], line[128];
+	FILE *f;
+
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof path, "%s/tsc-khz", dir);
+	f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	CHECK(f != NULL && fgets(boot, sizeof boot, f) != NULL);
+	fclose(f);
+	boot[strcspn(boot, "\n")] = '\0';
+
+	/* none yet: measured and written down with this boot's id */
+	CHECK_INT(tsc_khz_cached(path), tsc_khz());
+	f = fopen(path, "r");
+	CHECK(f != NULL && fgets(line, sizeof line, f) != NULL);
+	fclose(f);
+	CHECK(strncmp(line, boot, strlen(boot)) == 0);
+
+	/* this boot's: taken as it is (a rate no host has, to tell) */
+	f = fopen(path, "w");
+	fprintf(f, "%s 1234\n", boot);
+	fclose(f);
+	CHECK_INT(tsc_khz_cached(path), 1234);
+
+	/* an earlier boot's, or garbage: measured again */
+	f = fopen(path, "w");
+	fprintf(f, "00000000-0000-0000-0000-000000000000 1234\n");
+	fclose(f);
+	CHECK_INT(tsc_khz_cached(path), tsc_khz());
+	f = fopen(path, "w");
+	fprintf(f, "%s\n", boot);
+	fclose(f);
+	CHECK_INT(tsc_khz_cached(path), tsc_khz());
+
+	unlink(path);
+	CHECK_INT(rmdir(dir), 0);
+}
