@@ -521,7 +521,7 @@ note_slow(
 }
 
 /*
- * Start the agent now, behind its gate (agent/main.c, gate_wait): its own
+ * Start the agent now, behind its gate (agent/gate.c): its own
  * start-up then overlaps the rest of the boot and it listens before the
  * workspace is mounted; vmux-init opens the gate when it has finished
  * (gate_open). Not when the root is about to switch to an image's disk: the
@@ -533,8 +533,6 @@ agent_early(void)
 	if (cmdline_has("vmux.root") || access(VMUX_AGENT_PATH, F_OK) < 0)
 		return;
 	agent_pid = agent_start(1);
-	if (agent_pid >= 0)
-		say("agent started early (uptime %lld ms)", uptime_ms());
 }
 
 /*
@@ -935,7 +933,8 @@ agent_start(int gated)
 		close(g[1]);
 		gate_fd = g[0];
 	}
-	say("agent started (pid %d, uptime %lld ms)", (int)pid, uptime_ms());
+	say("agent started (pid %d, uptime %lld ms%s)", (int)pid, uptime_ms(),
+	    gated ? ", serving once set up" : "");
 	return pid;
 }
 
