@@ -4,9 +4,9 @@
  * Owns the guest's early life: console, pseudo file systems, hostname,
  * kernel modules, loopback, the agent (restarted with backoff when it dies),
  * zombie reaping and a clean power-off. Built fully static so it runs before
- * anything else exists. Console lines all start with "vmux-init: "; the host
- * waits for "vmux-init: start" (kernel reached /init) and
- * "vmux-init: agent started"; bench/run reads the steps in between.
+ * anything else exists. Console lines all start with "vmux-init: ";
+ * guest/boot-check waits for "vmux-init: start" (kernel reached /init) and
+ * "vmux-init: setup done"; bench/run reads the steps in between.
  *
  * Boot order: modules, then the root, the workspace, limits, network and
  * shared folders; the agent is started as soon as the vsock transport is

@@ -121,34 +121,61 @@ sample(unsigned long long *ns, unsigned long long *tsc)
 }
 
 /*
- * The host TSC rate in kHz, which is a TCG guest's TSC rate. Measured once
- * over 20 ms against the raw monotonic clock (~50 ppm), then cached.
+ * The host TSC rate in kHz, measured over 20 ms against the raw monotonic
+ * clock (~50 ppm); 0 if the clocks went wrong meanwhile.
  */
-unsigned long
-tsc_khz(void)
+static unsigned long
+tsc_khz_measure(void)
 {
-	static unsigned long cached;
 	unsigned long long n0, t0, n1, t1;
 	struct timespec pause = {0, 20 * 1000 * 1000};
 
-	if (cached != 0)
-		return cached;
 	sample(&n0, &t0);
 	while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
 		;
 	sample(&n1, &t1);
 	if (n1 <= n0 || t1 <= t0)
 		return 0;
-	cached = (unsigned long)((t1 - t0) * 1000000ULL / (n1 - n0));
-	return cached;
+	return (unsigned long)((t1 - t0) * 1000000ULL / (n1 - n0));
+}
+#else
+/* Elsewhere QEMU's TCG TSC counts host nanoseconds: 1 GHz. */
+static unsigned long
+tsc_khz_measure(void)
+{
+	return 1000000;
 }
 #endif
+
+/* A rate any x86 host has (kHz): what is outside was misread or mismeasured. */
+#define TSC_KHZ_MIN 100000UL
+#define TSC_KHZ_MAX 10000000UL
+
+/*
+ * The host TSC rate in kHz, which is a TCG guest's TSC rate; kept once
+ * measured. 0 when the measurement is out of any host's range (the host
+ * slept in the middle, say): the next call measures again.
+ */
+unsigned long
+tsc_khz(void)
+{
+	static unsigned long cached;
+	unsigned long khz;
+
+	if (cached != 0)
+		return cached;
+	khz = tsc_khz_measure();
+	if (khz >= TSC_KHZ_MIN && khz <= TSC_KHZ_MAX)
+		cached = khz;
+	return cached;
+}
 
 /*
  * tsc_khz(), kept in the file at path as "BOOT_ID KHZ" so that only the
  * first boot after the host's own boot pays the 20 ms: the rate is fixed
- * until the host reboots. A missing, stale or unreadable file is measured
- * again and rewritten (atomically, errors ignored: the cache is a saving).
+ * until the host reboots. A missing, stale, unreadable or implausible file
+ * is measured again and rewritten (atomically, errors ignored: the cache is
+ * a saving); a measurement out of range is never written down (0).
  */
 unsigned long
 tsc_khz_cached(const char *path)
@@ -168,7 +195,8 @@ tsc_khz_cached(const char *path)
 	if ((f = fopen(path, "re")) != NULL) {
 		if (fgets(line, sizeof line, f) != NULL &&
 		    sscanf(line, "%63s %lu", cached_boot, &khz) == 2 &&
-		    strcmp(cached_boot, boot) == 0 && khz > 0) {
+		    strcmp(cached_boot, boot) == 0 && khz >= TSC_KHZ_MIN &&
+		    khz <= TSC_KHZ_MAX) {
 			fclose(f);
 			return khz;
 		}
@@ -186,11 +214,3 @@ tsc_khz_cached(const char *path)
 	return khz;
 }
 
-#if !(defined(__x86_64__) || defined(__i386__))
-/* Elsewhere QEMU's TCG TSC counts host nanoseconds: 1 GHz. */
-unsigned long
-tsc_khz(void)
-{
-	return 1000000;
-}
-#endif

@@ -440,19 +440,28 @@ TEST(tsc_rate_file_holds_until_the_host_reboots)
 	fclose(f);
 	CHECK(strncmp(line, boot, strlen(boot)) == 0);
 
-	/* this boot's: taken as it is (a rate no host has, to tell) */
+	/* this boot's: taken as it is (1.234567 GHz, not this host's) */
+	CHECK(tsc_khz() != 1234567);
 	f = fopen(path, "w");
-	fprintf(f, "%s 1234\n", boot);
+	fprintf(f, "%s 1234567\n", boot);
 	fclose(f);
-	CHECK_INT(tsc_khz_cached(path), 1234);
+	CHECK_INT(tsc_khz_cached(path), 1234567);
 
-	/* an earlier boot's, or garbage: measured again */
+	/* an earlier boot's, garbage, or no rate a host has: measured again */
 	f = fopen(path, "w");
-	fprintf(f, "00000000-0000-0000-0000-000000000000 1234\n");
+	fprintf(f, "00000000-0000-0000-0000-000000000000 1234567\n");
 	fclose(f);
 	CHECK_INT(tsc_khz_cached(path), tsc_khz());
 	f = fopen(path, "w");
 	fprintf(f, "%s\n", boot);
+	fclose(f);
+	CHECK_INT(tsc_khz_cached(path), tsc_khz());
+	f = fopen(path, "w");
+	fprintf(f, "%s -1\n", boot); /* %lu reads it as ULONG_MAX */
+	fclose(f);
+	CHECK_INT(tsc_khz_cached(path), tsc_khz());
+	f = fopen(path, "w");
+	fprintf(f, "%s 5\n", boot);
 	fclose(f);
 	CHECK_INT(tsc_khz_cached(path), tsc_khz());
 
