@@ -213,4 +213,3 @@ tsc_khz_cached(const char *path)
 	free(tmp);
 	return khz;
 }
-
