@@ -69,16 +69,25 @@ t_huge_resize_clamped() {
 }
 
 t_click_selects_the_row_under_it() {
-	local y
+	local y try t
 	wait_screen '^ +ok ' 30 || return 1
 	wait_screen 'shell-1 running' 30 || return 1
-	# hsize's shells listed too: no row moves between reading and clicking
 	wait_screen '^ +evil running' 30 || return 1
-	# the line where ok's shell-1 is drawn, below the " ok" header
-	y=$(screen main | awk '/^ .? ok /{ s = 1 } s && /shell-1 running/ { print NR - 1; exit }')
-	[[ $y =~ ^[0-9]+$ ]] || fail "no ok:shell-1 row: $(screen main); vmux shells ok: $(vmux shells ok 2>&1)" || return 1
-	click 4 "$y" || return 1
-	wait_screen 'ok:shell-1 live' 10
+	# The hostile sessions' rows above ok's come and go as their answers
+	# do (a timed-out poll, a shell list), so a row read off the screen
+	# can move before the click is read: click again, on the row read
+	# afresh, when it did. Three misses fail.
+	for try in 1 2 3; do
+		# the line where ok's shell-1 is drawn, below the " ok" header
+		y=$(screen main | awk '/^ .? ok /{ s = 1 } s && /shell-1 running/ { print NR - 1; exit }')
+		[[ $y =~ ^[0-9]+$ ]] || fail "no ok:shell-1 row: $(screen main); vmux shells ok: $(vmux shells ok 2>&1)" || return 1
+		click 4 "$y" || return 1
+		for t in $(seq 50); do
+			screen main | grep -q 'ok:shell-1 live' && return 0
+			sleep 0.1
+		done
+	done
+	wait_screen 'ok:shell-1 live' 1
 }
 
 check "a hung guest is marked; the other shell still answers" t_hung_guest_stalls_nobody
