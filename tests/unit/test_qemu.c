@@ -421,9 +421,23 @@ TEST(tsc_rate_is_plausible_and_cached)
 	CHECK_INT(tsc_khz(), khz);
 }
 
+/* The rate tsc_khz_cached gives with the line written to path first. */
+static unsigned long
+tsc_cached_from(const char *path, const char *line)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f != NULL) {
+		fputs(line, f);
+		fclose(f);
+	}
+	return tsc_khz_cached(path);
+}
+
 TEST(tsc_rate_file_holds_until_the_host_reboots)
 {
 	char dir[] = "/tmp/vmux-tsc.XXXXXX", path[64], boot[64], line[128];
+	char next[128];
 	FILE *f;
 
 	CHECK(mkdtemp(dir) != NULL);
@@ -442,28 +456,19 @@ TEST(tsc_rate_file_holds_until_the_host_reboots)
 
 	/* this boot's: taken as it is (1.234567 GHz, not this host's) */
 	CHECK(tsc_khz() != 1234567);
-	f = fopen(path, "w");
-	fprintf(f, "%s 1234567\n", boot);
-	fclose(f);
-	CHECK_INT(tsc_khz_cached(path), 1234567);
+	snprintf(next, sizeof next, "%s 1234567\n", boot);
+	CHECK_INT(tsc_cached_from(path, next), 1234567);
 
 	/* an earlier boot's, garbage, or no rate a host has: measured again */
-	f = fopen(path, "w");
-	fprintf(f, "00000000-0000-0000-0000-000000000000 1234567\n");
-	fclose(f);
-	CHECK_INT(tsc_khz_cached(path), tsc_khz());
-	f = fopen(path, "w");
-	fprintf(f, "%s\n", boot);
-	fclose(f);
-	CHECK_INT(tsc_khz_cached(path), tsc_khz());
-	f = fopen(path, "w");
-	fprintf(f, "%s -1\n", boot); /* %lu reads it as ULONG_MAX */
-	fclose(f);
-	CHECK_INT(tsc_khz_cached(path), tsc_khz());
-	f = fopen(path, "w");
-	fprintf(f, "%s 5\n", boot);
-	fclose(f);
-	CHECK_INT(tsc_khz_cached(path), tsc_khz());
+	CHECK_INT(tsc_cached_from(
+	              path, "00000000-0000-0000-0000-000000000000 1234567\n"),
+	    tsc_khz());
+	snprintf(next, sizeof next, "%s\n", boot);
+	CHECK_INT(tsc_cached_from(path, next), tsc_khz());
+	snprintf(next, sizeof next, "%s -1\n", boot); /* %lu: ULONG_MAX */
+	CHECK_INT(tsc_cached_from(path, next), tsc_khz());
+	snprintf(next, sizeof next, "%s 5\n", boot);
+	CHECK_INT(tsc_cached_from(path, next), tsc_khz());
 
 	unlink(path);
 	CHECK_INT(rmdir(dir), 0);
