@@ -222,12 +222,14 @@ csi_end(struct faint *f, uint8_t c, uint8_t *out)
 static int
 esc_end(struct faint *f, uint8_t c, uint8_t *out, size_t *o)
 {
+	const char *scs = f->nesc == 1 ? strchr("()*+", f->esc[0]) : NULL;
+
 	out[(*o)++] = 0x1b;
 	memcpy(out + *o, f->esc, (size_t)f->nesc);
 	*o += (size_t)f->nesc;
 	out[(*o)++] = c;
-	if (f->nesc == 1 && strchr("()*+", f->esc[0]) != NULL && c >= 0x30)
-		f->g[strchr("()*+", f->esc[0]) - "()*+"] = (char)c; /* SCS */
+	if (scs != NULL && c >= 0x30)
+		f->g[scs - "()*+"] = (char)c; /* SCS: G0-G3 designated */
 	if (f->nesc != 0)
 		return 0;
 	if (c == '7') { /* DECSC */
@@ -258,6 +260,7 @@ size_t
 faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 {
 	size_t o = 0, i;
+	int is_rep;
 
 	f->restored = f->rep = 0;
 	for (i = 0; i < len; i++) {
@@ -353,7 +356,8 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 			}
 			if (f->skip)
 				break;
-			if (csi_is_rep(f, c) && !f->pass && f->last_ok) {
+			is_rep = csi_is_rep(f, c);
+			if (is_rep && !f->pass && f->last_ok) {
 				int n = first_param(f->buf, f->n);
 				f->rep = n == 0 ? 1 : n;
 				f->last_ok = 0; /* not after this one */
@@ -361,8 +365,8 @@ faint_filter(struct faint *f, const uint8_t *in, size_t len, uint8_t *out)
 				goto done;
 			}
 			if (f->pass)
-				out[o++] = csi_is_rep(f, c) ? 0x18 : c;
-			else if (!csi_is_rep(f, c))
+				out[o++] = is_rep ? 0x18 : c;
+			else if (!is_rep)
 				o += csi_end(f, c, out + o);
 			f->last_ok = 0;
 			break;
