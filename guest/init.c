@@ -54,6 +54,7 @@
 #include <net/route.h>
 #include <netinet/in.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -480,10 +481,39 @@ cmdline_has(const char *key)
 }
 
 /*
+ * Is there a virtio device of type id (the spec's device ID: 3 console,
+ * 4 entropy)? Asked once virtio_mmio has bound the machine's devices, which
+ * it does while it loads.
+ */
+static int
+virtio_present(long id)
+{
+	char path[300], buf[32];
+	struct dirent *e;
+	DIR *d;
+	int found = 0;
+
+	if ((d = opendir("/sys/bus/virtio/devices")) == NULL)
+		return 0;
+	while (!found && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "/sys/bus/virtio/devices/%s/device",
+		    e->d_name);
+		if (read_small(path, buf, sizeof buf) > 0 &&
+		    strtol(buf, NULL, 0) == id)
+			found = 1;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
  * Should a vmux.load line's module load? Its keys (a comma list after the
- * name, or none) say which command line words need it: vmux.net for the
- * NIC's driver, vmux.mounts for virtiofs; unneeded drivers cost boot time.
- * The line is cut to the module's file name.
+ * name, or none) say what needs it: a command line word (vmux.net for the
+ * NIC's driver, vmux.mounts for virtiofs) or a virtio device ("virtio:3",
+ * a console QEMU was given). Unneeded drivers cost boot time. The line is
+ * cut to the module's file name.
  */
 static int
 module_wanted(char *line)
@@ -494,9 +524,12 @@ module_wanted(char *line)
 		return 1;
 	*keys++ = '\0';
 	for (key = strtok_r(keys, ",", &save); key != NULL;
-	     key = strtok_r(NULL, ",", &save))
-		if (cmdline_has(key))
+	     key = strtok_r(NULL, ",", &save)) {
+		if (strncmp(key, "virtio:", 7) == 0
+		        ? virtio_present(strtol(key + 7, NULL, 10))
+		        : cmdline_has(key))
 			return 1;
+	}
 	return 0;
 }
 

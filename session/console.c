@@ -67,10 +67,12 @@ session_gdb_path(const struct session_record *r)
 int
 console_start(struct session_record *r, char **cause)
 {
-	char *bin, *exit_path, *argv[4], *tail, *serial, *out;
+	char *bin, *exit_path, *argv[5], *tail, *serial, *out;
 	struct session_exit x;
 	struct stat sb;
 	uint64_t deadline;
+	struct pollfd woke = {.events = POLLIN};
+	int ready[2], hup = 0;
 	pid_t pid;
 
 	if (r->console_sock == NULL) {
@@ -92,16 +94,28 @@ console_start(struct session_record *r, char **cause)
 	argv[0] = bin;
 	argv[1] = serial;
 	argv[2] = r->console_sock;
-	argv[3] = NULL;
-	/* its own complaints go to QEMU's log; the console is QEMU's to log */
-	pid = proc_spawn(argv, -1, r->qemu_log, exit_path, cause);
-	free(bin);
-	if (pid < 0) {
+	argv[3] = "3"; /* proc_spawn passes ready[1] as fd 3 */
+	argv[4] = NULL;
+	if (pipe2(ready, O_CLOEXEC) != 0) {
+		xasprintf(cause, "pipe: %s", strerror(errno));
+		free(bin);
 		free(exit_path);
 		free(serial);
 		free(out);
 		return -1;
 	}
+	/* its own complaints go to QEMU's log; the console is QEMU's to log */
+	pid = proc_spawn(argv, ready[1], r->qemu_log, exit_path, cause);
+	close(ready[1]);
+	free(bin);
+	if (pid < 0) {
+		close(ready[0]);
+		free(exit_path);
+		free(serial);
+		free(out);
+		return -1;
+	}
+	woke.fd = ready[0];
 	r->console_pid = pid;
 	deadline = mono_ms() + CONSOLE_READY_MS;
 	while (stat(out, &sb) != 0 || !S_ISFIFO(sb.st_mode)) {
@@ -115,13 +129,18 @@ console_start(struct session_record *r, char **cause)
 			    tail != NULL ? tail : "");
 			free(tail);
 			free(exit_path);
+			close(ready[0]);
 			console_stop(r, 0);
 			free(serial);
 			free(out);
 			return -1;
 		}
-		poll(NULL, 0, 10);
+		/* the keeper closes its end when the FIFOs are there, or
+		 * exits: either wakes us; after that, look every 10 ms */
+		if (poll(&woke, 1, hup ? 10 : (int)(deadline - mono_ms())) > 0)
+			hup = 1;
 	}
+	close(ready[0]);
 	free(exit_path);
 	free(serial);
 	free(out);

@@ -1,7 +1,10 @@
 /*
  * main.c: vmux-console, the keeper of one session's serial console.
  *
- *   vmux-console SERIAL_BASE CLIENT_SOCK
+ *   vmux-console SERIAL_BASE CLIENT_SOCK [READY_FD]
+ *
+ * READY_FD, when given, is closed once QEMU can open the FIFOs, so vmux
+ * wakes then instead of polling for them.
  *
  * QEMU's serial port is a pipe chardev on the FIFOs SERIAL_BASE.out (what
  * the guest writes) and SERIAL_BASE.in (its keys), made here; this process
@@ -468,9 +471,9 @@ main(int argc, char **argv)
 	char *qpart, *inpart, *cpart;
 	struct sigaction sa = {.sa_handler = on_stop};
 
-	if (argc != 3) {
-		fprintf(
-		    stderr, "usage: vmux-console SERIAL_BASE CLIENT_SOCK\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr,
+		    "usage: vmux-console SERIAL_BASE CLIENT_SOCK [READY_FD]\n");
 		return 2;
 	}
 	if (pipe2(K.sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -495,6 +498,8 @@ main(int argc, char **argv)
 	K.client_path = argv[2];
 	fifo_ready(argv[1], "in", inpart);
 	fifo_ready(argv[1], "out", qpart); /* last: vmux waits for it */
+	if (argc == 4)
+		close(atoi(argv[3])); /* vmux's wake-up */
 	serve(qfd, qin, clisten);
 	unlink(argv[2]);
 	return 0;

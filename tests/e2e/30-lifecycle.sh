@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # 30-lifecycle: sessions' records and errors: ls fields, duplicate and unknown
-# names, bad flags, missing QEMU or guest image, crash, rm leaving nothing.
+# names, bad flags, missing QEMU or guest image, drivers for the devices a
+# VM has, crash, rm leaving nothing.
 source "$(dirname "$0")/lib.sh"
 need_session lc
 
@@ -64,8 +65,23 @@ t_missing_image() {
 	expect_match error "$err" 'guest|kernel|image' || return 1
 	no_session_dir ni
 }
+# vmux-init loads a device's driver only when QEMU gave the VM that device
+# (guest/modules.list "when virtio:ID"): lc has no entropy source or virtio
+# console, cr is booted with an entropy source (virtio device 4).
+t_device_drivers() {
+	local mods
+	mods=$(vmux exec lc -- cat /proc/modules) || return 1
+	grep -q '^ext4 ' <<<"$mods" || fail "lc has no ext4: $mods" || return 1
+	[[ $mods != *virtio_rng* && $mods != *virtio_console* ]] ||
+		fail "lc loaded a driver for a device it lacks: $(grep -o '^virtio_[a-z]*' <<<"$mods" | paste -sd' ')" || return 1
+	VMUX_QEMU_EXTRA="-device virtio-rng-device" need_session cr
+	mods=$(vmux exec cr -- cat /proc/modules) || return 1
+	grep -q '^virtio_rng ' <<<"$mods" || fail "cr has no virtio_rng: $mods" || return 1
+	[[ $mods != *virtio_console* ]] || fail "cr loaded virtio_console" || return 1
+	vmux exec cr -- test -c /dev/hwrng || fail "cr has no /dev/hwrng"
+}
 t_crash_then_rm() {
-	need_session cr
+	[[ -d $VMUX_HOME/sessions/cr ]] || need_session cr
 	local q b
 	q=$(session_field cr pids.qemu) b=$(session_field cr pids.bridge)
 	kill -9 "$q"
@@ -144,6 +160,7 @@ check "unknown session is a clear error" t_unknown_session
 check "bad flags exit 2 and create nothing" t_bad_flags
 check "missing QEMU: clear error, nothing left" t_missing_qemu
 check "missing guest image: clear error, nothing left" t_missing_image
+check "a device's driver loads only when the VM has the device" t_device_drivers
 check "crashed VM shows crashed, bridge exits, rm works" t_crash_then_rm
 check "stop and rm of several names say each" t_several_names_say_each
 check "Ctrl-C or SIGTERM during new stops the boot and cleans up" t_interrupt_during_boot
