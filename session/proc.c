@@ -31,6 +31,9 @@
 #define SPAWN_HIGH_FD 64
 /* How long a dead process may stay a zombie before we stop waiting. */
 #define ZOMBIE_GRACE_MS 2000
+/* How many times (1 ms apart) an empty command line is read again: an exec
+ * in progress (proc_state). */
+#define EXEC_GRACE_TRIES 50
 
 /* Close fds lo..hi (inclusive), with close_range where the kernel has it. */
 static void
@@ -356,7 +359,7 @@ proc_state(pid_t pid, const char *needle)
 {
 	char path[64], buf[65536], *paren;
 	ssize_t n;
-	int fd;
+	int fd, tries;
 
 	if (pid <= 0 || needle == NULL || *needle == '\0')
 		return PROC_GONE;
@@ -375,12 +378,21 @@ proc_state(pid_t pid, const char *needle)
 	if (paren[2] == 'Z' || paren[2] == 'X' || paren[2] == 'x')
 		return PROC_ZOMBIE;
 
+	/* Halfway through an exec the command line reads empty (the new
+	 * image's arguments are not in place yet), and a program spawned a
+	 * moment ago is often there: look again for a little while rather
+	 * than call it gone. A kernel thread's stays empty. */
 	snprintf(path, sizeof path, "/proc/%ld/cmdline", (long)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return PROC_GONE;
-	n = read_full(fd, buf, sizeof buf);
-	close(fd);
+	for (tries = 0;; tries++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return PROC_GONE;
+		n = read_full(fd, buf, sizeof buf);
+		close(fd);
+		if (n != 0 || tries == EXEC_GRACE_TRIES)
+			break;
+		usleep(1000);
+	}
 	if (n <= 0)
 		return PROC_GONE;
 	if (memmem(buf, (size_t)n, needle, strlen(needle)) == NULL)

@@ -315,6 +315,49 @@ TEST(proc_matches_rejects_bad_input)
 	CHECK(proc_matches(getpid(), "unit-session"));
 }
 
+/*
+ * A program is ours through its exec too: bash, whose command line names
+ * the marker, execs sleep under the marker's name; the moment in between,
+ * when the command line reads empty, is not "gone" (vmux new once said
+ * "QEMU exited while booting" there). Twenty execs, each watched closely.
+ */
+TEST(proc_matches_through_an_exec)
+{
+	int misses = 0;
+
+	for (int round = 0; round < 20; round++) {
+		char exe[64], link[256];
+		pid_t pid = fork();
+		ssize_t n;
+
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			execl("/bin/bash", "bash", "-c",
+			    "exec -a vmux-exec-marker /bin/sleep 5",
+			    "vmux-exec-marker", (char *)NULL);
+			_exit(127);
+		}
+		snprintf(exe, sizeof exe, "/proc/%ld/exe", (long)pid);
+		/* watched from when bash runs (the fork before is the test's
+		 * copy) until sleep does; bash may be past its exec already */
+		int watching = 0;
+		for (int i = 0; i < 1000000; i++) {
+			if (watching && !proc_matches(pid, "vmux-exec-marker"))
+				misses++;
+			n = readlink(exe, link, sizeof link - 1);
+			link[n > 0 ? n : 0] = '\0';
+			if (strstr(link, "sleep") != NULL)
+				break;
+			watching = watching || strstr(link, "bash") != NULL;
+		}
+		if (!proc_matches(pid, "vmux-exec-marker"))
+			misses++;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	CHECK_INT(misses, 0);
+}
+
 TEST(file_tail_last_lines_sanitized)
 {
 	char *d = tmpdir(), *path, *t;
