@@ -70,9 +70,9 @@ console_start(struct session_record *r, char **cause)
 	char *bin, *exit_path, *argv[5], *tail, *serial, *out;
 	struct session_exit x;
 	struct stat sb;
-	uint64_t deadline;
+	uint64_t deadline, now;
 	struct pollfd woke = {.events = POLLIN};
-	int ready[2], hup = 0;
+	int ready[2];
 	pid_t pid;
 
 	if (r->console_sock == NULL) {
@@ -136,9 +136,14 @@ console_start(struct session_record *r, char **cause)
 			return -1;
 		}
 		/* the keeper closes its end when the FIFOs are there, or
-		 * exits: either wakes us; after that, look every 10 ms */
-		if (poll(&woke, 1, hup ? 10 : (int)(deadline - mono_ms())) > 0)
-			hup = 1;
+		 * exits: either wakes us; after that (the pipe stays readable:
+		 * poll ignores it from then on), look every 10 ms */
+		now = mono_ms();
+		if (poll(&woke, 1,
+		        woke.fd < 0
+		            ? 10
+		            : (int)(now < deadline ? deadline - now : 0)) > 0)
+			woke.fd = -1;
 	}
 	close(ready[0]);
 	free(exit_path);

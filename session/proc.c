@@ -34,6 +34,9 @@
 /* How many times (1 ms apart) an empty command line is read again: an exec
  * in progress (proc_state). */
 #define EXEC_GRACE_TRIES 50
+/* Task flags in /proc/PID/stat (include/linux/sched.h). */
+#define PF_EXITING 0x00000004
+#define PF_KTHREAD 0x00200000
 
 /* Close fds lo..hi (inclusive), with close_range where the kernel has it. */
 static void
@@ -359,6 +362,7 @@ proc_state(pid_t pid, const char *needle)
 {
 	char path[64], buf[65536], *paren;
 	ssize_t n;
+	unsigned flags;
 	int fd, tries;
 
 	if (pid <= 0 || needle == NULL || *needle == '\0')
@@ -377,6 +381,10 @@ proc_state(pid_t pid, const char *needle)
 		return PROC_GONE;
 	if (paren[2] == 'Z' || paren[2] == 'X' || paren[2] == 'x')
 		return PROC_ZOMBIE;
+	/* the flags, field 9: a kernel thread or an exiting process has an
+	 * empty command line for good, not for an exec's moment */
+	if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %u", &flags) != 1)
+		flags = 0;
 
 	/* Halfway through an exec the command line reads empty (the new
 	 * image's arguments are not in place yet), and a program spawned a
@@ -389,7 +397,8 @@ proc_state(pid_t pid, const char *needle)
 			return PROC_GONE;
 		n = read_full(fd, buf, sizeof buf);
 		close(fd);
-		if (n != 0 || tries == EXEC_GRACE_TRIES)
+		if (n != 0 || tries == EXEC_GRACE_TRIES ||
+		    (flags & (PF_KTHREAD | PF_EXITING)) != 0)
 			break;
 		usleep(1000);
 	}

@@ -498,7 +498,7 @@ main(int argc, char **argv)
 	K.client_path = argv[2];
 	fifo_ready(argv[1], "in", inpart);
 	fifo_ready(argv[1], "out", qpart); /* last: vmux waits for it */
-	if (argc == 4)
+	if (argc == 4 && atoi(argv[3]) > 2)
 		close(atoi(argv[3])); /* vmux's wake-up */
 	serve(qfd, qin, clisten);
 	unlink(argv[2]);
