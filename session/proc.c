@@ -381,10 +381,15 @@ proc_state(pid_t pid, const char *needle)
 		return PROC_GONE;
 	if (paren[2] == 'Z' || paren[2] == 'X' || paren[2] == 'x')
 		return PROC_ZOMBIE;
-	/* the flags, field 9: a kernel thread or an exiting process has an
-	 * empty command line for good, not for an exec's moment */
+	/* the flags, field 9. An exiting process is dead but not yet
+	 * reaped, as a zombie: its command line already reads empty, and
+	 * taking that for gone let proc_wait_gone return before the reap
+	 * (seen under ASan on a loaded machine). A kernel thread's command
+	 * line is empty for good, not for an exec's moment. */
 	if (sscanf(paren + 2, "%*c %*d %*d %*d %*d %*d %u", &flags) != 1)
 		flags = 0;
+	if ((flags & PF_EXITING) != 0)
+		return PROC_ZOMBIE;
 
 	/* Halfway through an exec the command line reads empty (the new
 	 * image's arguments are not in place yet), and a program spawned a
@@ -398,7 +403,7 @@ proc_state(pid_t pid, const char *needle)
 		n = read_full(fd, buf, sizeof buf);
 		close(fd);
 		if (n != 0 || tries == EXEC_GRACE_TRIES ||
-		    (flags & (PF_KTHREAD | PF_EXITING)) != 0)
+		    (flags & PF_KTHREAD) != 0)
 			break;
 		usleep(1000);
 	}
