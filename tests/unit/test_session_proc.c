@@ -217,17 +217,15 @@ static const char *
 term_on_third_tick(void *arg, pid_t pid)
 {
 	static int ticks; /* the reaper's own copy */
-	char path[64], comm[32] = "";
-	int fd;
+	char path[64], *comm;
+	int is_sleep;
 
 	(void)arg;
 	snprintf(path, sizeof path, "/proc/%ld/comm", (long)pid);
-	if ((fd = open(path, O_RDONLY)) >= 0) {
-		if (read(fd, comm, sizeof comm - 1) < 0)
-			comm[0] = '\0';
-		close(fd);
-	}
-	if (++ticks < 3 || strncmp(comm, "sleep", 5) != 0)
+	comm = slurp(path);
+	is_sleep = comm != NULL && strncmp(comm, "sleep", 5) == 0;
+	free(comm);
+	if (++ticks < 3 || !is_sleep)
 		return NULL;
 	kill(pid, SIGTERM);
 	return "the \"bridge\"\nwent";
@@ -375,16 +373,11 @@ TEST(proc_matches_through_an_exec)
  * once, without the grace an exec gets (kthreadd is PID 2 on a host). */
 TEST(proc_matches_a_kernel_thread_at_once)
 {
-	char comm[32] = "";
-	int fd = open("/proc/2/comm", O_RDONLY);
+	char *comm = slurp("/proc/2/comm");
 	uint64_t t0;
 
-	if (fd >= 0) {
-		if (read(fd, comm, sizeof comm - 1) < 0)
-			comm[0] = '\0';
-		close(fd);
-	}
-	CHECK(strncmp(comm, "kthreadd", 8) == 0);
+	CHECK(comm != NULL && strncmp(comm, "kthreadd", 8) == 0);
+	free(comm);
 	t0 = mono_ms();
 	CHECK(!proc_matches(2, "kthreadd"));
 	CHECK(mono_ms() - t0 < 40);
