@@ -2,7 +2,7 @@
 # helpers (vmux-init, vmux-nc), the QEMU command-line builder's unit tests.
 #
 # The kernel comes from Debian's package only: guest/kernel resolves what
-# linux-image-amd64 currently depends on, downloads and unpacks it once into
+# linux-image-cloud-amd64 currently depends on, downloads and unpacks it once into
 # $(BUILD)/cache, and extracts the uncompressed PVH vmlinux. guest/mkinitrd
 # packs busybox, the modules of guest/modules.list and vmux's guest bundle.
 # guest/boot-check (boot reliability and timing) and tests/e2e/15-vsock-nc.sh (vmux-nc

@@ -2,11 +2,14 @@
 # 10-build.sh: checks of the repository and the build system itself, no
 # guest needed: no tracked file over 1 MiB (build output, test data or a
 # stray blob must not be committed), plain `make` without the build
-# dependencies stops with one line saying what to run, and pkg-config is
-# asked per package. Prints "build: N passed, N failed".
+# dependencies stops with one line saying what to run, pkg-config is
+# asked per package, and guest/mkinitrd handles the built kernel's
+# built-in modules. Prints "build: N passed, N failed".
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 TMP=$(mktemp -d /tmp/vmux-build-test.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 pass=0 failed=0
@@ -79,8 +82,37 @@ FAKE
 	[[ $got == "$want" ]] || { echo "got '$got', want '$want'"; return 1; }
 }
 
+# guest/mkinitrd on the build's own kernel: a module built into it (ext4
+# in Debian's cloud flavour) is neither shipped nor loaded, a loadable one
+# is both, and a name the kernel lacks stops the build, named.
+t_mkinitrd_builtin_modules() {
+	local root bin=$BUILD/bin builtin list=$TMP/modules.list out load
+	root=$(cat "$BUILD/guest/kernel.root") || return 1
+	builtin=$(grep -ohE '/(ext4|binfmt_script)\.ko$' \
+	    "$root"/lib/modules/*/modules.builtin | head -n 1)
+	builtin=${builtin#/}
+	builtin=${builtin%.ko}
+	[[ -n $builtin ]] || { echo "no known built-in module in $root"; return 1; }
+	printf 'virtio_mmio\nvirtio_blk\n%s\n' "$builtin" >"$list"
+	guest/mkinitrd --kernel-root "$root" --modules "$list" \
+	    --init "$bin/vmux-init" --nc "$bin/vmux-nc" --out "$TMP/i.img" || return 1
+	load=$(gzip -dc "$TMP/i.img" | (cd "$TMP" && cpio -i --quiet --to-stdout '*/vmux.load'))
+	echo "vmux.load: $load"
+	[[ $load == *virtio_blk.ko* ]] || { echo "virtio_blk not loaded"; return 1; }
+	[[ $load != *"$builtin.ko"* ]] || { echo "$builtin (built in) in the load list"; return 1; }
+	gzip -dc "$TMP/i.img" | cpio -t --quiet | grep -q "/$builtin\.ko$" &&
+	    { echo "$builtin.ko shipped"; return 1; }
+	echo nosuchmod >>"$list"
+	out=$(guest/mkinitrd --kernel-root "$root" --modules "$list" \
+	    --init "$bin/vmux-init" --nc "$bin/vmux-nc" --out "$TMP/j.img" 2>&1)
+	[[ $? -ne 0 && $out == *"module nosuchmod not in"* ]] ||
+	    { echo "unknown module: $out"; return 1; }
+	[[ ! -e $TMP/j.img ]] || { echo "an image was written"; return 1; }
+}
+
 check "no tracked file over 1 MiB" t_no_big_files
 check "plain make without a build package says so in one line" t_missing_dep_one_line
 check "pkg-config is asked per package" t_pkg_config_per_package
+check "mkinitrd: built-in modules neither shipped nor loaded" t_mkinitrd_builtin_modules
 echo "build: $pass passed, $failed failed"
 [[ $failed -eq 0 ]]
