@@ -148,16 +148,18 @@ pool_profile_of(const char *given, const struct settings *st)
 
 /*
  * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
- * the profile's contents, vmux's version and the image file's identity
- * (home: where image names are looked up; NULL leaves it out), so that a
- * VM booted under a profile since changed, from an image since replaced,
- * or by another vmux, is never handed out.
+ * the profile's contents, vmux's version, $VMUX_QEMU_EXTRA and the image
+ * file's identity (home: where image names are looked up; NULL leaves it
+ * out), so that a VM booted under a profile since changed, from an image
+ * since replaced, with other QEMU devices, or by another vmux, is never
+ * handed out.
  */
 static char *
 pool_spec(const char *home, const struct settings *st, const char *profile,
     const char *image)
 {
 	const char *name = pool_profile_of(profile, st);
+	const char *extra = getenv("VMUX_QEMU_EXTRA");
 	struct profile p;
 	char *s, *text = NULL, *why = NULL, *id;
 	cJSON *j;
@@ -171,7 +173,8 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
 	id = home != NULL ? image_identity(home, image) : xstrdup("-");
 	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
 	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
-	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31));
+	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31) ^
+	        (extra != NULL && *extra != '\0' ? hash_fnv1a(extra) * 37 : 0));
 	free(text);
 	free(id);
 	return s;
@@ -181,15 +184,18 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
  * Can `vmux new` parsed into a be given a pool VM? Only when it asks for
  * nothing a booted VM cannot take now (labels can be; memory, mounts, a
  * network or a ttl cannot) and the same profile and image as the pool.
+ * Nor when $VMUX_QEMU_EXTRA is set: such a request boots cold, with the
+ * QEMU devices it asks for, and leaves the pool alone.
  */
 int
 pool_eligible(const struct args *a, const struct settings *st)
 {
 	const struct cmd_opt *o;
+	const char *extra = getenv("VMUX_QEMU_EXTRA");
 	char *want, *have;
 	int same;
 
-	if (st->pool_size <= 0)
+	if (st->pool_size <= 0 || (extra != NULL && *extra != '\0'))
 		return 0;
 	for (o = a->entry->opts; o->name != NULL; o++) {
 		int k, allowed = 0;

@@ -73,6 +73,12 @@ t_other_requests_boot_cold() {
 	vmux new big --memory 256 >/dev/null || return 1
 	expect_match "cold" "$(session_field big dir)" "/sessions/big\$" || return 1
 	expect_eq "pool kept" "$(pool_ready)" 2 || return 1
+	# more QEMU devices: booted cold with them (a pool VM has none)
+	VMUX_QEMU_EXTRA="-device virtio-rng-device" vmux new xr >/dev/null || return 1
+	expect_match "cold with extra devices" "$(session_field xr dir)" "/sessions/xr\$" || return 1
+	vmux exec xr -- test -c /dev/hwrng || fail "xr has no /dev/hwrng" || return 1
+	vmux rm xr >/dev/null || return 1
+	expect_eq "pool kept" "$(pool_ready)" 2 || return 1
 	# a pool VM's disk is in use, though no session lists it
 	local id err
 	id=$(vmux pool ls --json | jq -r '.vms[0].id')
