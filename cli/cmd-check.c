@@ -62,15 +62,13 @@ static const char *check_script_name; /* for the records */
 static void
 check_record(const char *session, int status, const char *line)
 {
-	char *home = session_home(NULL), *dir, *path, *tmp, *text;
+	char *home = session_home(NULL), *dir, *path, *text;
 	cJSON *o;
-	FILE *f;
 
 	if (home == NULL)
 		return;
 	dir = session_dir(home, session);
 	xasprintf(&path, "%s/check.json", dir);
-	xasprintf(&tmp, "%s/.check.json.%ld", dir, (long)getpid());
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "script", check_script_name);
 	cJSON_AddStringToObject(o, "status",
@@ -82,15 +80,10 @@ check_record(const char *session, int status, const char *line)
 	cJSON_AddStringToObject(o, "line", line);
 	cJSON_AddNumberToObject(o, "at_unix", (double)time(NULL));
 	text = cJSON_PrintUnformatted(o);
-	if (text != NULL && (f = fopen(tmp, "w")) != NULL) {
-		int ok = fputs(text, f) >= 0;
-		if (fclose(f) == 0 && ok)
-			(void)rename(tmp, path); /* a vanished session: none */
-		unlink(tmp);
-	}
+	if (text != NULL) /* a vanished session: none */
+		(void)file_replace(path, text, strlen(text), 0600);
 	free(text);
 	cJSON_Delete(o);
-	free(tmp);
 	free(path);
 	free(dir);
 	free(home);

@@ -1,10 +1,13 @@
 /*
  * util.c: clocks, the one time format, and file-descriptor helpers.
  */
+#include <sys/types.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,6 +96,41 @@ write_all(int fd, const void *buf, size_t len)
 		done += (size_t)n;
 	}
 	return (ssize_t)done;
+}
+
+/*
+ * Replace path with len bytes of data, whole or not at all: written to
+ * "path.tmp.PID" (created with mode, never another's file), flushed to
+ * disk, then renamed over path, so a crash or a full disk leaves the old
+ * contents. 0 or -errno; the temporary file never outlives a failure.
+ */
+int
+file_replace(const char *path, const void *data, size_t len, mode_t mode)
+{
+	char *tmp;
+	ssize_t n;
+	int fd, rc = 0;
+
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	(void)unlink(tmp); /* a dead process of this pid left it */
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)) <
+	    0) {
+		rc = -errno;
+		free(tmp);
+		return rc;
+	}
+	if ((n = write_all(fd, data, len)) < 0)
+		rc = (int)n;
+	else if (fsync(fd) != 0)
+		rc = -errno;
+	if (close(fd) != 0 && rc == 0)
+		rc = -errno;
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = -errno;
+	if (rc != 0)
+		(void)unlink(tmp);
+	free(tmp);
+	return rc;
 }
 
 /* Read until len bytes or EOF, retrying on EINTR; bytes read or -errno. */

@@ -180,9 +180,10 @@ tsc_khz(void)
 unsigned long
 tsc_khz_cached(const char *path)
 {
-	char boot[64] = "", line[128], cached_boot[64], *tmp;
+	char boot[64] = "", line[128], cached_boot[64];
 	unsigned long khz = 0;
 	FILE *f;
+	int n;
 
 	if ((f = fopen("/proc/sys/kernel/random/boot_id", "re")) != NULL) {
 		if (fgets(boot, sizeof boot, f) == NULL)
@@ -204,12 +205,8 @@ tsc_khz_cached(const char *path)
 	}
 	if ((khz = tsc_khz()) == 0)
 		return 0;
-	xasprintf(&tmp, "%s.%ld", path, (long)getpid());
-	if ((f = fopen(tmp, "we")) != NULL) {
-		fprintf(f, "%s %lu\n", boot, khz);
-		if (fclose(f) != 0 || rename(tmp, path) != 0)
-			unlink(tmp);
-	}
-	free(tmp);
+	n = snprintf(line, sizeof line, "%s %lu\n", boot, khz);
+	if (n > 0 && (size_t)n < sizeof line)
+		(void)file_replace(path, line, (size_t)n, 0644); /* a cache */
 	return khz;
 }

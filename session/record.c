@@ -459,35 +459,17 @@ int
 record_write(const char *path, const struct session_record *r, char **cause)
 {
 	cJSON *o = record_to_json(r);
-	char *text = cJSON_Print(o), *tmp;
+	char *text = cJSON_Print(o);
 	size_t len;
-	int fd, error = 0;
+	int error;
 
 	cJSON_Delete(o);
 	if (text == NULL)
 		fatalx("out of memory");
 	len = strlen(text);
 	text[len++] = '\n'; /* replaces the NUL; we write len bytes */
-	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		error = -errno;
-	else {
-		ssize_t n = write_all(fd, text, len);
-		if (n < 0)
-			error = (int)n;
-		else if (fsync(fd) != 0)
-			error = -errno;
-		if (close(fd) != 0 && error == 0)
-			error = -errno;
-		if (error == 0 && rename(tmp, path) != 0)
-			error = -errno;
-		if (error != 0)
-			unlink(tmp);
-	}
-	if (error != 0)
+	if ((error = file_replace(path, text, len, 0600)) != 0)
 		xasprintf(cause, "cannot write %s: %s", path, strerror(-error));
-	free(tmp);
 	cJSON_free(text);
 	return error == 0 ? 0 : -1;
 }

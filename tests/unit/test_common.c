@@ -1,6 +1,12 @@
 /* test_common.c: unit tests for common/ helpers. */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -45,6 +51,60 @@ TEST(write_all_and_read_full_round_trip)
 	CHECK_INT(read_full(p[0], buf, sizeof buf), 5);
 	CHECK_STR(buf, "hello");
 	close(p[0]);
+}
+
+/* Count the directory's entries whose names start with prefix. */
+static int
+dir_count(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+TEST(file_replace_is_whole_or_nothing)
+{
+	char dir[] = "/tmp/vmux-unit-replace.XXXXXX", *path, *tmp,
+	     buf[16] = {0};
+	struct stat st;
+	int fd;
+
+	CHECK(mkdtemp(dir) != NULL);
+	xasprintf(&path, "%s/rec.json", dir);
+	CHECK_INT(file_replace(path, "first", 5, 0600), 0);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+	/* a dead process of our pid left its temporary file: no matter */
+	xasprintf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+	CHECK((fd = open(tmp, O_WRONLY | O_CREAT, 0600)) >= 0);
+	close(fd);
+	CHECK_INT(file_replace(path, "second", 6, 0600), 0);
+	CHECK((fd = open(path, O_RDONLY)) >= 0);
+	CHECK_INT(read_full(fd, buf, sizeof buf), 6);
+	close(fd);
+	CHECK_STR(buf, "second");
+	CHECK_INT(dir_count(dir, "rec.json"), 1); /* no temporary left */
+	/* a failure says why and leaves nothing behind */
+	free(path);
+	xasprintf(&path, "%s/gone/rec.json", dir);
+	CHECK_INT(file_replace(path, "x", 1, 0600), -ENOENT);
+	free(path);
+	xasprintf(&path, "%s/adir", dir); /* written, then the rename fails */
+	CHECK(mkdir(path, 0700) == 0);
+	CHECK_INT(file_replace(path, "x", 1, 0600), -EISDIR);
+	CHECK_INT(dir_count(dir, "adir"), 1);
+	rmdir(path);
+	free(path);
+	xasprintf(&path, "%s/rec.json", dir);
+	unlink(path);
+	rmdir(dir);
+	free(path);
+	free(tmp);
 }
 
 TEST(str_printable_escapes_controls)
