@@ -148,18 +148,16 @@ pool_profile_of(const char *given, const struct settings *st)
 
 /*
  * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
- * the profile's contents, vmux's version, $VMUX_QEMU_EXTRA and the image
- * file's identity (home: where image names are looked up; NULL leaves it
- * out), so that a VM booted under a profile since changed, from an image
- * since replaced, with other QEMU devices, or by another vmux, is never
- * handed out.
+ * the profile's contents, vmux's version and the image file's identity
+ * (home: where image names are looked up; NULL leaves it out), so that a
+ * VM booted under a profile since changed, from an image since replaced,
+ * or by another vmux, is never handed out.
  */
 static char *
 pool_spec(const char *home, const struct settings *st, const char *profile,
     const char *image)
 {
 	const char *name = pool_profile_of(profile, st);
-	const char *extra = getenv("VMUX_QEMU_EXTRA");
 	struct profile p;
 	char *s, *text = NULL, *why = NULL, *id;
 	cJSON *j;
@@ -173,8 +171,7 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
 	id = home != NULL ? image_identity(home, image) : xstrdup("-");
 	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
 	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
-	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31) ^
-	        (extra != NULL && *extra != '\0' ? hash_fnv1a(extra) * 37 : 0));
+	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31));
 	free(text);
 	free(id);
 	return s;
@@ -184,8 +181,9 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
  * Can `vmux new` parsed into a be given a pool VM? Only when it asks for
  * nothing a booted VM cannot take now (labels can be; memory, mounts, a
  * network or a ttl cannot) and the same profile and image as the pool.
- * Nor when $VMUX_QEMU_EXTRA is set: such a request boots cold, with the
- * QEMU devices it asks for, and leaves the pool alone.
+ * Nor when $VMUX_QEMU_EXTRA names QEMU arguments: such a request boots
+ * cold, with the devices it asks for, and leaves the pool alone (pool VMs
+ * have none: a fill ignores the variable).
  */
 int
 pool_eligible(const struct args *a, const struct settings *st)
@@ -195,7 +193,8 @@ pool_eligible(const struct args *a, const struct settings *st)
 	char *want, *have;
 	int same;
 
-	if (st->pool_size <= 0 || (extra != NULL && *extra != '\0'))
+	if (st->pool_size <= 0 ||
+	    (extra != NULL && extra[strspn(extra, " \t\n")] != '\0'))
 		return 0;
 	for (o = a->entry->opts; o->name != NULL; o++) {
 		int k, allowed = 0;
@@ -552,6 +551,8 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 
 	if (settings_load(&st, cause) != 0)
 		return -1;
+	/* pool VMs are plain: none a request could claim has extra devices */
+	unsetenv("VMUX_QEMU_EXTRA");
 	/* wait for a fill under way: it may have looked before our claim */
 	if ((lock_fd = pool_lock(home, 1)) < 0) {
 		xasprintf(cause, "cannot lock the pool: %s", strerror(errno));

@@ -103,6 +103,7 @@ write_all(int fd, const void *buf, size_t len)
  * "path.tmp.PID" (created with mode, never another's file), flushed to
  * disk, then renamed over path, so a crash or a full disk leaves the old
  * contents. 0 or -errno; the temporary file never outlives a failure.
+ * One writer of a path per process: the temporary's name is the pid's.
  */
 int
 file_replace(const char *path, const void *data, size_t len, mode_t mode)

@@ -79,6 +79,11 @@ t_other_requests_boot_cold() {
 	vmux exec xr -- test -c /dev/hwrng || fail "xr has no /dev/hwrng" || return 1
 	vmux rm xr >/dev/null || return 1
 	expect_eq "pool kept" "$(pool_ready)" 2 || return 1
+	# and a fill ignores them: the pool's plain VMs stay as they are
+	local ids
+	ids=$(pool_ids)
+	VMUX_QEMU_EXTRA="-device virtio-rng-device" vmux pool fill 2>/dev/null || return 1
+	expect_eq "pool untouched by a fill with extras" "$(pool_ids)" "$ids" || return 1
 	# a pool VM's disk is in use, though no session lists it
 	local id err
 	id=$(vmux pool ls --json | jq -r '.vms[0].id')
