@@ -11,7 +11,7 @@ AGENT_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson) \
 
 # (Object paths spelled out: objs is defined after the fragments are read.)
 PROGRAMS += $(BIN)/vmux-agent
-$(BIN)/vmux-agent: $(patsubst %.c,$(BUILD)/obj/%.o,agent/main.c \
+$(BIN)/vmux-agent: $(patsubst %.c,$(BUILD)/obj/%.o,agent/main.c proto/vsock.c \
 		$(AGENT_SRCS) $(COMMON_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")

@@ -4,7 +4,7 @@
  *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
  *	    [--memory-budget BYTES] [--poweroff-pid PID] [--home DIR]
- *	    [--cgroup DIR] [--gate FD]
+ *	    [--cgroup DIR] [--gate FD] [--listen-fd FD]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
@@ -16,6 +16,10 @@
  * stays outside, so a fork bomb or a memory hog cannot take it down.
  * --gate FD: listen, then serve nothing until FD (from vmux-init) brings the
  * home and the cgroup and closes (gate.c).
+ * --listen-fd FD: serve a listening socket vmux-init made and keeps (see
+ * guest/init.c agent_listen), so a host that connects while this agent is
+ * still starting, or restarting, waits in the kernel's queue instead of
+ * being refused.
  *
  * --memory-budget caps what shells and execs make the agent hold (default:
  * a quarter of MemTotal; budget.c). On vsock (in the guest) the agent makes
@@ -50,7 +54,7 @@ usage(int status)
 	    "[--scrollback BYTES]\n"
 	    "                  [--memory-budget BYTES] [--poweroff-pid PID] "
 	    "[--home DIR]\n"
-	    "                  [--cgroup DIR] [--gate FD]\n"
+	    "                  [--cgroup DIR] [--gate FD] [--listen-fd FD]\n"
 	    "                  [--version]\n");
 	exit(status);
 }
@@ -74,26 +78,30 @@ number(const char *opt, const char *arg, long long min, long long max)
 	return v;
 }
 
-/* Listen on AF_VSOCK; fd or -errno. */
+/*
+ * Take over a listening socket passed by vmux-init: check that it is one,
+ * and keep it from the commands and shells this agent starts. fd or -errno.
+ */
 static int
-listen_vsock(unsigned port)
+listen_inherited(int fd, char **desc)
 {
 	struct sockaddr_vm sa;
-	int fd, err;
+	socklen_t len = sizeof sa;
+	int on = 0;
+	socklen_t olen = sizeof on;
 
-	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &olen) < 0)
+		return -errno;
+	if (!on)
+		return -EINVAL; /* a socket, but not listening */
+	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
 	memset(&sa, 0, sizeof sa);
-	sa.svm_family = AF_VSOCK;
-	sa.svm_cid = VMADDR_CID_ANY;
-	sa.svm_port = port;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    listen(fd, SOMAXCONN) < 0) {
-		err = errno;
-		close(fd);
-		return -err;
-	}
+	if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0 &&
+	    sa.svm_family == AF_VSOCK)
+		xasprintf(desc, "vsock port %u (from fd %d)", sa.svm_port, fd);
+	else
+		xasprintf(desc, "fd %d", fd);
 	return fd;
 }
 
@@ -164,6 +172,7 @@ main(int argc, char **argv)
 	    {"home", required_argument, NULL, 'H'},
 	    {"cgroup", required_argument, NULL, 'G'},
 	    {"gate", required_argument, NULL, 'g'},
+	    {"listen-fd", required_argument, NULL, 'L'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -174,7 +183,7 @@ main(int argc, char **argv)
 	long long poweroff = -1;
 	uint64_t give_up;
 	char *desc;
-	int ch, fd, rc, gate = -1;
+	int ch, fd, rc, gate = -1, inherited = -1;
 
 	memset(&opts, 0, sizeof opts);
 	opts.idle_timeout_ms = AGENT_IDLE_TIMEOUT_MS;
@@ -237,6 +246,10 @@ main(int argc, char **argv)
 		case 'g':
 			gate = (int)number("--gate", optarg, 3, 1 << 20);
 			break;
+		case 'L':
+			inherited =
+			    (int)number("--listen-fd", optarg, 3, 1 << 20);
+			break;
 		case 'V':
 			printf("vmux-agent %s\n", VMUX_VERSION);
 			return 0;
@@ -254,16 +267,28 @@ main(int argc, char **argv)
 	raise_fd_limit();
 	log_open("vmux-agent");
 
-	if (unix_path != NULL) {
-		fd = listen_unix(unix_path);
-		xasprintf(&desc, "unix %s", unix_path);
-	} else {
+	if (inherited >= 0 && unix_path != NULL) {
+		fprintf(stderr,
+		    "vmux-agent: --listen-fd and --unix both say where to "
+		    "listen; give one\n");
+		return 2;
+	}
+	if (unix_path == NULL) {
 		/* never an OOM victim: a memory hog is, not the agent */
 		if ((rc = oom_score_adj("-1000")) < 0)
 			log_debug("oom_score_adj: %s", strerror(-rc));
+	}
+	if (inherited >= 0) {
+		fd = listen_inherited(inherited, &desc);
+		if (fd < 0)
+			xasprintf(&desc, "--listen-fd %d", inherited);
+	} else if (unix_path != NULL) {
+		fd = listen_unix(unix_path);
+		xasprintf(&desc, "unix %s", unix_path);
+	} else {
 		/* The vsock transport may still be loading: retry a while. */
 		give_up = mono_ms() + LISTEN_RETRY_MS;
-		while ((fd = listen_vsock(port)) < 0 && mono_ms() < give_up)
+		while ((fd = vsock_listen(port)) < 0 && mono_ms() < give_up)
 			usleep(100000);
 		xasprintf(&desc, "vsock port %u", port);
 	}

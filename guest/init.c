@@ -11,7 +11,10 @@
  * Boot order: modules, then the root, the workspace, limits, network and
  * shared folders; the agent is started as soon as the vsock transport is
  * loaded (agent_early), but serves nothing until all of that is done
- * (gate_open), so whatever the host asks finds the guest set up.
+ * (gate_open), so whatever the host asks finds the guest set up. The
+ * agent's port is opened here, the moment the transport is in, and kept
+ * for every agent started (agent_listen): the host's first ping waits in
+ * the kernel's queue rather than being refused and retried.
  *
  * Signals (as busybox init): SIGUSR1, SIGUSR2 and SIGPWR power off; SIGTERM
  * and SIGINT (Ctrl-Alt-Del) reboot. Both end QEMU, which runs with
@@ -90,7 +93,8 @@ static int user_cgroup_ok;
 
 /* The module that brings AF_VSOCK up: the agent can start once it is in. */
 #define VSOCK_TRANSPORT "vmw_vsock_virtio_transport.ko"
-static int gate_fd = -1; /* our end of the early agent's --gate, or -1 */
+static int gate_fd = -1;   /* our end of the early agent's --gate, or -1 */
+static int listen_fd = -1; /* the agent's listener (agent_listen), or -1 */
 
 static pid_t agent_start(int gated);
 
@@ -554,6 +558,30 @@ note_slow(
 }
 
 /*
+ * Listen on the agent's vsock port for it, once the transport is in. The
+ * socket stays open here and each agent started gets it (--listen-fd): a
+ * connection made while the agent is still loading, or restarting, is
+ * queued by the kernel, where before it was refused and the host had to
+ * back off and retry (socket activation, as systemd does it). No agent, no
+ * listener: the host must see "refused", not a connection nobody serves.
+ * On failure the agent listens by itself, as it always could.
+ */
+static void
+agent_listen(void)
+{
+	int fd;
+
+	if (listen_fd >= 0 || access(VMUX_AGENT_PATH, F_OK) < 0)
+		return;
+	if ((fd = vsock_listen(VMUX_AGENT_PORT)) < 0) {
+		say("agent: listen on vsock port %d: %s", VMUX_AGENT_PORT,
+		    strerror(-fd));
+		return;
+	}
+	listen_fd = fd;
+}
+
+/*
  * Start the agent now, behind its gate (agent/gate.c): its own
  * start-up then overlaps the rest of the boot and it listens before the
  * workspace is mounted; vmux-init opens the gate when it has finished
@@ -609,8 +637,10 @@ load_modules(void)
 			failed++;
 		} else {
 			loaded++;
-			if (strcmp(line, VSOCK_TRANSPORT) == 0)
+			if (strcmp(line, VSOCK_TRANSPORT) == 0) {
+				agent_listen();
 				agent_early();
+			}
 		}
 		close(fd);
 		note_slow(slow, slow_ms, line, uptime_ms() - t1);
@@ -892,7 +922,7 @@ gate_open(void)
 static pid_t
 agent_start(int gated)
 {
-	char *argv[8], gate_arg[16];
+	char *argv[10], gate_arg[16], listen_arg[16];
 	int argc = 0;
 	const char *prog = VMUX_GUEST_LOADER;
 	int p[2], g[2] = {-1, -1}, err = 0, fd, direct = 0;
@@ -917,6 +947,11 @@ agent_start(int gated)
 		argv[argc++] = "--cgroup";
 		argv[argc++] = (char *)USER_CGROUP;
 	}
+	if (listen_fd >= 0) {
+		snprintf(listen_arg, sizeof listen_arg, "%d", listen_fd);
+		argv[argc++] = "--listen-fd";
+		argv[argc++] = listen_arg;
+	}
 	argv[argc] = NULL;
 	if (access(VMUX_GUEST_LOADER, X_OK) < 0)
 		direct = 1; /* a static agent needs no loader */
@@ -937,6 +972,8 @@ agent_start(int gated)
 	if (pid == 0) {
 		sigprocmask(SIG_UNBLOCK, &init_sigs, NULL);
 		if (gated && fcntl(g[1], F_SETFD, 0) < 0)
+			_exit(127);
+		if (listen_fd >= 0 && fcntl(listen_fd, F_SETFD, 0) < 0)
 			_exit(127);
 		setsid();
 		if ((fd = open("/dev/null", O_RDONLY)) >= 0) {

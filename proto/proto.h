@@ -21,6 +21,10 @@
 #define VMUX_AGENT_PATH   VMUX_GUEST_DIR "/bin/vmux-agent"
 #define VMUX_GUEST_LOADER VMUX_GUEST_DIR "/lib/ld-linux-x86-64.so.2"
 
+/* Listen on AF_VSOCK port (any CID), close-on-exec: fd or -errno
+ * (proto/vsock.c; vmux-init and the agent). */
+int vsock_listen(unsigned port);
+
 /* Largest request line the agent accepts (bulk data never travels in JSON). */
 #define VMUX_MAX_REQUEST (1024 * 1024)
 

@@ -149,7 +149,10 @@ workspace_create(const char *path, int64_t size_mb, char **cause)
 	argv[4] = "workspace";
 	argv[5] = "-m0"; /* one user: no blocks reserved for root */
 	argv[6] = "-E";
-	argv[7] = "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1";
+	/* the file is new and all holes: discarding it first is 6 ms of
+	 * nothing (a fifth of mkfs) */
+	argv[7] =
+	    "root_owner=0:0,lazy_itable_init=1,lazy_journal_init=1,nodiscard";
 	argv[8] = (char *)path;
 	argv[9] = NULL;
 	rc = run_quiet(argv, cause);

@@ -90,6 +90,45 @@ t_agent_survives_bad_input() {
 t_ping() {
 	expect_match ping "$(vmux ping ex)" 'Linux|6\.1'
 }
+# --listen-fd on the host: a listening socket handed over is served; what
+# is not one, or a second place to listen, is a clear error.
+t_agent_listen_fd_checked() {
+	local agent=$BUILD/bin/vmux-agent sock=$TMP/agent.sock out rc
+	python3 - "$agent" "$sock" >"$TMP/agent.pid" <<'PY' || return 1
+import os, socket, subprocess, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[2]); s.listen()
+fd = s.fileno(); os.set_inheritable(fd, True)
+p = subprocess.Popen([sys.argv[1], "--listen-fd", str(fd), "--poweroff-pid", "0"],
+                     pass_fds=[fd], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(p.pid)
+PY
+	bg_track "$(cat "$TMP/agent.pid")"
+	out=$(printf '{"action":"ping"}\n' | socat -t 20 - UNIX-CONNECT:"$sock")
+	kill "$(cat "$TMP/agent.pid")"
+	expect_match "ping over the handed socket" "$out" '"ok":true' || return 1
+	out=$("$agent" --listen-fd 5 5</dev/null 2>&1); rc=$?
+	expect_eq "not a socket: status" "$rc" 1 || return 1
+	expect_match "not a socket: said" "$out" 'listen on --listen-fd 5: Socket operation on non-socket' || return 1
+	out=$("$agent" --listen-fd 3 --unix "$TMP/x.sock" 2>&1); rc=$?
+	expect_eq "two places: status" "$rc" 2 || return 1
+	expect_match "two places: said" "$out" 'give one'
+}
+# vmux-init opens the agent's port and keeps it (socket activation): the
+# agent serves that socket, a command the agent starts does not hold it, and
+# when the agent is killed the one vmux-init starts next takes it over.
+t_agent_socket_from_init() {
+	local log=$VMUX_HOME/sessions/ex/console.log line='vmux-agent: listening on vsock port 5005 (from fd ' fds n
+	n=$(grep -ac "$line" "$log")
+	[[ $n -ge 1 ]] || fail "the agent did not take vmux-init's socket: $(grep -a 'vmux-agent' "$log")" || return 1
+	fds=$(vmux exec ex -- sh -c 'ls -l /proc/$$/fd') || return 1
+	! grep -q 'socket:' <<<"$fds" || fail "a command holds a socket: $fds" || return 1
+	# the exec's parent is the agent; its connection ends with it
+	vmux exec ex -- sh -c 'kill -9 $PPID' >/dev/null 2>&1
+	expect_eq "exec after the agent was killed" "$(vmux exec ex -- echo back)" back || return 1
+	[[ $(grep -ac "$line" "$log") -gt $n ]] || fail "no new agent took the socket: $(grep -a 'vmux-agent' "$log")"
+}
 
 check "exec prints stdout" t_stdout
 check "exec -- '': a usage error found on the host (2)" t_empty_command_is_a_usage_error
@@ -108,3 +147,5 @@ check "4 MiB of output" t_large_output
 check "agent answers bad requests with errors" t_agent_rejects_bad_json
 check "agent keeps serving after bad input" t_agent_survives_bad_input
 check "ping answers" t_ping
+check "agent --listen-fd: a handed socket is served, a bad one refused" t_agent_listen_fd_checked
+check "the agent serves vmux-init's socket; a killed agent's successor takes it" t_agent_socket_from_init
