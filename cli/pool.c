@@ -181,20 +181,18 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
  * Can `vmux new` parsed into a be given a pool VM? Only when it asks for
  * nothing a booted VM cannot take now (labels can be; memory, mounts, a
  * network or a ttl cannot) and the same profile and image as the pool.
- * Nor when $VMUX_QEMU_EXTRA names QEMU arguments: such a request boots
- * cold, with the devices it asks for, and leaves the pool alone (pool VMs
- * have none: a fill ignores the variable).
+ * Nor when $VMUX_QEMU_EXTRA names QEMU arguments or $VMUX_QEMU another
+ * QEMU (session_env_custom): such a request boots cold, with what it asks
+ * for, and leaves the pool alone (pool VMs are plain: a fill ignores both).
  */
 int
 pool_eligible(const struct args *a, const struct settings *st)
 {
 	const struct cmd_opt *o;
-	const char *extra = getenv("VMUX_QEMU_EXTRA");
 	char *want, *have;
 	int same;
 
-	if (st->pool_size <= 0 ||
-	    (extra != NULL && extra[strspn(extra, " \t\n")] != '\0'))
+	if (st->pool_size <= 0 || session_env_custom())
 		return 0;
 	for (o = a->entry->opts; o->name != NULL; o++) {
 		int k, allowed = 0;
@@ -551,8 +549,10 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 
 	if (settings_load(&st, cause) != 0)
 		return -1;
-	/* pool VMs are plain: none a request could claim has extra devices */
+	/* pool VMs are plain (the default QEMU, no extra devices): a request
+	 * asking for other is never given one (pool_eligible) */
 	unsetenv("VMUX_QEMU_EXTRA");
+	unsetenv("VMUX_QEMU");
 	/* wait for a fill under way: it may have looked before our claim */
 	if ((lock_fd = pool_lock(home, 1)) < 0) {
 		xasprintf(cause, "cannot lock the pool: %s", strerror(errno));

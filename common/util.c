@@ -1,8 +1,7 @@
 /*
- * util.c: clocks, the one time format, and file-descriptor helpers.
+ * util.c: clocks, the one time format, file-descriptor helpers and the
+ * whole-or-nothing file writer (file_replace).
  */
-#include <sys/types.h>
-
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>

@@ -230,6 +230,39 @@ out:
 	return rc;
 }
 
+/* What separates the words of $VMUX_QEMU_EXTRA. */
+#define EXTRA_SEP " \t\n"
+
+/*
+ * Does the environment ask for a QEMU other than the plain default one:
+ * $VMUX_QEMU_EXTRA holding arguments, or $VMUX_QEMU naming another program
+ * than the default found in PATH (compared as files, so a link to it is
+ * the same)? A warm pool's VMs are plain, so such a request boots cold
+ * and a pool fill ignores both variables (cli/pool.c). 1 or 0.
+ */
+int
+session_env_custom(void)
+{
+	const char *extra = getenv("VMUX_QEMU_EXTRA");
+	const char *qemu = getenv("VMUX_QEMU");
+	char *mine, *plain;
+	struct stat a, b;
+	int other;
+
+	if (extra != NULL && extra[strspn(extra, EXTRA_SEP)] != '\0')
+		return 1;
+	if (qemu == NULL || *qemu == '\0')
+		return 0;
+	mine = find_in_path(qemu);
+	plain = find_in_path(SESSION_QEMU_DEFAULT);
+	other = mine == NULL || plain == NULL || stat(mine, &a) != 0 ||
+	    stat(plain, &b) != 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino;
+	free(mine);
+	free(plain);
+	return other;
+}
+
 /*
  * Append the whitespace-separated words of $VMUX_QEMU_EXTRA to argv (a
  * debugging and benchmarking aid: extra devices beside vmux's own). The
@@ -247,8 +280,8 @@ launch_extra_args(char **argv)
 	while (argv[n] != NULL)
 		n++;
 	copy = xstrdup(extra);
-	for (word = strtok_r(copy, " \t\n", &save); word != NULL;
-	     word = strtok_r(NULL, " \t\n", &save)) {
+	for (word = strtok_r(copy, EXTRA_SEP, &save); word != NULL;
+	     word = strtok_r(NULL, EXTRA_SEP, &save)) {
 		argv = xreallocarray(argv, n + 2, sizeof *argv);
 		argv[n++] = xstrdup(word);
 		argv[n] = NULL;

@@ -410,6 +410,7 @@ int session_launch(
     const struct launch_opts *, struct session_record *out, char **cause);
 int session_start(
     const struct launch_opts *, struct session_record *out, char **cause);
+int session_env_custom(void);
 
 /* stop.c */
 char *session_qemu_needle(const struct session_record *);

@@ -84,6 +84,22 @@ t_other_requests_boot_cold() {
 	ids=$(pool_ids)
 	VMUX_QEMU_EXTRA="-device virtio-rng-device" vmux pool fill 2>/dev/null || return 1
 	expect_eq "pool untouched by a fill with extras" "$(pool_ids)" "$ids" || return 1
+	# another QEMU (a wrapper here): booted cold with it; a fill under it
+	# leaves the pool's VMs, which run the default QEMU, alone
+	printf '#!/bin/sh\nexec qemu-system-x86_64 "$@"\n' >"$TMP/qemu-wrap"
+	chmod +x "$TMP/qemu-wrap"
+	VMUX_QEMU=$TMP/qemu-wrap vmux new xq >/dev/null || return 1
+	expect_match "cold with another QEMU" "$(session_field xq dir)" "/sessions/xq\$" || return 1
+	expect_eq "xq's QEMU" "$(jq -r .qemu_bin "$VMUX_HOME/sessions/xq/session.json")" "$TMP/qemu-wrap" || return 1
+	vmux rm xq >/dev/null || return 1
+	VMUX_QEMU=$TMP/qemu-wrap vmux pool fill 2>/dev/null || return 1
+	expect_eq "pool untouched by a fill with another QEMU" "$(pool_ids)" "$ids" || return 1
+	# the default QEMU by its full path is the same QEMU: a pool VM
+	VMUX_QEMU=$(command -v qemu-system-x86_64) vmux new xd >/dev/null || return 1
+	expect_match "claimed with the default QEMU by path" "$(session_field xd dir)" "/pool/pool-[0-9a-f]{8}\$" || return 1
+	vmux rm xd >/dev/null || return 1
+	wait_ready 2 || fail "no refill: $(vmux pool ls)" || return 1
+	ids=$(pool_ids)
 	# a pool VM's disk is in use, though no session lists it
 	local id err
 	id=$(vmux pool ls --json | jq -r '.vms[0].id')
