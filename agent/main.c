@@ -19,7 +19,8 @@
  * --listen-fd FD: serve a listening socket vmux-init made and keeps (see
  * guest/init.c agent_listen), so a host that connects while this agent is
  * still starting, or restarting, waits in the kernel's queue instead of
- * being refused.
+ * being refused (--port is then unused). A Unix socket handed over counts
+ * as --unix does: no OOM exemption, and "shutdown" ends the agent.
  *
  * --memory-budget caps what shells and execs make the agent hold (default:
  * a quarter of MemTotal; budget.c). On vsock (in the guest) the agent makes
@@ -83,7 +84,7 @@ number(const char *opt, const char *arg, long long min, long long max)
  * and keep it from the commands and shells this agent starts. fd or -errno.
  */
 static int
-listen_inherited(int fd, char **desc)
+listen_inherited(int fd, char **desc, int *family)
 {
 	struct sockaddr_vm sa;
 	socklen_t len = sizeof sa;
@@ -94,6 +95,11 @@ listen_inherited(int fd, char **desc)
 		return -errno;
 	if (!on)
 		return -EINVAL; /* a socket, but not listening */
+	olen = sizeof *family;
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, family, &olen) < 0)
+		return -errno;
+	if (*family != AF_VSOCK && *family != AF_UNIX)
+		return -EAFNOSUPPORT; /* peers are checked for these only */
 	if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 		return -errno;
 	memset(&sa, 0, sizeof sa);
@@ -183,7 +189,7 @@ main(int argc, char **argv)
 	long long poweroff = -1;
 	uint64_t give_up;
 	char *desc;
-	int ch, fd, rc, gate = -1, inherited = -1;
+	int ch, fd, rc, gate = -1, inherited = -1, family = AF_VSOCK;
 
 	memset(&opts, 0, sizeof opts);
 	opts.idle_timeout_ms = AGENT_IDLE_TIMEOUT_MS;
@@ -261,8 +267,6 @@ main(int argc, char **argv)
 	}
 	if (optind != argc)
 		usage(2);
-	opts.poweroff_pid =
-	    (pid_t)(poweroff >= 0 ? poweroff : (unix_path ? 0 : 1));
 	sane_stdio();
 	raise_fd_limit();
 	log_open("vmux-agent");
@@ -273,13 +277,8 @@ main(int argc, char **argv)
 		    "listen; give one\n");
 		return 2;
 	}
-	if (unix_path == NULL) {
-		/* never an OOM victim: a memory hog is, not the agent */
-		if ((rc = oom_score_adj("-1000")) < 0)
-			log_debug("oom_score_adj: %s", strerror(-rc));
-	}
 	if (inherited >= 0) {
-		fd = listen_inherited(inherited, &desc);
+		fd = listen_inherited(inherited, &desc, &family);
 		if (fd < 0)
 			xasprintf(&desc, "--listen-fd %d", inherited);
 	} else if (unix_path != NULL) {
@@ -297,6 +296,15 @@ main(int argc, char **argv)
 		    strerror(-fd));
 		return 1;
 	}
+	/* on vsock it is the guest's agent, PID 1 its power switch; a Unix
+	 * socket (ours or handed over) is a test on the host */
+	if (unix_path == NULL && family == AF_VSOCK) {
+		/* never an OOM victim: a memory hog is, not the agent */
+		if ((rc = oom_score_adj("-1000")) < 0)
+			log_debug("oom_score_adj: %s", strerror(-rc));
+		opts.poweroff_pid = poweroff >= 0 ? (pid_t)poweroff : 1;
+	} else
+		opts.poweroff_pid = poweroff >= 0 ? (pid_t)poweroff : 0;
 	opts.listen_desc = desc;
 	fprintf(stderr, "vmux-agent: listening on %s\n", desc);
 	log_debug("listening on %s", desc);

@@ -75,7 +75,10 @@
 #define BACKOFF_MIN_MS  100
 #define BACKOFF_MAX_MS  5000
 #define AGENT_STABLE_MS 10000
-#define GRACE_MS        2000
+/* An agent that ends sooner than this after its start cannot serve the
+ * socket vmux-init holds for it (agent_listen_drop). */
+#define AGENT_QUICK_MS 2000
+#define GRACE_MS       2000
 
 static pid_t agent_pid = -1;
 static sigset_t init_sigs;
@@ -95,6 +98,7 @@ static int user_cgroup_ok;
 #define VSOCK_TRANSPORT "vmw_vsock_virtio_transport.ko"
 static int gate_fd = -1;   /* our end of the early agent's --gate, or -1 */
 static int listen_fd = -1; /* the agent's listener (agent_listen), or -1 */
+static long long agent_started_ms; /* uptime when the agent last started */
 
 static pid_t agent_start(int gated);
 
@@ -563,8 +567,11 @@ note_slow(
  * connection made while the agent is still loading, or restarting, is
  * queued by the kernel, where before it was refused and the host had to
  * back off and retry (socket activation, as systemd does it). No agent, no
- * listener: the host must see "refused", not a connection nobody serves.
- * On failure the agent listens by itself, as it always could.
+ * listener: the host must see "refused", not a connection nobody serves;
+ * for the same reason the socket is given up when an agent cannot run or
+ * ends at once (agent_listen_drop). On failure the agent listens by
+ * itself, as it always could. Kept at fd 3 or above, where --listen-fd
+ * expects it even if the console left 0-2 free.
  */
 static void
 agent_listen(void)
@@ -578,7 +585,33 @@ agent_listen(void)
 		    strerror(-fd));
 		return;
 	}
+	if (fd < 3) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		close(fd);
+		if (high < 0) {
+			say("agent: listener: %s", strerror(errno));
+			return;
+		}
+		fd = high;
+	}
 	listen_fd = fd;
+}
+
+/*
+ * Stop holding the agent's port: an agent that cannot be started, or that
+ * ends at once (one that does not know --listen-fd, a broken build), would
+ * leave the host's connections queued with nobody to serve them until
+ * their deadlines. The next agent listens by itself, and while none does
+ * the host is refused and retries, as before vmux-init held the port.
+ */
+static void
+agent_listen_drop(const char *why)
+{
+	if (listen_fd < 0)
+		return;
+	say("agent: %s; the next agent listens by itself", why);
+	close(listen_fd);
+	listen_fd = -1;
 }
 
 /*
@@ -593,7 +626,8 @@ agent_early(void)
 {
 	if (cmdline_has("vmux.root") || access(VMUX_AGENT_PATH, F_OK) < 0)
 		return;
-	agent_pid = agent_start(1);
+	if ((agent_pid = agent_start(1)) < 0)
+		agent_listen_drop("it did not start");
 }
 
 /*
@@ -1003,8 +1037,9 @@ agent_start(int gated)
 		close(g[1]);
 		gate_fd = g[0];
 	}
-	say("agent started (pid %d, uptime %lld ms%s)", (int)pid, uptime_ms(),
-	    gated ? ", serving once set up" : "");
+	agent_started_ms = uptime_ms();
+	say("agent started (pid %d, uptime %lld ms%s)", (int)pid,
+	    agent_started_ms, gated ? ", serving once set up" : "");
 	return pid;
 }
 
@@ -1159,9 +1194,11 @@ main(void)
 	for (;;) {
 		if (have_agent && agent_pid < 0 && uptime_ms() >= next_start) {
 			started_at = uptime_ms();
-			if ((agent_pid = agent_start(0)) < 0)
+			if ((agent_pid = agent_start(0)) < 0) {
+				agent_listen_drop("it did not start");
 				next_start = backoff_next(&backoff);
-			else if (!said_start) { /* bench/run reads the steps */
+			} else if (!said_start) { /* bench/run reads the steps
+				                   */
 				say("agent started (uptime %lld ms)",
 				    started_at);
 				said_start = 1;
@@ -1185,6 +1222,8 @@ main(void)
 		case SIGCHLD:
 			if (!reap())
 				break;
+			if (uptime_ms() - agent_started_ms < AGENT_QUICK_MS)
+				agent_listen_drop("it ended at once");
 			if (uptime_ms() - started_at >= AGENT_STABLE_MS)
 				backoff = BACKOFF_MIN_MS;
 			next_start = backoff_next(&backoff);

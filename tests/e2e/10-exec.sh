@@ -106,8 +106,12 @@ print(p.pid)
 PY
 	bg_track "$(cat "$TMP/agent.pid")"
 	out=$(printf '{"action":"ping"}\n' | socat -t 20 - UNIX-CONNECT:"$sock")
+	# a Unix socket is a test on the host: no OOM exemption taken
+	local adj
+	adj=$(cat "/proc/$(cat "$TMP/agent.pid")/oom_score_adj")
 	kill "$(cat "$TMP/agent.pid")"
 	expect_match "ping over the handed socket" "$out" '"ok":true' || return 1
+	expect_eq "oom_score_adj on the host (as its parent's)" "$adj" "$(cat /proc/$$/oom_score_adj)" || return 1
 	out=$("$agent" --listen-fd 5 5</dev/null 2>&1); rc=$?
 	expect_eq "not a socket: status" "$rc" 1 || return 1
 	expect_match "not a socket: said" "$out" 'listen on --listen-fd 5: Socket operation on non-socket' || return 1
@@ -127,7 +131,9 @@ t_agent_socket_from_init() {
 	# the exec's parent is the agent; its connection ends with it
 	vmux exec ex -- sh -c 'kill -9 $PPID' >/dev/null 2>&1
 	expect_eq "exec after the agent was killed" "$(vmux exec ex -- echo back)" back || return 1
-	[[ $(grep -ac "$line" "$log") -gt $n ]] || fail "no new agent took the socket: $(grep -a 'vmux-agent' "$log")"
+	# the console line may still be on its way
+	wait_for 10 eval '[[ $(grep -ac "$line" "$log") -gt $n ]]' ||
+		fail "no new agent took the socket: $(grep -a 'vmux-agent' "$log")"
 }
 
 check "exec prints stdout" t_stdout

@@ -156,6 +156,20 @@ t_attach_error() {
 	grep -qF 'bad\x1b[2J' "$TMP/show.out" || fail "ERROR frame not shown escaped" || return 1
 	no_controls "$TMP/show.out"
 }
+# An agent that ends at once (hquit): vmux-init gives up the port it held
+# for it, so the host is refused and says nothing listens, instead of
+# waiting for a reply on a queue nobody serves.
+t_agent_that_quits() {
+	local log=$VMUX_HOME/sessions/hquit/console.log out
+	vmux new hquit --initrd "$IMG" --no-agent >/dev/null || return 1
+	wait_for 60 grep -aq 'the next agent listens by itself' "$log" ||
+		fail "vmux-init kept the port: $(grep -a 'agent' "$log")" || return 1
+	# straight to the bridge: the guest refuses (the bridge closes without
+	# a word) rather than accepting into a queue ("OK ...")
+	out=$(printf 'CONNECT 5005\n' | timeout 20 socat -t 10 - UNIX-CONNECT:"$VMUX_HOME/sessions/hquit/vsock.sock" 2>&1)
+	expect_eq "refused, not queued" "$out" "" || return 1
+	vmux rm -f hquit >/dev/null
+}
 
 check "cp: .bashrc beside the source is refused, DIR unchanged" t_cp_bashrc
 check "cp: y/evil is refused, DIR unchanged" t_cp_other
@@ -168,6 +182,7 @@ check "cp: a name with escapes is refused and shown escaped" t_cp_esc
 check "cp: an interrupted download leaves DIR as it was" t_cp_interrupted
 check "cp: the honest part of a download still works" t_cp_honest
 check "exec: the agent's error is shown escaped" t_exec_error
+check "an agent that ends at once: vmux-init gives its port up" t_agent_that_quits
 check "ping: guest strings shown escaped" t_ping
 check "ping --json: escaped, data kept" t_ping_json
 check "shells: table shown escaped" t_shells

@@ -22,6 +22,7 @@
  *   hhang  list_shells never answers (the connection stays open)
  *   hsize  open_shell answers shell "s"; attach_shell sends a RESIZE frame
  *          of 65535x65535, then text
+ *   hquit  the agent ends at once, every time vmux-init starts it
  */
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -350,9 +351,13 @@ serve(int fd)
 	close(fd);
 }
 
-/* Listen on vsock port 5005 and answer forever. */
+/*
+ * Listen on vsock port 5005 (or serve the socket vmux-init hands over with
+ * --listen-fd, as the real agent does) and answer forever. Other arguments
+ * vmux-init passes (--gate, --home, --cgroup) are ignored.
+ */
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct sockaddr_vm sa = {.svm_family = AF_VSOCK,
 	    .svm_cid = VMADDR_CID_ANY,
@@ -362,7 +367,13 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_IGN); /* children reap themselves */
 	read_mode();
-	for (int i = 0; i < 100; i++) { /* the transport may still load */
+	if (strcmp(mode, "hquit") == 0)
+		return 3;
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--listen-fd") == 0)
+			ls = atoi(argv[i + 1]);
+	}
+	for (int i = 0; ls < 0 && i < 100; i++) { /* transport may still load */
 		ls = socket(AF_VSOCK, SOCK_STREAM, 0);
 		if (ls >= 0 &&
 		    bind(ls, (struct sockaddr *)&sa, sizeof sa) == 0 &&
