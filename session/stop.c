@@ -226,14 +226,15 @@ kill_mentioning(const char *needle, const struct session_record *r)
  * Stop a session's QEMU and bridge: politely unless force, and in every
  * case until they are gone. The guest gets power_ms (0: the default) to
  * power off after the agent accepted. 0 if the guest powered off (or QEMU
- * was already gone), 1 if QEMU had to be ended, -1 if something survived
- * SIGKILL.
+ * was already gone), 1 if QEMU had to be ended after the agent accepted,
+ * 2 if it had to be ended because no agent answered (none, or the guest
+ * still booting), -1 if something survived SIGKILL.
  */
 int
 session_stop(const struct session_record *r, int force, int power_ms)
 {
 	char *needle = session_qemu_needle(r), *path;
-	int rc = 0, qemu_was = session_qemu_alive(r);
+	int rc = 0, qemu_was = session_qemu_alive(r), asked = 0;
 	int bridge_was = session_bridge_alive(r);
 
 	if (power_ms <= 0)
@@ -256,14 +257,16 @@ session_stop(const struct session_record *r, int force, int power_ms)
 		if (reply == NULL) {
 			log_debug("stop %s: shutdown: %s", r->name, why);
 			free(why);
-		} else
+		} else {
+			asked = 1;
 			proc_wait_gone(r->qemu_pid, needle,
 			    mono_ms() + (uint64_t)power_ms);
+		}
 	}
 	if (session_qemu_alive(r)) {
 		char *why = NULL;
 
-		rc = 1;
+		rc = asked || force ? 1 : 2;
 		if (qmp_quit(r->qmp, mono_ms() + STOP_QMP_MS, &why) == 0)
 			proc_wait_gone(
 			    r->qemu_pid, needle, mono_ms() + STOP_QUIT_MS);
@@ -272,8 +275,6 @@ session_stop(const struct session_record *r, int force, int power_ms)
 			free(why);
 		}
 	}
-	if (session_qemu_alive(r))
-		rc = 1;
 	if (proc_terminate(r->qemu_pid, needle, force ? 0 : STOP_TERM_MS) != 0)
 		rc = -1;
 	fs_stop(r, STOP_TERM_MS);
@@ -364,6 +365,15 @@ session_halt(const char *home, const char *name, const char *reason,
 		    name, (power_ms > 0 ? power_ms : STOP_POWER_MS) / 1000);
 		notice(msg);
 		free(msg);
+	} else if (rc == 2 && notice != NULL) {
+		char *msg;
+		xasprintf(&msg,
+		    "the guest agent of '%s' did not answer within %d s (still "
+		    "booting, or not running): QEMU was ended (data not synced "
+		    "to the workspace may be lost)",
+		    name, STOP_AGENT_MS / 1000);
+		notice(msg);
+		free(msg);
 	}
 	r.status = SESSION_STOPPED;
 	r.stopped = (int64_t)time(NULL);
@@ -373,7 +383,7 @@ session_halt(const char *home, const char *name, const char *reason,
 		goto fail;
 	record_free(&r);
 	session_unlock(lock);
-	return rc;
+	return rc == 2 ? 1 : rc; /* forced, whichever way */
 fail:
 	record_free(&r);
 	session_unlock(lock);

@@ -157,21 +157,26 @@ t_gdb_paused() {
 	wait_for 60 vmux exec cs-3 -- true || fail "cs-3 never booted after gdb detached"
 }
 
-# agent_listens NAME: the agent of NAME's latest boot said it listens.
-# Anywhere in that boot's lines: it says so while vmux-init still prints.
-agent_listens() {
-	vmux logs "$1" | awk '/vmux-init: start/ { b = "" } { b = b $0 "\n" }
-	    END { printf "%s", b }' | grep -q 'listening on vsock'
+# boots NAME: how many boots NAME's console log holds.
+boots() { vmux logs "$1" | grep -ac 'vmux-init: start'; }
+# agent_serves NAME N: boot N of NAME (not an earlier one, whose lines are
+# all there is while the new boot has printed nothing) has set up, so its
+# agent serves: vmux-init opens the agent's gate just before it says so.
+agent_serves() {
+	vmux logs "$1" | awk -v n="$2" '/vmux-init: start/ { k++ }
+	    k == n && /vmux-init: setup done/ { ok = 1 } END { exit !ok }'
 }
 
 t_no_agent_is_per_boot() {
 	local out
 	# --no-agent skips the boot's wait only: the agent still powers off
+	local n
+	n=$(boots cs-3)
 	vmux restart cs-3 --no-agent >/dev/null || return 1
 	out=$(vmux exec cs-3 -- true 2>&1)
 	expect_eq "exec this boot" $? 125 || return 1
 	# (a stop while it still boots has no agent to ask yet)
-	wait_for 60 agent_listens cs-3 ||
+	wait_for 60 agent_serves cs-3 $((n + 1)) ||
 		fail "cs-3's agent never started: $(vmux logs cs-3 | tail -n 8)" || return 1
 	expect_status 0 vmux stop cs-3 || return 1
 	expect_match "clean power-off" "$(vmux logs cs-3 | tail -n 5)" 'vmux-init: workspace unmounted' || return 1
