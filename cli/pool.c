@@ -552,7 +552,8 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 	/* pool VMs are plain (the default QEMU, no extra devices): a request
 	 * asking for other is never given one (pool_eligible) */
 	unsetenv("VMUX_QEMU_EXTRA");
-	unsetenv("VMUX_QEMU");
+	if (session_env_custom()) /* not when it is the only QEMU */
+		unsetenv("VMUX_QEMU");
 	/* wait for a fill under way: it may have looked before our claim */
 	if ((lock_fd = pool_lock(home, 1)) < 0) {
 		xasprintf(cause, "cannot lock the pool: %s", strerror(errno));

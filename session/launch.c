@@ -237,8 +237,9 @@ out:
  * Does the environment ask for a QEMU other than the plain default one:
  * $VMUX_QEMU_EXTRA holding arguments, or $VMUX_QEMU naming another program
  * than the default found in PATH (compared as files, so a link to it is
- * the same)? A warm pool's VMs are plain, so such a request boots cold
- * and a pool fill ignores both variables (cli/pool.c). 1 or 0.
+ * the same; with no default in PATH, $VMUX_QEMU is the QEMU)? A warm
+ * pool's VMs are plain, so such a request boots cold and a pool fill
+ * ignores what asks for other (cli/pool.c). 1 or 0.
  */
 int
 session_env_custom(void)
@@ -255,9 +256,12 @@ session_env_custom(void)
 		return 0;
 	mine = find_in_path(qemu);
 	plain = find_in_path(SESSION_QEMU_DEFAULT);
-	other = mine == NULL || plain == NULL || stat(mine, &a) != 0 ||
-	    stat(plain, &b) != 0 || a.st_dev != b.st_dev ||
-	    a.st_ino != b.st_ino;
+	if (plain == NULL) /* the one QEMU there is: the pool runs it too */
+		other = 0;
+	else
+		other = mine == NULL || stat(mine, &a) != 0 ||
+		    stat(plain, &b) != 0 || a.st_dev != b.st_dev ||
+		    a.st_ino != b.st_ino;
 	free(mine);
 	free(plain);
 	return other;

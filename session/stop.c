@@ -227,8 +227,8 @@ kill_mentioning(const char *needle, const struct session_record *r)
  * case until they are gone. The guest gets power_ms (0: the default) to
  * power off after the agent accepted. 0 if the guest powered off (or QEMU
  * was already gone), 1 if QEMU had to be ended after the agent accepted,
- * 2 if it had to be ended because no agent answered (none, or the guest
- * still booting), -1 if something survived SIGKILL.
+ * 2 if it had to be ended because no agent answered (the guest still
+ * booting, paused or hung), -1 if something survived SIGKILL.
  */
 int
 session_stop(const struct session_record *r, int force, int power_ms)
@@ -368,9 +368,9 @@ session_halt(const char *home, const char *name, const char *reason,
 	} else if (rc == 2 && notice != NULL) {
 		char *msg;
 		xasprintf(&msg,
-		    "the guest agent of '%s' did not answer within %d s (still "
-		    "booting, or not running): QEMU was ended (data not synced "
-		    "to the workspace may be lost)",
+		    "the guest agent of '%s' did not answer within %d s (the "
+		    "guest still booting, paused or hung): QEMU was ended "
+		    "(data not synced to the workspace may be lost)",
 		    name, STOP_AGENT_MS / 1000);
 		notice(msg);
 		free(msg);

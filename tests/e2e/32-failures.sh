@@ -41,7 +41,7 @@ t_forced_stop_of_a_hung_vm() {
 	out=$(vmux stop hung -t 1 2>&1)
 	expect_eq status $? 0 || return 1
 	# a stopped QEMU's agent cannot even take the request
-	expect_match forced "$out" "guest agent of 'hung' did not answer within 3 s .*: QEMU was ended" || return 1
+	expect_match forced "$out" "guest agent of 'hung' did not answer within 3 s \\(the guest still booting, paused or hung\\): QEMU was ended" || return 1
 	! kill -0 "$q" 2>/dev/null || fail "QEMU $q still there" || return 1
 	expect_eq state "$(session_field hung state)" stopped || return 1
 	expect_eq "stopped by" "$(session_field hung stopped_by)" user || return 1
@@ -82,6 +82,6 @@ t_logs_follow() {
 
 check "a boot that times out: said, nothing left" t_boot_timeout
 check "a broken initrd: QEMU's end and the console said, nothing left" t_broken_initrd
-check "a hung VM (SIGSTOP): stop -t forces it, the workspace survives" t_forced_stop_of_a_hung_vm
+check "a hung VM (SIGSTOP): stop ends it and says why, the workspace survives" t_forced_stop_of_a_hung_vm
 check "three new at once: distinct CIDs, all answer" t_concurrent_new_unique_cids
 check "logs -f follows the console live" t_logs_follow

@@ -84,16 +84,26 @@ t_other_requests_boot_cold() {
 	ids=$(pool_ids)
 	VMUX_QEMU_EXTRA="-device virtio-rng-device" vmux pool fill 2>/dev/null || return 1
 	expect_eq "pool untouched by a fill with extras" "$(pool_ids)" "$ids" || return 1
-	# another QEMU (a wrapper here): booted cold with it; a fill under it
-	# leaves the pool's VMs, which run the default QEMU, alone
+	# another QEMU (a wrapper here): booted cold with it
 	printf '#!/bin/sh\nexec qemu-system-x86_64 "$@"\n' >"$TMP/qemu-wrap"
 	chmod +x "$TMP/qemu-wrap"
 	VMUX_QEMU=$TMP/qemu-wrap vmux new xq >/dev/null || return 1
 	expect_match "cold with another QEMU" "$(session_field xq dir)" "/sessions/xq\$" || return 1
 	expect_eq "xq's QEMU" "$(jq -r .qemu_bin "$VMUX_HOME/sessions/xq/session.json")" "$TMP/qemu-wrap" || return 1
 	vmux rm xq >/dev/null || return 1
-	VMUX_QEMU=$TMP/qemu-wrap vmux pool fill 2>/dev/null || return 1
-	expect_eq "pool untouched by a fill with another QEMU" "$(pool_ids)" "$ids" || return 1
+	# a fill under both boots plain VMs: the pool made one short first
+	local gone pid f
+	gone=$(vmux pool ls --json | jq -r '.vms[0].id')
+	pid=$(jq -r .pids.qemu "$VMUX_HOME/pool/$gone/session.json")
+	kill -9 "$pid"
+	wait_for 20 eval '! kill -0 '"$pid"' 2>/dev/null' || return 1
+	VMUX_QEMU=$TMP/qemu-wrap VMUX_QEMU_EXTRA="-device virtio-rng-device" vmux pool fill 2>/dev/null || return 1
+	expect_eq "ready after a fill with another QEMU" "$(pool_ready)" 2 || return 1
+	for f in "$VMUX_HOME"/pool/*/session.json; do
+		[[ $(jq -r .qemu_bin "$f") != "$TMP/qemu-wrap" ]] || fail "a pool VM runs the wrapper" || return 1
+		! tr '\0' ' ' <"/proc/$(jq -r .pids.qemu "$f")/cmdline" | grep -q virtio-rng ||
+			fail "a pool VM has the extra device" || return 1
+	done
 	# the default QEMU by its full path is the same QEMU: a pool VM
 	VMUX_QEMU=$(command -v qemu-system-x86_64) vmux new xd >/dev/null || return 1
 	expect_match "claimed with the default QEMU by path" "$(session_field xd dir)" "/pool/pool-[0-9a-f]{8}\$" || return 1
