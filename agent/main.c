@@ -117,25 +117,15 @@ listen_unix(const char *path)
 {
 	struct sockaddr_un sa;
 	struct stat st;
-	int fd, err;
 
 	if (strlen(path) >= sizeof sa.sun_path)
 		return -ENAMETOOLONG;
 	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 		unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
 	memset(&sa, 0, sizeof sa);
 	sa.sun_family = AF_UNIX;
 	strcpy(sa.sun_path, path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    listen(fd, SOMAXCONN) < 0) {
-		err = errno;
-		close(fd);
-		return -err;
-	}
-	return fd;
+	return sock_listen((struct sockaddr *)&sa, sizeof sa);
 }
 
 /* Room for every connection, shell and exec pipe at the limits. */

@@ -1197,8 +1197,8 @@ main(void)
 			if ((agent_pid = agent_start(0)) < 0) {
 				agent_listen_drop("it did not start");
 				next_start = backoff_next(&backoff);
-			} else if (!said_start) { /* bench/run reads the steps
-				                   */
+			} else if (!said_start) {
+				/* bench/run reads the steps */
 				say("agent started (uptime %lld ms)",
 				    started_at);
 				said_start = 1;

@@ -15,14 +15,17 @@
 #ifndef VMUX_PROTO_H
 #define VMUX_PROTO_H
 
+#include <sys/socket.h>
+
 #define VMUX_AGENT_PORT   5005
 #define VMUX_HOST_CID     2
 #define VMUX_GUEST_DIR    "/vmux"
 #define VMUX_AGENT_PATH   VMUX_GUEST_DIR "/bin/vmux-agent"
 #define VMUX_GUEST_LOADER VMUX_GUEST_DIR "/lib/ld-linux-x86-64.so.2"
 
-/* Listen on AF_VSOCK port (any CID), close-on-exec: fd or -errno
- * (proto/vsock.c; vmux-init and the agent). */
+/* Listen at an address, or on AF_VSOCK port (any CID), close-on-exec: fd
+ * or -errno (proto/vsock.c; vmux-init and the agent). */
+int sock_listen(const struct sockaddr *, socklen_t);
 int vsock_listen(unsigned port);
 
 /* Largest request line the agent accepts (bulk data never travels in JSON). */

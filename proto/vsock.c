@@ -1,7 +1,8 @@
 /*
  * vsock.c: the agent's listening socket, made the same way by vmux-init
  * (which opens it for the agent, see guest/init.c agent_listen) and by the
- * agent when it runs without vmux-init. Linked into both.
+ * agent when it runs without vmux-init (and, for host tests, on a Unix
+ * socket). Linked into both.
  */
 #include <sys/socket.h>
 
@@ -13,25 +14,32 @@
 
 #include "proto.h"
 
-/* Listen on AF_VSOCK port `port`, any CID, close-on-exec; fd or -errno. */
+/* A close-on-exec stream socket listening at sa; fd or -errno. */
 int
-vsock_listen(unsigned port)
+sock_listen(const struct sockaddr *sa, socklen_t len)
 {
-	struct sockaddr_vm sa;
 	int fd, err;
 
-	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	memset(&sa, 0, sizeof sa);
-	sa.svm_family = AF_VSOCK;
-	sa.svm_cid = VMADDR_CID_ANY;
-	sa.svm_port = port;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-	    listen(fd, SOMAXCONN) < 0) {
+	if (bind(fd, sa, len) < 0 || listen(fd, SOMAXCONN) < 0) {
 		err = errno;
 		close(fd);
 		return -err;
 	}
 	return fd;
+}
+
+/* Listen on AF_VSOCK port `port`, any CID, close-on-exec; fd or -errno. */
+int
+vsock_listen(unsigned port)
+{
+	struct sockaddr_vm sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.svm_family = AF_VSOCK;
+	sa.svm_cid = VMADDR_CID_ANY;
+	sa.svm_port = port;
+	return sock_listen((struct sockaddr *)&sa, sizeof sa);
 }

@@ -357,22 +357,24 @@ session_halt(const char *home, const char *name, const char *reason,
 		    name, (long)r.qemu_pid, (long)r.bridge_pid);
 		goto fail;
 	}
-	if (rc == 1 && notice != NULL) {
-		char *msg;
+	if (rc > 0 && notice != NULL) {
+		char *why, *msg;
+		if (rc == 1)
+			xasprintf(&why,
+			    "the guest of '%s' did not power off within %d s",
+			    name,
+			    (power_ms > 0 ? power_ms : STOP_POWER_MS) / 1000);
+		else
+			xasprintf(&why,
+			    "the guest agent of '%s' did not answer within %d "
+			    "s (the guest still booting, paused or hung)",
+			    name, STOP_AGENT_MS / 1000);
 		xasprintf(&msg,
-		    "the guest of '%s' did not power off within %d s: QEMU "
-		    "was ended (data not synced to the workspace may be lost)",
-		    name, (power_ms > 0 ? power_ms : STOP_POWER_MS) / 1000);
+		    "%s: QEMU was ended (data not synced to the workspace "
+		    "may be lost)",
+		    why);
 		notice(msg);
-		free(msg);
-	} else if (rc == 2 && notice != NULL) {
-		char *msg;
-		xasprintf(&msg,
-		    "the guest agent of '%s' did not answer within %d s (the "
-		    "guest still booting, paused or hung): QEMU was ended "
-		    "(data not synced to the workspace may be lost)",
-		    name, STOP_AGENT_MS / 1000);
-		notice(msg);
+		free(why);
 		free(msg);
 	}
 	r.status = SESSION_STOPPED;
