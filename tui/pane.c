@@ -206,6 +206,7 @@ pane_free(struct pane *p)
 	sb_free(p->sb);
 	free(p->dirty);
 	free(p->backlog);
+	free(p->pending);
 	free(p->title);
 	free(p->others);
 	free(p->keyboard);

@@ -18,11 +18,13 @@
 #define READ_BUDGET  (256 * 1024) /* bytes parsed per wake-up */
 #define RETRY_MIN_MS 500
 #define RETRY_MAX_MS 8000
+#define PENDING_MAX  (64 * 1024) /* keys held while connecting */
 
 static void shell_poll_cb(uv_poll_t *, int status, int events);
 static void shell_update_poll(struct pane *);
 static void shell_retry_cb(uv_timer_t *);
 static void shell_attach(struct pane *, int64_t cursor);
+static void shell_write(struct pane *, const void *bytes, size_t len);
 
 /* Stop streaming: close the poll handle and the socket. */
 static void
@@ -38,6 +40,23 @@ shell_stop(struct pane *p)
 	}
 }
 
+/*
+ * Forget keys held for an attach that did not happen: sent after a later
+ * reattach they would land seconds late, in whatever runs by then.
+ */
+static void
+shell_drop_pending(struct pane *p)
+{
+	if (p->pending_len > 0)
+		tui_message(p->tui, 1,
+		    "%zu bytes typed into %s:%s were dropped: it did not "
+		    "attach",
+		    p->pending_len, p->session, p->shell_id);
+	free(p->pending);
+	p->pending = NULL;
+	p->pending_len = 0;
+}
+
 /* The stream broke without EXIT: show it, reattach after a pause. */
 static void
 shell_lost(struct pane *p, const char *why)
@@ -45,6 +64,7 @@ shell_lost(struct pane *p, const char *why)
 	uint64_t ms;
 
 	shell_stop(p);
+	shell_drop_pending(p);
 	free(p->error);
 	p->error = xstrdup(why);
 	p->state = PANE_DISCONNECTED;
@@ -262,6 +282,7 @@ attach_after(struct tui *t, struct work *w)
 			free(p->error);
 			p->error = str_printable(w->cause, 0);
 			p->state = PANE_FAILED;
+			shell_drop_pending(p);
 			draw_schedule(t);
 			return;
 		}
@@ -290,6 +311,14 @@ attach_after(struct tui *t, struct work *w)
 	    (p->want_cols != cols || p->want_rows != rows)) {
 		pane_set_size(p, p->want_cols, p->want_rows);
 		attach_client_resize(&p->ac, p->want_cols, p->want_rows);
+	}
+	if (p->pending_len > 0) { /* typed while connecting */
+		uint8_t *keys = p->pending;
+		size_t n = p->pending_len;
+		p->pending = NULL;
+		p->pending_len = 0;
+		shell_write(p, keys, n);
+		free(keys);
 	}
 	if (shell_frames(p) != 0) /* bytes that came with the answer */
 		return;
@@ -326,12 +355,28 @@ shell_start(struct pane *p, char **cause)
 	return 0;
 }
 
-/* Queue bytes for the shell's input (dropped when not live). */
+/*
+ * Queue bytes for the shell's input. Keys typed while the pane connects
+ * (a pane just opened, broadcast reaching shells not attached yet) are
+ * held, up to PENDING_MAX, and sent once live; otherwise they are dropped.
+ */
 static void
 shell_write(struct pane *p, const void *bytes, size_t len)
 {
 	const uint8_t *b = bytes;
 
+	if (p->state == PANE_CONNECTING) {
+		if (len > PENDING_MAX - p->pending_len) {
+			tui_message(p->tui, 1,
+			    "input dropped: %s:%s is still attaching",
+			    p->session, p->shell_id);
+			return;
+		}
+		p->pending = xrealloc(p->pending, p->pending_len + len);
+		memcpy(p->pending + p->pending_len, bytes, len);
+		p->pending_len += len;
+		return;
+	}
 	if (p->state != PANE_LIVE)
 		return;
 	while (len > 0) {

@@ -446,6 +446,8 @@ struct pane {
 	uv_timer_t *retry;
 	struct attach_client ac;
 	int want_cols, want_rows; /* the size to ask for once live */
+	uint8_t *pending;         /* keys typed while connecting */
+	size_t pending_len;
 };
 
 struct pane *pane_new(struct tui *, const struct pane_source *,

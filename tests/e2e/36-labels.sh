@@ -159,8 +159,19 @@ t_stop_and_start_by_selector() {
 	expect_eq "lb-2 too" "$(session_field lb-2 state)" running
 }
 
+# broadcast_while_attaching: broadcast on, a line typed; lb-1 runs it while
+# lb-2 (its bridge stopped) is still attaching.
+broadcast_while_attaching() {
+	tm send-keys -t bc C-b B || return 1
+	wait_on bc 'broadcast on: keys go to 2 shells' 10 || return 1
+	wait_on bc 'BROADCAST' 10 || return 1
+	type_line 'echo bc-$((3*3)) > /workspace/bc' bc
+	wait_for 10 sh -c "[ \"\$('$VMUX' exec lb-1 -- cat /workspace/bc 2>/dev/null)\" = bc-9 ]" ||
+		fail "lb-1 did not get the broadcast" || return 1
+}
+
 t_tui_broadcast() {
-	local i
+	local i bridge rc
 	for i in 1 2 3; do
 		printf '{"action":"open_shell","shell_id":"b","cols":80,"rows":24}\n' |
 			vmux connect "lb-$i" 5005 >/dev/null || return 1
@@ -168,14 +179,16 @@ t_tui_broadcast() {
 	tm new-session -d -s bc -x 100 -y 30 \
 		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui -l class=a lb-1" || return 1
 	wait_on bc 'lb-1:b live' 30 || return 1
-	tm send-keys -t bc C-b B || return 1
-	wait_on bc 'broadcast on: keys go to 2 shells' 10 || return 1
-	wait_on bc 'BROADCAST' 10 || return 1
-	type_line 'echo bc-$((3*3)) > /workspace/bc' bc
-	for i in 1 2; do
-		wait_for 20 sh -c "[ \"\$('$VMUX' exec lb-$i -- cat /workspace/bc 2>/dev/null)\" = bc-9 ]" ||
-			fail "lb-$i did not get the broadcast" || return 1
-	done
+	# lb-2's bridge held still: its shell cannot attach until it goes on,
+	# and the line typed meanwhile must reach it once it does
+	bridge=$(session_field lb-2 pids.bridge)
+	kill -STOP "$bridge" || return 1
+	broadcast_while_attaching
+	rc=$?
+	kill -CONT "$bridge"
+	((rc == 0)) || return 1
+	wait_for 20 sh -c "[ \"\$('$VMUX' exec lb-2 -- cat /workspace/bc 2>/dev/null)\" = bc-9 ]" ||
+		fail "lb-2 did not get the keys typed while it attached" || return 1
 	[[ $(vmux exec lb-3 -- ls /workspace) == *bc* ]] && fail "lb-3 (not shown) got it"
 	tm send-keys -t bc C-b B || return 1
 	wait_on bc 'broadcast off' 10 || return 1
