@@ -148,10 +148,12 @@ pool_profile_of(const char *given, const struct settings *st)
 
 /*
  * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
- * the profile's contents, vmux's version and the image file's identity
- * (home: where image names are looked up; NULL leaves it out), so that a
- * VM booted under a profile since changed, from an image since replaced,
- * or by another vmux, is never handed out.
+ * the profile's contents, vmux's version, the image file's identity
+ * (home: where image names are looked up; NULL leaves it out) and the
+ * identity of the QEMU, bridge, kernel and initrd a boot here uses, so
+ * that a VM booted under a profile since changed, from an image, kernel
+ * or initrd since replaced (a rebuild), or by another vmux, is never
+ * handed out.
  */
 static char *
 pool_spec(const char *home, const struct settings *st, const char *profile,
@@ -159,7 +161,7 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
 {
 	const char *name = pool_profile_of(profile, st);
 	struct profile p;
-	char *s, *text = NULL, *why = NULL, *id;
+	char *s, *text = NULL, *why = NULL, *id, *boot;
 	cJSON *j;
 
 	if (profile_get(name, &p, &why) == 0) {
@@ -169,11 +171,14 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
 	} else
 		free(why);
 	id = home != NULL ? image_identity(home, image) : xstrdup("-");
+	boot = session_boot_identity();
 	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
 	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
-	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31));
+	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31) ^
+	        (hash_fnv1a(boot) * 131));
 	free(text);
 	free(id);
+	free(boot);
 	return s;
 }
 
@@ -181,9 +186,10 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
  * Can `vmux new` parsed into a be given a pool VM? Only when it asks for
  * nothing a booted VM cannot take now (labels can be; memory, mounts, a
  * network or a ttl cannot) and the same profile and image as the pool.
- * Nor when $VMUX_QEMU_EXTRA names QEMU arguments or $VMUX_QEMU another
- * QEMU (session_env_custom): such a request boots cold, with what it asks
- * for, and leaves the pool alone (pool VMs are plain: a fill ignores both).
+ * Nor when $VMUX_QEMU_EXTRA names QEMU arguments or $VMUX_QEMU,
+ * $VMUX_BRIDGE or $VMUX_GUEST_DIR other files (session_env_custom): such
+ * a request boots cold, with what it asks for, and leaves the pool alone
+ * (pool VMs are plain: a fill ignores them).
  */
 int
 pool_eligible(const struct args *a, const struct settings *st)
@@ -549,11 +555,16 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 
 	if (settings_load(&st, cause) != 0)
 		return -1;
-	/* pool VMs are plain (the default QEMU, no extra devices): a request
-	 * asking for other is never given one (pool_eligible) */
+	/* pool VMs are plain (the default QEMU, bridge and guest, no extra
+	 * devices): a request asking for other is never given one
+	 * (pool_eligible); a variable naming the only one there is stays */
 	unsetenv("VMUX_QEMU_EXTRA");
-	if (session_env_custom()) /* not when it is the only QEMU */
+	if (session_env_other("VMUX_QEMU"))
 		unsetenv("VMUX_QEMU");
+	if (session_env_other("VMUX_BRIDGE"))
+		unsetenv("VMUX_BRIDGE");
+	if (session_env_other("VMUX_GUEST_DIR"))
+		unsetenv("VMUX_GUEST_DIR");
 	/* wait for a fill under way: it may have looked before our claim */
 	if ((lock_fd = pool_lock(home, 1)) < 0) {
 		xasprintf(cause, "cannot lock the pool: %s", strerror(errno));

@@ -234,37 +234,22 @@ out:
 #define EXTRA_SEP " \t\n"
 
 /*
- * Does the environment ask for a QEMU other than the plain default one:
- * $VMUX_QEMU_EXTRA holding arguments, or $VMUX_QEMU naming another program
- * than the default found in PATH (compared as files, so a link to it is
- * the same; with no default in PATH, $VMUX_QEMU is the QEMU)? A warm
- * pool's VMs are plain, so such a request boots cold and a pool fill
- * ignores what asks for other (cli/pool.c). 1 or 0.
+ * Does the environment ask for a VM other than the plain default one:
+ * $VMUX_QEMU_EXTRA holding arguments, or $VMUX_QEMU, $VMUX_BRIDGE or
+ * $VMUX_GUEST_DIR picking other files (session_env_other)? A warm pool's
+ * VMs are plain, so such a request boots cold and a pool fill ignores
+ * what asks for other (cli/pool.c). 1 or 0.
  */
 int
 session_env_custom(void)
 {
 	const char *extra = getenv("VMUX_QEMU_EXTRA");
-	const char *qemu = getenv("VMUX_QEMU");
-	char *mine, *plain;
-	struct stat a, b;
-	int other;
 
 	if (extra != NULL && extra[strspn(extra, EXTRA_SEP)] != '\0')
 		return 1;
-	if (qemu == NULL || *qemu == '\0')
-		return 0;
-	mine = find_in_path(qemu);
-	plain = find_in_path(SESSION_QEMU_DEFAULT);
-	if (plain == NULL) /* the one QEMU there is: the pool runs it too */
-		other = 0;
-	else
-		other = mine == NULL || stat(mine, &a) != 0 ||
-		    stat(plain, &b) != 0 || a.st_dev != b.st_dev ||
-		    a.st_ino != b.st_ino;
-	free(mine);
-	free(plain);
-	return other;
+	return session_env_other("VMUX_QEMU") ||
+	    session_env_other("VMUX_BRIDGE") ||
+	    session_env_other("VMUX_GUEST_DIR");
 }
 
 /*

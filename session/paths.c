@@ -364,21 +364,21 @@ given_file(const char *what, const char *path, char **cause)
 }
 
 /*
- * Find the guest kernel and initrd: the given files, else $VMUX_GUEST_DIR,
- * else <exe dir>/../guest, then <exe dir>/../share/vmux/guest.
+ * Find the guest kernel and initrd: the given files, else those in dir
+ * (NULL or "": no such directory), else <exe dir>/../guest, then
+ * <exe dir>/../share/vmux/guest.
  */
-int
-guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
-    char **initrd_out, char **cause)
+static int
+guest_image_in(const char *dir, const char *kernel, const char *initrd,
+    char **kernel_out, char **initrd_out, char **cause)
 {
-	const char *env = getenv("VMUX_GUEST_DIR");
 	char *dirs[2] = {NULL, NULL}, *exe = NULL, *where = NULL;
 	size_t ndirs = 0, i;
 	int rc = -1;
 
 	*kernel_out = *initrd_out = NULL;
-	if (env != NULL && *env != '\0')
-		dirs[ndirs++] = xstrdup(env);
+	if (dir != NULL && *dir != '\0')
+		dirs[ndirs++] = xstrdup(dir);
 	else if ((exe = exe_dir()) != NULL) {
 		xasprintf(&dirs[ndirs++], "%s/../guest", exe);
 		xasprintf(&dirs[ndirs++], "%s/../share/vmux/guest", exe);
@@ -422,4 +422,122 @@ out:
 	free(exe);
 	free(where);
 	return rc;
+}
+
+/*
+ * Find the guest kernel and initrd: the given files, else $VMUX_GUEST_DIR,
+ * else <exe dir>/../guest, then <exe dir>/../share/vmux/guest.
+ */
+int
+guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
+    char **initrd_out, char **cause)
+{
+	return guest_image_in(getenv("VMUX_GUEST_DIR"), kernel, initrd,
+	    kernel_out, initrd_out, cause);
+}
+
+/* The guest kernel and initrd as if $VMUX_GUEST_DIR were not set. */
+int
+guest_image_default(char **kernel_out, char **initrd_out, char **cause)
+{
+	return guest_image_in(NULL, NULL, NULL, kernel_out, initrd_out, cause);
+}
+
+/* Are a and b the same file? Either NULL: no. */
+static int
+same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return a != NULL && b != NULL && stat(a, &sa) == 0 &&
+	    stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	    sa.st_ino == sb.st_ino;
+}
+
+/*
+ * Does $var (VMUX_QEMU, VMUX_BRIDGE or VMUX_GUEST_DIR) pick other files
+ * than vmux would use without it? Compared as files, so a link to the
+ * default is the default; when there is no default, what it picks is the
+ * default. 1 or 0.
+ */
+int
+session_env_other(const char *var)
+{
+	const char *v = getenv(var);
+	char *mine[2] = {NULL, NULL}, *plain[2] = {NULL, NULL};
+	char *why[2] = {NULL, NULL}; /* not said: a default boot says it */
+	int other = 0, i;
+
+	if (v == NULL || *v == '\0')
+		return 0;
+	if (strcmp(var, "VMUX_QEMU") == 0) {
+		mine[0] = find_in_path(v);
+		plain[0] = find_in_path(SESSION_QEMU_DEFAULT);
+	} else if (strcmp(var, "VMUX_BRIDGE") == 0) {
+		mine[0] = find_program(SESSION_BRIDGE_NAME, var, &why[0]);
+		plain[0] = find_program(SESSION_BRIDGE_NAME, NULL, &why[1]);
+	} else if (strcmp(var, "VMUX_GUEST_DIR") == 0) {
+		guest_image_find(NULL, NULL, &mine[0], &mine[1], &why[0]);
+		guest_image_default(&plain[0], &plain[1], &why[1]);
+	} else
+		abort(); /* can't happen: a variable no caller names */
+	for (i = 0; i < 2; i++)
+		if (plain[i] != NULL && !same_file(mine[i], plain[i]))
+			other = 1;
+	for (i = 0; i < 2; i++) {
+		free(mine[i]);
+		free(plain[i]);
+		free(why[i]);
+	}
+	return other;
+}
+
+/*
+ * Append path's "dev:ino:size:mtime" (or "-") to *s: the file, not the
+ * name, so a link to it is the same.
+ */
+static void
+identity_add(char **s, const char *path)
+{
+	struct stat sb;
+	char *old = *s;
+
+	if (path != NULL && stat(path, &sb) == 0)
+		xasprintf(s, "%s %llx:%llx:%llx:%lld.%09ld", old,
+		    (unsigned long long)sb.st_dev,
+		    (unsigned long long)sb.st_ino,
+		    (unsigned long long)sb.st_size,
+		    (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+	else
+		xasprintf(s, "%s -", old);
+	free(old);
+}
+
+/*
+ * The files a `vmux new` here would boot with (QEMU, the bridge, the
+ * guest kernel and initrd) and each one's identity, as one string: a VM
+ * booted before one of them was replaced (a rebuild) has another. Free it.
+ */
+char *
+session_boot_identity(void)
+{
+	const char *qemu = getenv("VMUX_QEMU");
+	char *s = xstrdup("boot"), *path, *kernel, *initrd, *why = NULL;
+
+	path = find_in_path(
+	    qemu != NULL && *qemu != '\0' ? qemu : SESSION_QEMU_DEFAULT);
+	identity_add(&s, path);
+	free(path);
+	path = find_program(SESSION_BRIDGE_NAME, "VMUX_BRIDGE", &why);
+	identity_add(&s, path);
+	free(path);
+	free(why); /* a missing file: the boot itself says so */
+	why = NULL;
+	guest_image_find(NULL, NULL, &kernel, &initrd, &why);
+	identity_add(&s, kernel);
+	identity_add(&s, initrd);
+	free(kernel);
+	free(initrd);
+	free(why);
+	return s;
 }

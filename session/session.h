@@ -115,6 +115,9 @@ char *find_in_path(const char *name);
 char *find_program(const char *name, const char *env, char **cause);
 int guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
     char **initrd_out, char **cause);
+int guest_image_default(char **kernel_out, char **initrd_out, char **cause);
+int session_env_other(const char *var);
+char *session_boot_identity(void);
 uint64_t hash_fnv1a(const char *);
 
 /* record.c */

@@ -2,9 +2,10 @@
 # 46-pool: the warm pool. With `pool 2` in the settings, `vmux pool fill`
 # boots two VMs nobody lists; `vmux new` takes one (its name, labels and
 # host name; nothing of anyone's in it) and the pool refills behind it by
-# itself; two at once get two; a request the pool cannot meet boots cold;
-# a pool VM that dies is replaced; rm removes a claimed VM whole; status
-# counts the pool; drain stops it. Real guests throughout.
+# itself; two at once get two; a request the pool cannot meet (another
+# QEMU, bridge or guest image too) boots cold; a pool VM that dies, or
+# whose initrd a rebuild replaced, is replaced; rm removes a claimed VM
+# whole; status counts the pool; drain stops it. Real guests throughout.
 source "$(dirname "$0")/lib.sh"
 
 CONF=$XDG_CONFIG_HOME/vmux/config
@@ -104,6 +105,26 @@ t_other_requests_boot_cold() {
 		! tr '\0' ' ' <"/proc/$(jq -r .pids.qemu "$f")/cmdline" | grep -q virtio-rng ||
 			fail "a pool VM has the extra device" || return 1
 	done
+	# another guest kernel and initrd, another bridge: each booted cold
+	# with it; a fill under both leaves the pool as it is
+	local g
+	g=$(jq -r .kernel "$VMUX_HOME/pool/$(vmux pool ls --json | jq -r '.vms[0].id')/session.json")
+	mkdir -p "$TMP/guest2"
+	ln -s "$g" "$TMP/guest2/vmlinux"
+	cp "$(dirname "$g")/initrd.img" "$TMP/guest2/initrd.img"
+	VMUX_GUEST_DIR=$TMP/guest2 vmux new xg >/dev/null || return 1
+	expect_match "cold with another guest" "$(session_field xg dir)" "/sessions/xg\$" || return 1
+	expect_eq "xg's initrd" "$(jq -r .initrd "$VMUX_HOME/sessions/xg/session.json")" "$TMP/guest2/initrd.img" || return 1
+	vmux rm xg >/dev/null || return 1
+	printf '#!/bin/sh\nexec "%s" "$@"\n' "$(jq -r .bridge_bin "$(ls "$VMUX_HOME"/pool/*/session.json | head -1)")" >"$TMP/bridge-wrap"
+	chmod +x "$TMP/bridge-wrap"
+	VMUX_BRIDGE=$TMP/bridge-wrap vmux new xb >/dev/null || return 1
+	expect_match "cold with another bridge" "$(session_field xb dir)" "/sessions/xb\$" || return 1
+	expect_eq "xb's bridge" "$(jq -r .bridge_bin "$VMUX_HOME/sessions/xb/session.json")" "$TMP/bridge-wrap" || return 1
+	vmux rm xb >/dev/null || return 1
+	ids=$(pool_ids)
+	VMUX_GUEST_DIR=$TMP/guest2 VMUX_BRIDGE=$TMP/bridge-wrap vmux pool fill 2>/dev/null || return 1
+	expect_eq "pool untouched by a fill with another guest and bridge" "$(pool_ids)" "$ids" || return 1
 	# the default QEMU by its full path is the same QEMU: a pool VM
 	VMUX_QEMU=$(command -v qemu-system-x86_64) vmux new xd >/dev/null || return 1
 	expect_match "claimed with the default QEMU by path" "$(session_field xd dir)" "/pool/pool-[0-9a-f]{8}\$" || return 1
@@ -143,6 +164,35 @@ t_rm_removes_a_claimed_vm_whole() {
 	[[ -z $(pgrep -f -- "$dir/") ]] || fail "a process of a is left"
 }
 
+# A rebuild replaces the initrd a pool VM booted from: that VM is never
+# handed out (a new boots cold), and the refill replaces it. vmux here is
+# a copy beside a guest directory of its own, whose initrd can change.
+t_replaced_image_is_not_handed_out() {
+	local inst=$TMP/inst f any old
+	mkdir -p "$inst/bin" "$inst/guest"
+	cp "$VMUX" "$inst/bin/vmux"
+	for f in "$(dirname "$VMUX")"/vmux-{bridge,console,fsd,netguard.so}; do
+		[[ -e $f ]] && cp "$f" "$inst/bin/"
+	done
+	any=$(ls "$VMUX_HOME"/pool/*/session.json | head -1)
+	ln -s "$(jq -r .kernel "$any")" "$inst/guest/vmlinux"
+	cp "$(jq -r .initrd "$any")" "$inst/guest/initrd.img"
+	echo "pool 1" >"$CONF"
+	# the pool's VMs booted other files than this vmux would: replaced
+	"$inst/bin/vmux" pool fill 2>/dev/null || return 1
+	old=$(pool_ids)
+	expect_eq "one, of the copy's initrd" "$(jq -r .initrd "$VMUX_HOME/pool/$old/session.json")" "$inst/guest/initrd.img" || return 1
+	cp "$inst/guest/initrd.img" "$inst/guest/initrd.new"
+	mv -f "$inst/guest/initrd.new" "$inst/guest/initrd.img"
+	"$inst/bin/vmux" new r1 >/dev/null || return 1
+	expect_match "cold after the rebuild" "$(session_field r1 dir)" "/sessions/r1\$" || return 1
+	wait_for 180 eval '[[ $(pool_ready) == 1 && $(pool_ids) != "$old" ]]' ||
+		fail "the stale VM was not replaced: $(vmux pool ls)" || return 1
+	"$inst/bin/vmux" new r2 >/dev/null || return 1
+	expect_match "the new one is claimed" "$(session_field r2 dir)" "/pool/pool-[0-9a-f]{8}\$" || return 1
+	vmux rm r1 r2 >/dev/null || return 1
+}
+
 t_drain_stops_the_pool() {
 	local id ids
 	ids=$(vmux pool ls --json | jq -r '.vms[].id')
@@ -163,4 +213,5 @@ check "two vmux new at once get two VMs; a taken name fails" t_two_at_once_get_t
 check "a request the pool cannot meet boots cold" t_other_requests_boot_cold
 check "a pool VM that died is replaced" t_dead_pool_vm_is_replaced
 check "rm removes a claimed VM whole" t_rm_removes_a_claimed_vm_whole
+check "a pool VM of a replaced initrd is never handed out, and is replaced" t_replaced_image_is_not_handed_out
 check "drain stops the pool, claimed VMs stay" t_drain_stops_the_pool

@@ -269,6 +269,19 @@ TEST(guest_image_from_env_dir)
 	CHECK_STR(i, p);
 	free(k);
 	free(i);
+	/* the default ignores the variable; the variable is "other" only
+	 * when there is a default to differ from (the pool's rule) */
+	if (guest_image_default(&k, &i, &cause) == 0) {
+		CHECK(strcmp(i, p) != 0);
+		CHECK(session_env_other("VMUX_GUEST_DIR") == 1);
+		free(k);
+		free(i);
+	} else {
+		CHECK(k == NULL && i == NULL);
+		CHECK(session_env_other("VMUX_GUEST_DIR") == 0);
+		free(cause);
+		cause = NULL;
+	}
 	/* explicit files win; a missing explicit file is an error */
 	CHECK(guest_image_find(NULL, "/no/such/initrd", &k, &i, &cause) == -1);
 	CHECK(strstr(cause, "/no/such/initrd") != NULL);
