@@ -148,9 +148,10 @@ pool_profile_of(const char *given, const struct settings *st)
 
 /*
  * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
- * the profile's contents, vmux's version, the image file's identity
- * (home: where image names are looked up; NULL leaves it out) and the
- * identity of the QEMU, bridge, kernel and initrd a boot here uses, so
+ * the profile's contents, vmux's version, the image file's identity and
+ * the identity of the QEMU, bridge, kernel and initrd a boot here uses
+ * (home: where image names are looked up; NULL leaves both identities
+ * out, for comparing two requests of one process), so
  * that a VM booted under a profile since changed, from an image, kernel
  * or initrd since replaced (a rebuild), or by another vmux, is never
  * handed out.
@@ -171,7 +172,7 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
 	} else
 		free(why);
 	id = home != NULL ? image_identity(home, image) : xstrdup("-");
-	boot = session_boot_identity();
+	boot = home != NULL ? session_boot_identity(NULL) : xstrdup("-");
 	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
 	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
 	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31) ^
@@ -550,7 +551,8 @@ int
 pool_fill(const char *home, void (*notice)(const char *), char **cause)
 {
 	struct settings st;
-	char *want = NULL, *msg;
+	char *want = NULL, *msg, *boot;
+	const char *missing = NULL;
 	int lock_fd, rc = 0;
 
 	if (settings_load(&st, cause) != 0)
@@ -571,6 +573,16 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 		settings_free(&st);
 		return -1;
 	}
+	/* a boot here would fail: keep the VMs there are, whatever the spec */
+	boot = session_boot_identity(&missing);
+	if (missing != NULL && st.pool_size > 0) {
+		xasprintf(cause, "cannot fill the pool: no %s found", missing);
+		free(boot);
+		settings_free(&st);
+		close(lock_fd);
+		return -1;
+	}
+	free(boot);
 	want = pool_spec(home, &st, st.pool_profile, st.pool_image);
 	for (int boots = 0;; boots++) {
 		struct pool_vm *v;

@@ -494,10 +494,11 @@ session_env_other(const char *var)
 
 /*
  * Append path's "dev:ino:size:mtime" (or "-") to *s: the file, not the
- * name, so a link to it is the same.
+ * name, so a link to it is the same. If it is not there and *missing is
+ * still NULL, name it what.
  */
 static void
-identity_add(char **s, const char *path)
+identity_add(char **s, const char *path, const char *what, const char **missing)
 {
 	struct stat sb;
 	char *old = *s;
@@ -508,34 +509,43 @@ identity_add(char **s, const char *path)
 		    (unsigned long long)sb.st_ino,
 		    (unsigned long long)sb.st_size,
 		    (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
-	else
+	else {
 		xasprintf(s, "%s -", old);
+		if (*missing == NULL)
+			*missing = what;
+	}
 	free(old);
 }
 
 /*
  * The files a `vmux new` here would boot with (QEMU, the bridge, the
  * guest kernel and initrd) and each one's identity, as one string: a VM
- * booted before one of them was replaced (a rebuild) has another. Free it.
+ * booted before one of them was replaced (a rebuild) has another. If
+ * missing is not NULL it is set to what is not found (the first), or
+ * NULL. Free the string.
  */
 char *
-session_boot_identity(void)
+session_boot_identity(const char **missing)
 {
-	const char *qemu = getenv("VMUX_QEMU");
+	const char *qemu = getenv("VMUX_QEMU"), *none = NULL;
 	char *s = xstrdup("boot"), *path, *kernel, *initrd, *why = NULL;
 
+	if (missing == NULL)
+		missing = &none;
+	*missing = NULL;
 	path = find_in_path(
 	    qemu != NULL && *qemu != '\0' ? qemu : SESSION_QEMU_DEFAULT);
-	identity_add(&s, path);
+	identity_add(&s, path, "QEMU", missing);
 	free(path);
 	path = find_program(SESSION_BRIDGE_NAME, "VMUX_BRIDGE", &why);
-	identity_add(&s, path);
+	identity_add(&s, path, SESSION_BRIDGE_NAME, missing);
 	free(path);
-	free(why); /* a missing file: the boot itself says so */
+	free(why); /* the caller names what is missing */
 	why = NULL;
 	guest_image_find(NULL, NULL, &kernel, &initrd, &why);
-	identity_add(&s, kernel);
-	identity_add(&s, initrd);
+	/* either missing: guest_image_find gives neither */
+	identity_add(&s, kernel, "guest image", missing);
+	identity_add(&s, initrd, "guest image", missing);
 	free(kernel);
 	free(initrd);
 	free(why);

@@ -373,6 +373,11 @@ pane_key(struct pane *p, int key)
 void
 pane_paste(struct pane *p, const char *text, size_t len, int bracket)
 {
+	if (p->state != PANE_LIVE) { /* bracketed or not is not known yet */
+		tui_message(p->tui, 1, "paste: %s is not attached yet",
+		    p->shell_id != NULL ? p->shell_id : "the pane");
+		return;
+	}
 	if (bracket)
 		vterm_keyboard_start_paste(p->vt);
 	pane_send(p, text, len);

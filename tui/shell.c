@@ -292,6 +292,7 @@ attach_after(struct tui *t, struct work *w)
 	p->ac = w->ac;
 	p->fd = w->ac.fd;
 	p->state = PANE_LIVE;
+	p->was_live = 1;
 	p->retries = 0;
 	if (p->kb_want) /* held before the stream broke: the agent let go */
 		attach_client_queue(&p->ac, VMUX_ATTACH_TAKE, NULL, 0);
@@ -356,16 +357,19 @@ shell_start(struct pane *p, char **cause)
 }
 
 /*
- * Queue bytes for the shell's input. Keys typed while the pane connects
- * (a pane just opened, broadcast reaching shells not attached yet) are
- * held, up to PENDING_MAX, and sent once live; otherwise they are dropped.
+ * Queue bytes for the shell's input. Keys typed before a pane's first
+ * attach finishes (a pane just opened, broadcast reaching shells not
+ * attached yet) are held, up to PENDING_MAX, and sent once live, as a
+ * terminal's keys wait for a shell still starting. Keys typed while a
+ * broken stream reattaches are dropped: by then the shell may run
+ * something else.
  */
 static void
 shell_write(struct pane *p, const void *bytes, size_t len)
 {
 	const uint8_t *b = bytes;
 
-	if (p->state == PANE_CONNECTING) {
+	if (p->state == PANE_CONNECTING && !p->was_live) {
 		if (len > PENDING_MAX - p->pending_len) {
 			tui_message(p->tui, 1,
 			    "input dropped: %s:%s is still attaching",

@@ -446,8 +446,9 @@ struct pane {
 	uv_timer_t *retry;
 	struct attach_client ac;
 	int want_cols, want_rows; /* the size to ask for once live */
-	uint8_t *pending;         /* keys typed while connecting */
+	uint8_t *pending;         /* keys typed before the first attach */
 	size_t pending_len;
+	int was_live; /* attached once: keys are no longer held */
 };
 
 struct pane *pane_new(struct tui *, const struct pane_source *,

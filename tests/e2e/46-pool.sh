@@ -8,6 +8,8 @@
 # whole; status counts the pool; drain stops it. Real guests throughout.
 source "$(dirname "$0")/lib.sh"
 
+# the checks set these themselves
+unset VMUX_QEMU VMUX_QEMU_EXTRA VMUX_BRIDGE VMUX_GUEST_DIR
 CONF=$XDG_CONFIG_HOME/vmux/config
 mkdir -p "$(dirname "$CONF")"
 echo "pool 2" >"$CONF"
@@ -191,6 +193,16 @@ t_replaced_image_is_not_handed_out() {
 	"$inst/bin/vmux" new r2 >/dev/null || return 1
 	expect_match "the new one is claimed" "$(session_field r2 dir)" "/pool/pool-[0-9a-f]{8}\$" || return 1
 	vmux rm r1 r2 >/dev/null || return 1
+	wait_ready 1 || fail "no refill after r2: $(vmux pool ls)" || return 1
+	# a fill that could not boot (the initrd gone) keeps what there is
+	local ids err
+	ids=$(pool_ids)
+	mv "$inst/guest/initrd.img" "$inst/guest/initrd.away"
+	err=$("$inst/bin/vmux" pool fill 2>&1)
+	expect_eq "fill without an initrd: status" $? 125 || return 1
+	expect_match "says why" "$err" "cannot fill the pool: no guest image found" || return 1
+	expect_eq "the pool kept" "$(pool_ids)" "$ids" || return 1
+	mv "$inst/guest/initrd.away" "$inst/guest/initrd.img"
 }
 
 t_drain_stops_the_pool() {
