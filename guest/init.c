@@ -153,13 +153,31 @@ console_setup(void)
 		close(fd);
 }
 
-/* Mount one file system, creating the mount point; already mounted is ok. */
+/* Is something mounted on dir (another device than its parent's)? */
+static int
+mounted_on(const char *dir)
+{
+	char parent[256];
+	struct stat a, b;
+
+	snprintf(parent, sizeof parent, "%s/..", dir);
+	return stat(dir, &a) == 0 && stat(parent, &b) == 0 &&
+	    a.st_dev != b.st_dev;
+}
+
+/*
+ * Mount one file system, creating the mount point. One already there is
+ * kept: proc, devpts and tmpfs would otherwise stack a second instance on
+ * top (after an image's root switch, /dev, /proc and /sys came along).
+ */
 static void
 mount_one(const char *src, const char *dst, const char *type,
     unsigned long flags, const char *data, mode_t mode)
 {
 	if (mkdir(dst, mode) < 0 && errno != EEXIST)
 		say("mkdir %s: %s", dst, strerror(errno));
+	if (mounted_on(dst))
+		return;
 	if (mount(src, dst, type, flags, data) < 0 && errno != EBUSY)
 		say("mount %s on %s: %s", type, dst, strerror(errno));
 }
@@ -793,7 +811,8 @@ disk_by_serial(const char *want, char *buf, size_t size)
 /*
  * With vmux.root=1: mount the vmux-root disk and make it the root. /dev,
  * /proc and /sys move into it; /vmux (the agent) is bind-mounted from the
- * initramfs. 0, or -1 (said) when the guest stays on the initramfs.
+ * initramfs. 0 when the root switched; -1 when the guest stays on the
+ * initramfs (said, unless no image was asked for).
  */
 static int
 root_switch(void)
@@ -801,7 +820,7 @@ root_switch(void)
 	char dev[32], v[8];
 
 	if (cmdline_value("vmux.root", v, sizeof v) != 0)
-		return 0;
+		return -1; /* mount_all's mounts are already in place */
 	if (disk_by_serial("vmux-root", dev, sizeof dev) < 0) {
 		say("root: no vmux-root disk");
 		return -1;

@@ -12,6 +12,14 @@ t_hostname_is_the_session_name() {
 	expect_eq hostname "$(vmux exec ex -- hostname)" ex || return 1
 	expect_eq /etc/hostname "$(vmux exec ex -- cat /etc/hostname)" ex
 }
+# each file system once: no second proc, devpts or tmpfs stacked on the first
+t_each_mount_once() {
+	local out
+	out=$(vmux exec ex -- sh -c 'cut -d" " -f2 /proc/mounts | sort | uniq -d') || return 1
+	expect_eq "mounted twice" "$out" "" || return 1
+	out=$(vmux exec ex -- sh -c 'cut -d" " -f2,3 /proc/mounts | grep -E "^/(proc|tmp|run|dev/pts|dev/shm|sys/fs/cgroup) " | sort | tr "\n" ,')
+	expect_eq "the pseudo file systems" "$out" "/dev/pts devpts,/dev/shm tmpfs,/proc proc,/run tmpfs,/sys/fs/cgroup cgroup2,/tmp tmpfs,"
+}
 t_stderr_separate() {
 	local out err
 	out=$(vmux exec ex -- sh -c 'echo to-out; echo to-err >&2' 2>"$TMP/err")
@@ -139,6 +147,7 @@ t_agent_socket_from_init() {
 check "exec prints stdout" t_stdout
 check "exec -- '': a usage error found on the host (2)" t_empty_command_is_a_usage_error
 check "the guest's host name is the session's name" t_hostname_is_the_session_name
+check "each file system is mounted once" t_each_mount_once
 check "exec keeps stderr apart" t_stderr_separate
 check "exec exits with the command's status" t_exit_code
 check "exec passes argv unchanged" t_argv_kept
