@@ -336,6 +336,109 @@ TEST(workspace_keep_never_overwrites)
 
 /* A pool VM's spec holds its image's identity: a NAME.img replaced under
  * the same name (a new import) is another image; a missing name is "-". */
+/* Files for the checks below: DIR/bin/{qemu-system-x86_64,vmux-bridge},
+ * DIR/other (a program), DIR/link (to the bridge), DIR/guest/{vmlinux,
+ * initrd.img}; PATH is DIR/bin. */
+static char *
+boot_files(void)
+{
+	static const char *const files[] = {"bin/qemu-system-x86_64",
+	    "bin/vmux-bridge", "other", "guest/vmlinux", "guest/initrd.img"};
+	char *d = tmpdir(), *p, *q;
+	size_t i;
+
+	xasprintf(&p, "%s/bin", d);
+	if (mkdir(p, 0700) != 0)
+		fatal("mkdir %s", p);
+	setenv("PATH", p, 1);
+	free(p);
+	xasprintf(&p, "%s/guest", d);
+	if (mkdir(p, 0700) != 0)
+		fatal("mkdir %s", p);
+	free(p);
+	for (i = 0; i < sizeof files / sizeof *files; i++) {
+		xasprintf(&p, "%s/%s", d, files[i]);
+		touch(p, 1);
+		free(p);
+	}
+	xasprintf(&p, "%s/link", d);
+	xasprintf(&q, "%s/bin/vmux-bridge", d);
+	if (symlink(q, p) != 0)
+		fatal("symlink %s", p);
+	free(p);
+	free(q);
+	return d;
+}
+
+TEST(env_other_compares_files_not_names)
+{
+	char *d = boot_files(), *p;
+
+	xasprintf(&p, "%s/other", d);
+	unsetenv("VMUX_BRIDGE");
+	CHECK(session_env_other("VMUX_BRIDGE") == 0);
+	setenv("VMUX_BRIDGE", p, 1);
+	CHECK(session_env_other("VMUX_BRIDGE") == 1);
+	setenv("VMUX_QEMU", p, 1);
+	CHECK(session_env_other("VMUX_QEMU") == 1);
+	free(p);
+	xasprintf(&p, "%s/link", d); /* a link to the default is the default */
+	setenv("VMUX_BRIDGE", p, 1);
+	CHECK(session_env_other("VMUX_BRIDGE") == 0);
+	free(p);
+	setenv("VMUX_QEMU", "qemu-system-x86_64", 1); /* by name, from PATH */
+	CHECK(session_env_other("VMUX_QEMU") == 0);
+	/* no default anywhere: what the variable names is the one there is */
+	xasprintf(&p, "%s/other", d);
+	setenv("VMUX_BRIDGE", p, 1);
+	setenv("VMUX_QEMU", p, 1);
+	setenv("PATH", "/var/empty", 1);
+	CHECK(session_env_other("VMUX_BRIDGE") == 0);
+	CHECK(session_env_other("VMUX_QEMU") == 0);
+	unsetenv("VMUX_BRIDGE");
+	unsetenv("VMUX_QEMU");
+	free(p);
+	rmtree(d);
+	free(d);
+}
+
+TEST(boot_identity_changes_when_a_file_is_replaced)
+{
+	char *d = boot_files(), *g, *initrd, *tmp, *a, *b, *c;
+	const char *missing = "x";
+
+	xasprintf(&g, "%s/guest", d);
+	xasprintf(&initrd, "%s/initrd.img", g);
+	xasprintf(&tmp, "%s/initrd.new", g);
+	setenv("VMUX_GUEST_DIR", g, 1);
+	a = session_boot_identity(&missing);
+	CHECK(missing == NULL);
+	b = session_boot_identity(NULL);
+	CHECK_STR(a, b); /* the same files: the same identity */
+	touch(tmp, 0);
+	CHECK(rename(tmp, initrd) == 0); /* a rebuild */
+	c = session_boot_identity(&missing);
+	CHECK(missing == NULL);
+	CHECK(strcmp(a, c) != 0);
+	free(c);
+	CHECK(unlink(initrd) == 0);
+	c = session_boot_identity(&missing);
+	CHECK(missing != NULL && strcmp(missing, "guest image") == 0);
+	free(c);
+	setenv("PATH", "/var/empty", 1);
+	c = session_boot_identity(&missing);
+	CHECK(missing != NULL && strcmp(missing, "QEMU") == 0);
+	unsetenv("VMUX_GUEST_DIR");
+	free(a);
+	free(b);
+	free(c);
+	free(g);
+	free(initrd);
+	free(tmp);
+	rmtree(d);
+	free(d);
+}
+
 TEST(image_identity_changes_when_the_image_is_replaced)
 {
 	char *home = tmpdir(), *imgs, *img, *tmp, *a, *b, *c;
