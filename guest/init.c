@@ -652,30 +652,33 @@ agent_early(void)
  * Load the modules listed, in dependency order, in
  * /lib/modules/<release>/vmux.load (written when the image was built),
  * those a session needs only when its command line says it does. A
- * failure is reported and the rest still load.
+ * failure is reported and the rest still load. Returns whether the list
+ * names the vsock transport (else it is built in, or there is none).
  */
-static void
+static int
 load_modules(void)
 {
 	struct utsname u;
 	char dir[300], list[8192], path[600], *line, *save;
 	char slow[3][64] = {"", "", ""}; /* the slowest three, "NAME MS" */
 	long long slow_ms[3] = {-1, -1, -1};
-	int fd, loaded = 0, failed = 0;
+	int fd, loaded = 0, failed = 0, transport = 0;
 	long long t0 = uptime_ms(), t1;
 
 	if (uname(&u) < 0)
-		return;
+		return 0;
 	snprintf(dir, sizeof dir, "/lib/modules/%s", u.release);
 	snprintf(path, sizeof path, "%s/vmux.load", dir);
 	if (read_small(path, list, sizeof list) < 0) {
 		say("no module list %s: %s", path, strerror(errno));
-		return;
+		return 0;
 	}
 	for (line = strtok_r(list, "\n", &save); line != NULL;
 	     line = strtok_r(NULL, "\n", &save)) {
 		if (*line == '\0' || *line == '#' || !module_wanted(line))
 			continue;
+		if (strcmp(line, VSOCK_TRANSPORT) == 0)
+			transport = 1;
 		snprintf(path, sizeof path, "%s/%s", dir, line);
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 			say("module %s: %s", line, strerror(errno));
@@ -702,9 +705,12 @@ load_modules(void)
 		    "%s)",
 		    loaded, failed, uptime_ms() - t0, slow[0], slow[1],
 		    slow[2]);
-	else
+	else if (loaded > 0)
 		say("%d modules loaded (%lld ms; slowest %s, %s, %s)", loaded,
 		    uptime_ms() - t0, slow[0], slow[1], slow[2]);
+	else
+		say("0 modules loaded (%lld ms)", uptime_ms() - t0);
+	return transport;
 }
 
 /* Bring the loopback interface up (the kernel then adds 127.0.0.1, ::1). */
@@ -1192,7 +1198,10 @@ main(void)
 	    1);
 	setenv("HOME", "/root", 1);
 	setenv("TERM", "xterm-256color", 1);
-	load_modules();
+	if (!load_modules()) { /* vsock built in: hold the port now */
+		agent_listen();
+		agent_early();
+	}
 	if (root_switch() == 0)
 		mount_all(); /* /tmp, /run and the rest, in the image's root */
 	set_hostname();
