@@ -642,7 +642,8 @@ agent_listen_drop(const char *why)
 static void
 agent_early(void)
 {
-	if (cmdline_has("vmux.root") || access(VMUX_AGENT_PATH, F_OK) < 0)
+	if (agent_pid >= 0 || cmdline_has("vmux.root") ||
+	    access(VMUX_AGENT_PATH, F_OK) < 0)
 		return;
 	if ((agent_pid = agent_start(1)) < 0)
 		agent_listen_drop("it did not start");
@@ -652,8 +653,8 @@ agent_early(void)
  * Load the modules listed, in dependency order, in
  * /lib/modules/<release>/vmux.load (written when the image was built),
  * those a session needs only when its command line says it does. A
- * failure is reported and the rest still load. Returns whether the list
- * names the vsock transport (else it is built in, or there is none).
+ * failure is reported and the rest still load. Returns whether the vsock
+ * transport was loaded here (else it is built in, or there is none).
  */
 static int
 load_modules(void)
@@ -677,8 +678,6 @@ load_modules(void)
 	     line = strtok_r(NULL, "\n", &save)) {
 		if (*line == '\0' || *line == '#' || !module_wanted(line))
 			continue;
-		if (strcmp(line, VSOCK_TRANSPORT) == 0)
-			transport = 1;
 		snprintf(path, sizeof path, "%s/%s", dir, line);
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 			say("module %s: %s", line, strerror(errno));
@@ -693,6 +692,7 @@ load_modules(void)
 		} else {
 			loaded++;
 			if (strcmp(line, VSOCK_TRANSPORT) == 0) {
+				transport = 1;
 				agent_listen();
 				agent_early();
 			}
@@ -817,31 +817,31 @@ disk_by_serial(const char *want, char *buf, size_t size)
 /*
  * With vmux.root=1: mount the vmux-root disk and make it the root. /dev,
  * /proc and /sys move into it; /vmux (the agent) is bind-mounted from the
- * initramfs. 0 when the root switched; -1 when the guest stays on the
- * initramfs (said, unless no image was asked for).
+ * initramfs. A failure is said and the guest stays on the initramfs,
+ * perhaps without what was moved before it (main mounts that again).
  */
-static int
+static void
 root_switch(void)
 {
 	char dev[32], v[8];
 
 	if (cmdline_value("vmux.root", v, sizeof v) != 0)
-		return -1; /* mount_all's mounts are already in place */
+		return; /* no image: the guest stays on the initramfs */
 	if (disk_by_serial("vmux-root", dev, sizeof dev) < 0) {
 		say("root: no vmux-root disk");
-		return -1;
+		return;
 	}
 	mkdir(ROOT_DIR, 0755);
 	if (mount(dev, ROOT_DIR, "ext4", MS_NOATIME, NULL) < 0) {
 		say("root: mount %s: %s", dev, strerror(errno));
-		return -1;
+		return;
 	}
 	mkdir(ROOT_DIR VMUX_GUEST_DIR, 0755);
 	if (mount(VMUX_GUEST_DIR, ROOT_DIR VMUX_GUEST_DIR, NULL, MS_BIND,
 	        NULL) < 0) {
 		say("root: bind %s: %s", VMUX_GUEST_DIR, strerror(errno));
 		umount2(ROOT_DIR, MNT_DETACH);
-		return -1;
+		return;
 	}
 	mkdir(ROOT_DIR "/dev", 0755);
 	mkdir(ROOT_DIR "/proc", 0555);
@@ -852,10 +852,9 @@ root_switch(void)
 	    chdir(ROOT_DIR) < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 ||
 	    chroot(".") < 0 || chdir("/") < 0) {
 		say("root: switch: %s", strerror(errno));
-		return -1;
+		return;
 	}
 	say("root is %s (the session's image)", dev);
-	return 0;
 }
 
 /*
@@ -1198,12 +1197,15 @@ main(void)
 	    1);
 	setenv("HOME", "/root", 1);
 	setenv("TERM", "xterm-256color", 1);
-	if (!load_modules()) { /* vsock built in: hold the port now */
+	if (!load_modules()) { /* vsock built in (or none): the port now */
 		agent_listen();
 		agent_early();
 	}
-	if (root_switch() == 0)
-		mount_all(); /* /tmp, /run and the rest, in the image's root */
+	root_switch();
+	/* in the image's root: /tmp and /run; after a switch that failed
+	 * half-way: what it moved away; else nothing (mount_one keeps what
+	 * is there) */
+	mount_all();
 	set_hostname();
 	loopback_up();
 	workspace_mount();
