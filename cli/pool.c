@@ -149,20 +149,21 @@ pool_profile_of(const char *given, const struct settings *st)
 /*
  * The pool's spec as its VMs keep it: "PROFILE IMAGE HASH", the hash of
  * the profile's contents, vmux's version, the image file's identity and
- * the identity of the QEMU, bridge, kernel and initrd a boot here uses
- * (home: where image names are looked up; NULL leaves both identities
- * out, for comparing two requests of one process), so
+ * boot, the identity of the QEMU, bridge, kernel and initrd a boot here
+ * uses (session_boot_identity) (home: where image names are looked up;
+ * NULL leaves both identities out, for comparing two requests of one
+ * process), so
  * that a VM booted under a profile since changed, from an image, kernel
  * or initrd since replaced (a rebuild), or by another vmux, is never
  * handed out.
  */
 static char *
-pool_spec(const char *home, const struct settings *st, const char *profile,
-    const char *image)
+pool_spec(const char *home, const char *boot, const struct settings *st,
+    const char *profile, const char *image)
 {
 	const char *name = pool_profile_of(profile, st);
 	struct profile p;
-	char *s, *text = NULL, *why = NULL, *id, *boot;
+	char *s, *text = NULL, *why = NULL, *id;
 	cJSON *j;
 
 	if (profile_get(name, &p, &why) == 0) {
@@ -172,14 +173,12 @@ pool_spec(const char *home, const struct settings *st, const char *profile,
 	} else
 		free(why);
 	id = home != NULL ? image_identity(home, image) : xstrdup("-");
-	boot = home != NULL ? session_boot_identity(NULL) : xstrdup("-");
 	xasprintf(&s, "%s %s %016llx", name, image != NULL ? image : "-",
 	    (unsigned long long)hash_fnv1a(text != NULL ? text : "?") ^
 	        hash_fnv1a(VMUX_VERSION) ^ (hash_fnv1a(id) * 31) ^
-	        (hash_fnv1a(boot) * 131));
+	        (hash_fnv1a(home != NULL ? boot : "-") * 131));
 	free(text);
 	free(id);
-	free(boot);
 	return s;
 }
 
@@ -208,9 +207,9 @@ pool_eligible(const struct args *a, const struct settings *st)
 		if (!allowed && args_has(a, o->name))
 			return 0;
 	}
-	want =
-	    pool_spec(NULL, st, args_get(a, "profile"), args_get(a, "image"));
-	have = pool_spec(NULL, st, st->pool_profile, st->pool_image);
+	want = pool_spec(
+	    NULL, NULL, st, args_get(a, "profile"), args_get(a, "image"));
+	have = pool_spec(NULL, NULL, st, st->pool_profile, st->pool_image);
 	same = strcmp(want, have) == 0;
 	free(want);
 	free(have);
@@ -338,7 +337,7 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 {
 	struct pool_vm *v;
 	struct stat sb;
-	char *want, *link = NULL, *target = NULL, *path;
+	char *want, *boot, *link = NULL, *target = NULL, *path;
 	size_t n, i;
 	int rc = 1, nlabels;
 	char **labels = args_values(a, "label", &nlabels);
@@ -346,7 +345,9 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 	memset(out, 0, sizeof *out);
 	if (pool_list(home, &v, &n, cause) != 0)
 		return -1;
-	want = pool_spec(home, st, st->pool_profile, st->pool_image);
+	boot = session_boot_identity(NULL);
+	want = pool_spec(home, boot, st, st->pool_profile, st->pool_image);
+	free(boot);
 	link = session_dir(home, name);
 	for (i = 0; i < n && rc == 1; i++) {
 		struct pool_vm *vm = &v[i];
@@ -582,8 +583,8 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 		close(lock_fd);
 		return -1;
 	}
+	want = pool_spec(home, boot, &st, st.pool_profile, st.pool_image);
 	free(boot);
-	want = pool_spec(home, &st, st.pool_profile, st.pool_image);
 	for (int boots = 0;; boots++) {
 		struct pool_vm *v;
 		size_t n, i;

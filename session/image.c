@@ -398,16 +398,10 @@ image_identity(const char *home, const char *spec)
 			free(dirs[i]);
 		}
 		free(dirs);
-		if (path == NULL)
-			return xstrdup("-");
-		free(path);
-	} else if (stat(spec, &st) != 0)
-		return xstrdup("-");
-	xasprintf(&id, "%llx:%llx:%llx:%lld.%09ld",
-	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-	    (unsigned long long)st.st_size, (long long)st.st_mtim.tv_sec,
-	    st.st_mtim.tv_nsec);
-	return id;
+	}
+	id = file_identity(path != NULL ? path : spec);
+	free(path);
+	return id != NULL ? id : xstrdup("-");
 }
 
 /*

@@ -493,27 +493,38 @@ session_env_other(const char *var)
 }
 
 /*
- * Append path's "dev:ino:size:mtime" (or "-") to *s: the file, not the
- * name, so a link to it is the same. If it is not there and *missing is
- * still NULL, name it what.
+ * A file's identity, "dev:ino:size:mtime": the file, not the name (a link
+ * to it is the same), and another once it is replaced or rewritten. NULL
+ * if path is NULL or not there. Free it.
+ */
+char *
+file_identity(const char *path)
+{
+	struct stat sb;
+	char *id;
+
+	if (path == NULL || stat(path, &sb) != 0)
+		return NULL;
+	xasprintf(&id, "%llx:%llx:%llx:%lld.%09ld",
+	    (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino,
+	    (unsigned long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+	    sb.st_mtim.tv_nsec);
+	return id;
+}
+
+/*
+ * Append path's file_identity (or "-") to *s. If it is not there and
+ * *missing is still NULL, name it what.
  */
 static void
 identity_add(char **s, const char *path, const char *what, const char **missing)
 {
-	struct stat sb;
-	char *old = *s;
+	char *old = *s, *id = file_identity(path);
 
-	if (path != NULL && stat(path, &sb) == 0)
-		xasprintf(s, "%s %llx:%llx:%llx:%lld.%09ld", old,
-		    (unsigned long long)sb.st_dev,
-		    (unsigned long long)sb.st_ino,
-		    (unsigned long long)sb.st_size,
-		    (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
-	else {
-		xasprintf(s, "%s -", old);
-		if (*missing == NULL)
-			*missing = what;
-	}
+	xasprintf(s, "%s %s", old, id != NULL ? id : "-");
+	if (id == NULL && *missing == NULL)
+		*missing = what;
+	free(id);
 	free(old);
 }
 

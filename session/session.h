@@ -117,6 +117,7 @@ int guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
     char **initrd_out, char **cause);
 int guest_image_default(char **kernel_out, char **initrd_out, char **cause);
 int session_env_other(const char *var);
+char *file_identity(const char *path);
 char *session_boot_identity(const char **missing);
 uint64_t hash_fnv1a(const char *);
 
