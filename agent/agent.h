@@ -167,6 +167,7 @@ char *path_resolve(const char *, char *const *, char **);
 int pidfd_open_compat(pid_t);
 const char *default_cwd(void);
 void user_home_set(const char *);
+void user_cwd_set(const char *);
 void user_cgroup_set(const char *);
 const char *user_home(void);
 void kill_session(pid_t, int);

@@ -4,13 +4,15 @@
  *	vmux-agent [--port N] [--unix PATH] [--idle-timeout SEC]
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
  *	    [--memory-budget BYTES] [--poweroff-pid PID] [--home DIR]
- *	    [--cgroup DIR] [--gate FD] [--listen-fd FD]
+ *	    [--cgroup DIR] [--cwd DIR] [--gate FD] [--listen-fd FD]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
  * instead (host-side testing); there "shutdown" ends the agent rather than
  * signalling PID 1 (unless --poweroff-pid says otherwise). --home sets the
  * user's HOME and default directory (/root; vmux-init gives /workspace).
+ * --cwd sets a default directory other than the home (vmux rescue: the disk
+ * at /sysroot, with HOME left on the initramfs so none of its dotfiles run).
  * --cgroup puts every command and shell in that cgroup v2 directory, where
  * vmux-init set the session's process and memory limits; the agent itself
  * stays outside, so a fork bomb or a memory hog cannot take it down.
@@ -55,7 +57,8 @@ usage(int status)
 	    "[--scrollback BYTES]\n"
 	    "                  [--memory-budget BYTES] [--poweroff-pid PID] "
 	    "[--home DIR]\n"
-	    "                  [--cgroup DIR] [--gate FD] [--listen-fd FD]\n"
+	    "                  [--cgroup DIR] [--cwd DIR] [--gate FD] "
+	    "[--listen-fd FD]\n"
 	    "                  [--version]\n");
 	exit(status);
 }
@@ -167,6 +170,7 @@ main(int argc, char **argv)
 	    {"memory-budget", required_argument, NULL, 'm'},
 	    {"home", required_argument, NULL, 'H'},
 	    {"cgroup", required_argument, NULL, 'G'},
+	    {"cwd", required_argument, NULL, 'C'},
 	    {"gate", required_argument, NULL, 'g'},
 	    {"listen-fd", required_argument, NULL, 'L'},
 	    {"version", no_argument, NULL, 'V'},
@@ -235,6 +239,16 @@ main(int argc, char **argv)
 				exit(2);
 			}
 			user_cgroup_set(optarg);
+			break;
+		case 'C':
+			if (optarg[0] != '/') {
+				fprintf(stderr,
+				    "vmux-agent: --cwd: not an "
+				    "absolute path: %s\n",
+				    optarg);
+				exit(2);
+			}
+			user_cwd_set(optarg);
 			break;
 		case 'P':
 			poweroff = number("--poweroff-pid", optarg, 0, 1 << 22);

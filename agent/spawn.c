@@ -58,6 +58,13 @@ env_name_len(const char *s)
 static const char *home_dir = "/root";
 
 /*
+ * The default working directory when it is not the home (agent --cwd), or
+ * NULL. A rescue starts there, in the disk being repaired, while HOME stays
+ * on vmux's own initramfs: no startup file of the disk is read.
+ */
+static const char *cwd_dir;
+
+/*
  * The cgroup v2 directory the user's commands and shells run in (agent
  * --cgroup), or NULL. Set once at start-up, before any thread.
  */
@@ -97,6 +104,13 @@ void
 user_home_set(const char *dir)
 {
 	home_dir = dir;
+}
+
+/* Set the default working directory (agent --cwd); same lifetime rule. */
+void
+user_cwd_set(const char *dir)
+{
+	cwd_dir = dir;
 }
 
 /* The user's home. */
@@ -181,12 +195,17 @@ path_resolve(const char *name, char *const *envp, char **cause)
 	return NULL;
 }
 
-/* The default working directory: the user's home (made if missing), else /. */
+/*
+ * The default working directory: --cwd if it is a directory, else the
+ * user's home (made if missing), else /.
+ */
 const char *
 default_cwd(void)
 {
 	struct stat st;
 
+	if (cwd_dir != NULL && stat(cwd_dir, &st) == 0 && S_ISDIR(st.st_mode))
+		return cwd_dir;
 	if (stat(home_dir, &st) == 0 && S_ISDIR(st.st_mode))
 		return home_dir;
 	if (mkdir(home_dir, 0700) == 0 || errno == EEXIST)

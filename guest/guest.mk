@@ -16,7 +16,8 @@ GUEST    += $(GUEST_OUT)/vmlinux $(GUEST_OUT)/initrd.img
 
 # Guest binaries are fully static: they run before (or without) any libc.
 # (Object paths spelled out: objs is defined after the fragments are read.)
-$(BIN)/vmux-init: $(BUILD)/obj/guest/init.o $(BUILD)/obj/proto/vsock.o
+$(BIN)/vmux-init: $(BUILD)/obj/guest/init.o $(BUILD)/obj/guest/console_shell.o \
+    $(BUILD)/obj/proto/vsock.o
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -static -o $@ $^

@@ -14,7 +14,10 @@
  * (gate_open), so whatever the host asks finds the guest set up. The
  * agent's port is opened here, the moment the transport is in, and kept
  * for every agent started (agent_listen): the host's first ping waits in
- * the kernel's queue rather than being refused and retried.
+ * the kernel's queue rather than being refused and retried. Once the root
+ * is in place, and before anything that may hang, a root shell is offered
+ * on the serial console (console_shell.c): the way in when the agent is
+ * dead or never serves.
  *
  * Signals (as busybox init): SIGUSR1, SIGUSR2 and SIGPWR power off; SIGTERM
  * and SIGINT (Ctrl-Alt-Del) reboot. Both end QEMU, which runs with
@@ -32,7 +35,8 @@
  * the host-forwarded allowed names to /etc/hosts;
  * vmux.mounts=TAG:PATH:ro|rw,... mounts the host's shared folders (virtiofs)
  * once the workspace is up; vmux.rescue=ro|rw (vmux rescue) mounts the
- * vmux-rescue disk at /sysroot as the agent's home.
+ * vmux-rescue disk at /sysroot as the agent's working directory (HOME stays
+ * /root on the initramfs, so no dotfile of the disk runs).
  *
  * Disks are told apart by their virtio serial. vmux-root (vmux new --image)
  * is a root file system: init mounts it, moves /dev, /proc and /sys into
@@ -68,6 +72,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guest/init.h"
 #include "proto/proto.h"
 
 /* Agent restarts: the delay doubles from MIN to MAX, and resets once an
@@ -81,10 +86,12 @@
 #define GRACE_MS       2000
 
 static pid_t agent_pid = -1;
+static pid_t console_pid = -1; /* the console shell's keeper, or -1 */
 static sigset_t init_sigs;
 static int workspace_mounted;
 static int rescue_mounted;     /* vmux.rescue: RESCUE_DIR is a disk */
 static const char *agent_home; /* the agent's --home, or NULL */
+static const char *agent_cwd;  /* the agent's --cwd, or NULL */
 
 #define ROOT_DIR       "/newroot"
 #define WORKSPACE_DIR  "/workspace"
@@ -113,7 +120,8 @@ uptime_ms(void)
 }
 
 /* Print one "vmux-init: ..." line on the console in a single write. */
-static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
+void
+say(const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -910,8 +918,9 @@ disk_unmount(const char *dir, const char *what)
  * With vmux.rescue=ro|rw (vmux rescue): mount the vmux-rescue disk, a
  * stopped session's workspace or an image being repaired, at RESCUE_DIR
  * (read-only unless rw, and then without replaying its journal, so looking
- * changes nothing) and make it the agent's home. The root stays vmux's own
- * initramfs: nothing of the disk runs.
+ * changes nothing) and make it the agent's working directory. The root and
+ * HOME stay vmux's own initramfs: nothing of the disk runs, not even its
+ * .profile (a broken one is often why it is being rescued).
  */
 static void
 rescue_mount(void)
@@ -935,7 +944,7 @@ rescue_mount(void)
 		return;
 	}
 	rescue_mounted = 1;
-	agent_home = RESCUE_DIR;
+	agent_cwd = RESCUE_DIR;
 	say("rescue: %s mounted %s at %s", dev, rw ? "read-write" : "read-only",
 	    RESCUE_DIR);
 }
@@ -951,8 +960,9 @@ gate_close(int g[2])
 }
 
 /*
- * Open the early agent's gate: send its home and the user's cgroup (a line
- * each, empty for none) and close, which lets it serve. If it has died
+ * Open the early agent's gate: send its home, the user's cgroup and its
+ * working directory (a line each, empty for none) and close, which lets it
+ * serve. If it has died
  * meanwhile, the send fails quietly and the main loop starts a new one.
  */
 static void
@@ -963,9 +973,10 @@ gate_open(void)
 
 	if (gate_fd < 0)
 		return;
-	len = snprintf(msg, sizeof msg, "%s\n%s\n",
+	len = snprintf(msg, sizeof msg, "%s\n%s\n%s\n",
 	    agent_home != NULL ? agent_home : "",
-	    user_cgroup_ok ? USER_CGROUP : "");
+	    user_cgroup_ok ? USER_CGROUP : "",
+	    agent_cwd != NULL ? agent_cwd : "");
 	if (send(gate_fd, msg, (size_t)len, MSG_NOSIGNAL) != len)
 		say("agent: gate: %s", strerror(errno));
 	close(gate_fd);
@@ -980,7 +991,7 @@ gate_open(void)
 static pid_t
 agent_start(int gated)
 {
-	char *argv[10], gate_arg[16], listen_arg[16];
+	char *argv[12], gate_arg[16], listen_arg[16];
 	int argc = 0;
 	const char *prog = VMUX_GUEST_LOADER;
 	int p[2], g[2] = {-1, -1}, err = 0, fd, direct = 0;
@@ -997,9 +1008,15 @@ agent_start(int gated)
 		snprintf(gate_arg, sizeof gate_arg, "%d", g[1]);
 		argv[argc++] = "--gate";
 		argv[argc++] = gate_arg;
-	} else if (agent_home != NULL) {
-		argv[argc++] = "--home";
-		argv[argc++] = (char *)agent_home;
+	} else {
+		if (agent_home != NULL) {
+			argv[argc++] = "--home";
+			argv[argc++] = (char *)agent_home;
+		}
+		if (agent_cwd != NULL) {
+			argv[argc++] = "--cwd";
+			argv[argc++] = (char *)agent_cwd;
+		}
 	}
 	if (!gated && user_cgroup_ok) {
 		argv[argc++] = "--cgroup";
@@ -1068,7 +1085,7 @@ agent_start(int gated)
 }
 
 /* Describe how a child ended, for the console. */
-static void
+void
 describe_exit(int status, char *buf, size_t size)
 {
 	if (WIFEXITED(status))
@@ -1079,7 +1096,10 @@ describe_exit(int status, char *buf, size_t size)
 		snprintf(buf, size, "status %#x", status);
 }
 
-/* Reap every dead child; returns 1 if the agent was among them. */
+/*
+ * Reap every dead child; returns 1 if the agent was among them. A console
+ * shell keeper that died is started again at once.
+ */
 static int
 reap(void)
 {
@@ -1088,6 +1108,12 @@ reap(void)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == console_pid) {
+			describe_exit(status, how, sizeof how);
+			say("console shell keeper %s; starting it again", how);
+			console_pid = console_shell_start();
+			continue;
+		}
 		if (pid != agent_pid)
 			continue;
 		describe_exit(status, how, sizeof how);
@@ -1206,6 +1232,8 @@ main(void)
 	 * half-way: what it moved away; else nothing (mount_one keeps what
 	 * is there) */
 	mount_all();
+	/* from here on, in the root it will have; before what may hang */
+	console_pid = console_shell_start();
 	set_hostname();
 	loopback_up();
 	workspace_mount();

@@ -184,3 +184,28 @@ TEST(budget_reserve_release_and_refusal)
 	budget_set(0); /* back to a quarter of MemTotal */
 	CHECK(budget_limit() > (8 << 20));
 }
+
+TEST(gate_brings_home_cgroup_and_working_directory)
+{
+	int sv[2];
+
+	/* vmux rescue: HOME stays on the initramfs, work starts on the disk */
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK(write(sv[1], "/tmp\n\n/\n", 8) == 8);
+	close(sv[1]);
+	CHECK(agent_gate_wait(sv[0]) == 0);
+	CHECK_STR(user_home(), "/tmp");
+	CHECK_STR(default_cwd(), "/");
+	/* an old two-line gate leaves the working directory as it was */
+	user_cwd_set(NULL);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	CHECK(write(sv[1], "/tmp\n\n", 6) == 6);
+	close(sv[1]);
+	CHECK(agent_gate_wait(sv[0]) == 0);
+	CHECK_STR(default_cwd(), "/tmp");
+	/* a --cwd that is no directory falls back to the home */
+	user_cwd_set("/nonexistent/dir");
+	CHECK_STR(default_cwd(), "/tmp");
+	user_cwd_set(NULL);
+	user_home_set("/root");
+}
