@@ -6,7 +6,7 @@
  * --authorized-keys FILE):
  *
  *   restrict,pty,command="env -i TERM=\"$TERM\" VMUX_HOME=H VMUX shell NAME
- *       --id ID --if-created T --as LABEL [--read-only]" TYPE BLOB
+ *       --id ID --if-instance I --as LABEL [--read-only]" TYPE BLOB
  *       vmux-grant:NAME:ID:rw|ro:LABEL
  *
  * sshd runs the forced command whatever the client asked for
@@ -14,8 +14,9 @@
  * agent and X11 forwarding and ~/.ssh/rc; `pty` gives the shell its
  * terminal back. So the key reaches NAME's shell ID, or watches it with
  * --read-only (keys dropped, size never changed), and no other session,
- * vmux command or host shell; --if-created pins the session, so a session
- * made again under the same name (next term's student-4) is not reached.
+ * vmux command or host shell; --if-instance pins the session (its random
+ * instance id, session_record), so a session made again under the same
+ * name (next term's student-4), even in the same second, is not reached.
  * `env -i` leaves nothing of the client's environment but TERM (which
  * vmux filters). The comment is vmux's marker, which revoke and grants
  * read. One key has one grant: granting it again replaces the line, and a
@@ -56,6 +57,10 @@ static const struct cmd_opt cmd_grant_opts[] = {
     {"shell", 0, "ID", 0, "the shell it opens (default: main)"},
     {"authorized-keys", 0, "FILE", 0,
         "the file to write (default: ~/.ssh/authorized_keys)"},
+    {"allow-root", 0, NULL, 0,
+        "grant although vmux runs as root: the key then logs in to this "
+        "host as root (behind the forced command); a room is better run "
+        "under an unprivileged account of its own"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -182,22 +187,47 @@ key_read(const char *path, struct pubkey *k, char **cause)
 	return 0;
 }
 
-/* The authorized_keys file: the flag's, else ~/.ssh/authorized_keys. */
+/*
+ * The authorized_keys file: the flag's, else ~/.ssh/authorized_keys,
+ * symlinks resolved. Free it.
+ */
 static char *
 keys_path(const struct args *a, int create_dir)
 {
 	const char *p = args_get(a, "authorized-keys"), *home;
-	char *s;
+	char *s, *real, *slash, *dir;
 
 	if (p != NULL)
-		return xstrdup(p);
-	home = getenv("HOME");
-	xasprintf(&s, "%s/.ssh", home != NULL ? home : "/");
-	if (create_dir)
-		mkdir(s, 0700);
-	free(s);
-	xasprintf(&s, "%s/.ssh/authorized_keys", home != NULL ? home : "/");
-	return s;
+		s = xstrdup(p);
+	else {
+		home = getenv("HOME");
+		xasprintf(&s, "%s/.ssh", home != NULL ? home : "/");
+		if (create_dir)
+			mkdir(s, 0700);
+		free(s);
+		xasprintf(
+		    &s, "%s/.ssh/authorized_keys", home != NULL ? home : "/");
+	}
+	/* through its symlinks: whatever name a grant is given, the file
+	 * locked, read and replaced is one, or two edits lose lines */
+	if ((real = realpath(s, NULL)) != NULL) {
+		free(s);
+		return real;
+	}
+	/* not there yet: its folder resolved, the name kept */
+	slash = strrchr(s, '/');
+	xasprintf(&dir, "%.*s", slash == NULL ? 1 : (int)(slash - s + 1),
+	    slash == NULL ? "." : s);
+	if ((real = realpath(dir, NULL)) != NULL) {
+		free(dir);
+		xasprintf(&dir, "%s/%s", strcmp(real, "/") == 0 ? "" : real,
+		    slash == NULL ? s : slash + 1);
+		free(real);
+		free(s);
+		return dir;
+	}
+	free(dir);
+	return s; /* a missing folder: the load or the save says so */
 }
 
 /* Read the file's lines (none if it is missing). 0, or -1 said. */
@@ -366,8 +396,8 @@ cmd_grant_exec(struct args *a)
 	struct session_record r;
 	struct pubkey k;
 	char **lines, *path, *home, *line, self[4096], *exe, *cause = NULL;
+	char *instance;
 	size_t n, out = 0;
-	int64_t created;
 	int lock;
 
 	if (shell == NULL)
@@ -386,11 +416,21 @@ cmd_grant_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
+	/* the login runs vmux as this account (its VMUX_HOME is this
+	 * account's alone): as root, any flaw behind the forced command
+	 * would be a root flaw on the host */
+	if (geteuid() == 0 && !args_has(a, "allow-root")) {
+		cli_error("vmux runs as root here, so the key would log in to "
+		          "this host as root: run the room under an "
+		          "unprivileged account (see vmux(1), GRANTS), or pass "
+		          "--allow-root");
+		free(k.blob);
+		return EXIT_VMUX;
+	}
 	if (cli_session_record(name, &r) != 0) { /* it must exist */
 		free(k.blob);
 		return EXIT_VMUX;
 	}
-	created = r.created; /* pins this session, not a later namesake */
 	record_free(&r);
 	exe = exe_path();
 	home = cli_home();
@@ -452,11 +492,18 @@ cmd_grant_exec(struct args *a)
 		grant_free(&g);
 	}
 	n = out;
+	/* pins this session, not a later namesake */
+	if (record_instance_get(home, name, &instance, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+		goto done;
+	}
 	xasprintf(&line,
 	    "restrict,pty,command=\"env -i TERM=\\\"$TERM\\\" VMUX_HOME=%s %s "
-	    "shell %s --id %s --if-created %lld --as %s%s\" %s %s " GRANT_MARK
+	    "shell %s --id %s --if-instance %s --as %s%s\" %s %s " GRANT_MARK
 	    "%s:%s:%s:%s",
-	    home, self, name, shell, (long long)created, *label ? label : name,
+	    home, self, name, shell, instance, *label ? label : name,
 	    ro ? " --read-only" : "", k.type, k.blob, name, shell,
 	    ro ? "ro" : "rw", label);
 	lines = xreallocarray(lines, n + 1, sizeof *lines);
@@ -466,6 +513,8 @@ cmd_grant_exec(struct args *a)
 		printf("granted %s shell %s%s to %s%s\n", name, shell,
 		    ro ? " (read-only)" : "", *label ? label : k.type,
 		    *label ? "" : " key");
+	free(instance);
+done:
 	lines_free(lines, n);
 	close(lock);
 	free(k.blob);

@@ -43,9 +43,13 @@ static const struct cmd_opt cmd_shell_opts[] = {
     {"as", 0, "LABEL", 0,
         "who you are to the others attached to the shell (default: your "
         "login name); who they are shows in the terminal's title"},
+    {"if-instance", 0, "ID", 0,
+        "only if session NAME is the one whose instance id (ls --json) "
+        "this is (vmux grant pins its session so: a new session of the "
+        "same name is not reached)"},
     {"if-created", 0, "UNIXTIME", 0,
-        "only if session NAME is the one made then (vmux grant pins its "
-        "session so: a new session of the same name is not reached)"},
+        "as --if-instance, for grants made before instance ids: only a "
+        "session without one, made at UNIXTIME"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -105,11 +109,12 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	r->name = a->argv[0];
 	r->id = args_get(a, "id");
 	r->read_only = args_has(a, "read-only");
-	/* a grant's login (--if-created) is not the account's owner: a
-	 * grant made before --as was passed attaches unnamed */
-	r->as = args_has(a, "as")       ? args_get(a, "as")
-	    : args_has(a, "if-created") ? NULL
-	                                : attach_default_as();
+	/* a grant's login (--if-instance, --if-created before it) is not
+	 * the account's owner: a grant made before --as attaches unnamed */
+	r->as = args_has(a, "as") ? args_get(a, "as")
+	    : args_has(a, "if-created") || args_has(a, "if-instance")
+	    ? NULL
+	    : attach_default_as();
 	r->detach_key = DETACH_KEY_DEFAULT;
 	if (r->as != NULL && !vmux_attach_as_valid(r->as)) {
 		xasprintf(cause, "--as: '%s' is not 1-%d of [A-Za-z0-9._@-]",
@@ -354,6 +359,27 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 }
 
 /* Open or find the shell, then attach. */
+/*
+ * Is rec the session a grant's --if-instance (or, from before instance
+ * ids, --if-created) names? Yes without either. A --if-created grant
+ * reaches only a record without an instance: every session made since
+ * has one, and a creation second is shared by sessions made in it.
+ */
+static int
+shell_pinned_here(struct args *a, const struct session_record *rec)
+{
+	const char *instance = args_get(a, "if-instance");
+	const char *created = args_get(a, "if-created");
+
+	if (instance != NULL)
+		return rec->instance != NULL &&
+		    strcmp(instance, rec->instance) == 0;
+	if (created != NULL)
+		return rec->instance == NULL &&
+		    strtoll(created, NULL, 10) == rec->created;
+	return 1;
+}
+
 static int
 cmd_shell_exec(struct args *a)
 {
@@ -373,8 +399,7 @@ cmd_shell_exec(struct args *a)
 		cJSON_Delete(r.open);
 		return rc;
 	}
-	if (args_get(a, "if-created") != NULL &&
-	    strtoll(args_get(a, "if-created"), NULL, 10) != rec.created) {
+	if (!shell_pinned_here(a, &rec)) {
 		cli_error("session '%s' was made again since this was set up "
 		          "(a grant for the earlier one)",
 		    r.name);

@@ -399,6 +399,8 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 		free(vm->rec.name);
 		vm->rec.name = xstrdup(name);
 		vm->rec.created = (int64_t)time(NULL); /* its life starts now */
+		free(vm->rec.instance); /* and it is a session of its own */
+		vm->rec.instance = record_instance_new();
 		for (size_t k = 0; k < vm->rec.nlabels; k++)
 			free(vm->rec.labels[k]);
 		free(vm->rec.labels);

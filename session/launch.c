@@ -986,6 +986,7 @@ session_launch(
 	    o->dir != NULL ? xstrdup(o->dir) : session_dir(o->home, o->name);
 	r.status = SESSION_STARTING;
 	r.created = (int64_t)time(NULL);
+	r.instance = record_instance_new();
 	r.cpus = o->cpus;
 	r.memory_mb = o->memory_mb;
 	r.ttl_s = o->ttl_s;

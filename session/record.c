@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,11 +36,71 @@ strv_free(char **v, size_t n)
 	free(v);
 }
 
+/*
+ * A new instance id: 128 random bits as 32 hex digits. Two sessions made
+ * under one name in the same second (rm, then new --count) differ here,
+ * where their creation times do not. Free it.
+ */
+char *
+record_instance_new(void)
+{
+	unsigned char b[16];
+	char *s = xmalloc(2 * sizeof b + 1);
+	size_t got = 0, i;
+	ssize_t n;
+
+	while (got < sizeof b) {
+		n = getrandom(b + got, sizeof b - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			fatalx("getrandom: %s",
+			    strerror(errno)); /* can't happen */
+		got += (size_t)n;
+	}
+	for (i = 0; i < sizeof b; i++)
+		snprintf(s + 2 * i, 3, "%02x", b[i]);
+	return s;
+}
+
+/*
+ * The instance id of session name into *out (free it); a record older than
+ * instances gets one now, under the session's lock. 0, or -1 with cause.
+ */
+int
+record_instance_get(
+    const char *home, const char *name, char **out, char **cause)
+{
+	struct session_record r;
+	char *dir = session_dir(home, name);
+	int lock, rc = 0;
+
+	*out = NULL;
+	lock = session_lock_one(dir, "vmux grant", 10000, NULL, cause);
+	free(dir);
+	if (lock < 0)
+		return -1;
+	if (record_load(home, name, &r, cause) != 0) {
+		session_unlock(lock);
+		return -1;
+	}
+	if (r.instance == NULL) {
+		r.instance = record_instance_new();
+		rc = record_save(&r, cause);
+	}
+	if (rc == 0)
+		*out = xstrdup(r.instance);
+	record_free(&r);
+	session_unlock(lock);
+	return rc;
+}
+
 /* Free what a record owns and zero it. */
 void
 record_free(struct session_record *r)
 {
 	free(r->name);
+	free(r->instance);
 	free(r->dir);
 	free(r->accel);
 	free(r->vsock_uds);
@@ -172,6 +233,7 @@ record_to_json(const struct session_record *r)
 
 	cJSON_AddNumberToObject(o, "version", SESSION_VERSION);
 	add_str(o, "name", r->name);
+	add_str(o, "instance", r->instance);
 	add_str(o, "dir", r->dir);
 	add_str(o, "status", status_names[r->status]);
 	add_str(o, "accel", r->accel);
@@ -303,6 +365,7 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	}
 	if (get_int(o, "version", 1, SESSION_VERSION, &n, cause) != 0 ||
 	    get_str(o, "name", &r->name, 1, cause) != 0 ||
+	    get_str(o, "instance", &r->instance, 0, cause) != 0 ||
 	    get_str(o, "dir", &r->dir, 1, cause) != 0 ||
 	    get_str(o, "status", &status, 1, cause) != 0 ||
 	    get_str(o, "accel", &r->accel, 1, cause) != 0 ||

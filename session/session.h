@@ -163,6 +163,9 @@ struct session_record {
 	char *rescue_disk;  /* vmux rescue: the disk at /sysroot, or NULL */
 	int rescue_rw;      /* ... attached writable */
 	int64_t created;    /* seconds since the epoch */
+	char *instance;     /* random, made with the session (and at a pool
+	                       claim): what a grant is pinned to; NULL in a
+	                       record older than it */
 	int cpus, memory_mb;
 	unsigned *allow_ports;
 	size_t nallow_ports;
@@ -233,6 +236,9 @@ char *record_path(const char *dir);
 int record_write(const char *path, const struct session_record *, char **cause);
 int record_read(const char *path, struct session_record *, char **cause);
 int record_save(const struct session_record *, char **cause);
+char *record_instance_new(void);
+int record_instance_get(
+    const char *home, const char *name, char **out, char **cause);
 int record_load(
     const char *home, const char *name, struct session_record *, char **cause);
 unsigned cid_pick(const unsigned *used, size_t n);

@@ -11,6 +11,9 @@ source "$(dirname "$0")/../tui/tmux.sh"
 tui_trap
 
 AK=$TMP/authorized_keys
+# as root, a grant must be told it is wanted (the key logs in as root)
+ROOT_OK=
+[[ $(id -u) -eq 0 ]] && ROOT_OK=--allow-root
 source "$(dirname "$0")/sshd.sh"
 for k in student teacher; do
 	ssh-keygen -q -t ed25519 -N '' -C "$k" -f "$TMP/$k" || { echo "FAIL key $k"; exit 1; }
@@ -31,7 +34,7 @@ need_session gr1 --memory 128
 
 t_granted_key_reaches_its_shell() {
 	local out
-	out=$(vmux grant gr1 --key "$TMP/student.pub" --as alice --authorized-keys "$AK")
+	out=$(vmux grant gr1 $ROOT_OK --key "$TMP/student.pub" --as alice --authorized-keys "$AK")
 	expect_eq "grant said" "$out" "granted gr1 shell main to alice" || return 1
 	out=$(printf 'hostname\nexit\n' | ssh_as student)
 	expect_match "in gr1's shell" "$out" '(^|'$'\n'')gr1('$'\r''?'$'\n''|$)' || return 1
@@ -51,7 +54,7 @@ t_asking_for_more_gets_only_its_shell() {
 
 t_read_only_watcher() {
 	local out
-	vmux grant gr1 --key "$TMP/teacher.pub" --read-only --as teacher --authorized-keys "$AK" >/dev/null || return 1
+	vmux grant gr1 $ROOT_OK --key "$TMP/teacher.pub" --read-only --as teacher --authorized-keys "$AK" >/dev/null || return 1
 	tm new-session -d -s st -x 100 -y 30 "$(declare -f ssh_as); TMP=$TMP PORT=$PORT; ssh_as student -tt; sleep 60"
 	wait_on st '~ #$' 30 || return 1
 	tm new-session -d -s tw -x 120 -y 40 "$(declare -f ssh_as); TMP=$TMP PORT=$PORT; ssh_as teacher -tt; sleep 60"
@@ -95,29 +98,108 @@ t_revoked_key_gets_nothing() {
 t_bad_keys_refused() {
 	local before out
 	before=$(cat "$AK")
-	out=$(vmux grant gr1 --key "$TMP/student" --authorized-keys "$AK" 2>&1)
+	out=$(vmux grant gr1 $ROOT_OK --key "$TMP/student" --authorized-keys "$AK" 2>&1)
 	expect_eq "private key" $? 2 || return 1
 	expect_match "said" "$out" 'not an OpenSSH public key' || return 1
 	printf 'command="/bin/sh" %s\n' "$(cat "$TMP/student.pub")" >"$TMP/opts.pub"
-	expect_status 2 vmux grant gr1 --key "$TMP/opts.pub" --authorized-keys "$AK" 2>/dev/null || return 1
-	expect_status 2 vmux grant gr1 --key "$TMP/student.pub" --as 'a b' --authorized-keys "$AK" 2>/dev/null || return 1
-	expect_status 125 vmux grant nosuch --key "$TMP/student.pub" --authorized-keys "$AK" 2>/dev/null || return 1
+	expect_status 2 vmux grant gr1 $ROOT_OK --key "$TMP/opts.pub" --authorized-keys "$AK" 2>/dev/null || return 1
+	expect_status 2 vmux grant gr1 $ROOT_OK --key "$TMP/student.pub" --as 'a b' --authorized-keys "$AK" 2>/dev/null || return 1
+	expect_status 125 vmux grant nosuch $ROOT_OK --key "$TMP/student.pub" --authorized-keys "$AK" 2>/dev/null || return 1
 	expect_eq "file untouched" "$(cat "$AK")" "$before" || return 1
 	# a key that already has a line of the user's own: it would win
 	cat "$TMP/teacher.pub" >>"$AK.other" && cp "$AK.other" "$TMP/ak2"
-	out=$(vmux grant gr1 --key "$TMP/teacher.pub" --authorized-keys "$TMP/ak2" 2>&1)
+	out=$(vmux grant gr1 $ROOT_OK --key "$TMP/teacher.pub" --authorized-keys "$TMP/ak2" 2>&1)
 	expect_eq "own line status" $? 125 || return 1
 	expect_match "own line" "$out" 'already has a line .* that is not a vmux grant' || return 1
+}
+
+t_root_refused_unless_told() {
+	local out before
+	before=$(cat "$AK")
+	if [[ $(id -u) -ne 0 ]]; then # not root: nothing to refuse
+		vmux grant gr1 --key "$TMP/teacher.pub" --authorized-keys "$AK" >/dev/null || return 1
+		vmux revoke gr1 --key "$TMP/teacher.pub" --authorized-keys "$AK" >/dev/null
+		return
+	fi
+	out=$(vmux grant gr1 --key "$TMP/teacher.pub" --authorized-keys "$AK" 2>&1)
+	expect_eq "status" $? 125 || return 1
+	expect_match "why" "$out" 'would log in to this host as root: run the room under an unprivileged account.*--allow-root' || return 1
+	expect_eq "file untouched" "$(cat "$AK")" "$before" || return 1
+}
+
+t_unprivileged_room() {
+	local h=$TMP/room out
+	# a room under an account of its own (nobody here): new, exec, shell,
+	# grant all work, and the grant runs vmux with that account's home
+	mkdir -p "$h" && cp "$TMP/student.pub" "$h/"
+	# (the test's folders let it through, no more; leftovers still match
+	# the cleanup's $VMUX_HOME)
+	[[ $(id -u) -eq 0 ]] && chown -R 65534:65534 "$h" && chmod o+x "$VMUX_HOME" "$TMP"
+	as_nobody() {
+		[[ $(id -u) -ne 0 ]] && { HOME=$h VMUX_HOME=$h/state "$VMUX" "$@"; return; }
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			env -i PATH=/usr/bin:/bin HOME="$h" VMUX_HOME="$h/state" "$VMUX" "$@"
+	}
+	as_nobody new room1 --memory 128 >/dev/null || return 1
+	expect_eq "exec" "$(as_nobody exec room1 -- echo in-room)" in-room || return 1
+	out=$(printf 'echo sh-$((3*4))\nexit\n' | as_nobody shell room1 2>&1)
+	expect_match "shell" "$out" 'sh-12' || return 1
+	out=$(as_nobody grant room1 --key "$h/student.pub" --authorized-keys "$h/ak")
+	expect_eq "grant" "$out" "granted room1 shell main to ssh-ed25519 key" || return 1
+	expect_match "the line" "$(cat "$h/ak")" "VMUX_HOME=$h/state .* shell room1 --id main --if-instance [0-9a-f]{32} " || return 1
+	as_nobody rm -f room1 >/dev/null || return 1
+}
+
+t_concurrent_edits_through_a_symlink() {
+	local i ak=$TMP/ak-c link=$TMP/ak-link
+	: >"$ak" && ln -s "$ak" "$link"
+	for i in $(seq 30); do
+		ssh-keygen -q -t ed25519 -N '' -C "k$i" -f "$TMP/k$i" </dev/null || return 1
+	done
+	# 30 grants at once, half through the symlink: none lost
+	for i in $(seq 30); do
+		if ((i % 2)); then f=$ak; else f=$link; fi
+		vmux grant gr1 $ROOT_OK --key "$TMP/k$i.pub" --as "k$i" --authorized-keys "$f" >/dev/null &
+	done
+	wait
+	expect_eq "lines after 30 grants" "$(grep -c vmux-grant: "$ak")" 30 || return 1
+	[[ -L $link ]] || fail "the symlink was replaced by a file"
+	# and 30 revokes: none lost either
+	for i in $(seq 30); do
+		if ((i % 2)); then f=$link; else f=$ak; fi
+		vmux revoke gr1 --key "$TMP/k$i.pub" --authorized-keys "$f" >/dev/null &
+	done
+	wait
+	expect_eq "lines after 30 revokes" "$(grep -c vmux-grant: "$ak")" 0 || return 1
 }
 
 t_grant_pins_its_session() {
 	local out
 	# next term's gr1 is another session: last term's key does not reach it
-	vmux grant gr1 --key "$TMP/student.pub" --authorized-keys "$AK" >/dev/null || return 1
+	vmux grant gr1 $ROOT_OK --key "$TMP/student.pub" --authorized-keys "$AK" >/dev/null || return 1
 	vmux rm -f gr1 >/dev/null || return 1
 	vmux new gr1 --memory 128 >/dev/null || return 1
 	out=$(printf 'hostname\nexit\n' | ssh_as student 2>&1)
 	[[ $out == *"was made again since"* ]] || fail "the old grant reached the new gr1: $out"
+}
+
+t_same_second_namesake() {
+	local out old dir
+	# rm then new in the same second: the grant still reaches only the
+	# session it was made for (the creation second is forged to match)
+	vmux grant gr1 $ROOT_OK --key "$TMP/student.pub" --authorized-keys "$AK" >/dev/null || return 1
+	dir=$(session_field gr1 dir)
+	old=$(jq .created_unix "$dir/session.json")
+	vmux rm -f gr1 >/dev/null || return 1
+	vmux new gr1 --memory 128 >/dev/null || return 1
+	jq ".created_unix = $old" "$dir/session.json" >"$TMP/rec" && cp "$TMP/rec" "$dir/session.json"
+	out=$(printf 'hostname\nexit\n' | ssh_as student 2>&1)
+	[[ $out == *"was made again since"* ]] || fail "the old grant reached the new gr1: $out"
+	# a grant line from before instance ids (--if-created) does not reach
+	# a session that has one, though the second matches
+	sed -i "s/--if-instance [0-9a-f]*/--if-created $old/" "$AK"
+	out=$(printf 'hostname\nexit\n' | ssh_as student 2>&1)
+	[[ $out == *"was made again since"* ]] || fail "an --if-created grant reached the new gr1: $out"
 }
 
 check "a granted key lands in its session's shell" t_granted_key_reaches_its_shell
@@ -127,3 +209,7 @@ check "grants lists each grant" t_grants_listed
 check "a revoked key gets nothing" t_revoked_key_gets_nothing
 check "key files that are not a plain public key are refused" t_bad_keys_refused
 check "a grant reaches only the session it was made for, not a namesake" t_grant_pins_its_session
+check "not even one made in the same second; nor an --if-created grant" t_same_second_namesake
+check "as root, a grant is refused unless --allow-root" t_root_refused_unless_told
+check "a room under an unprivileged account: new, exec, shell, grant" t_unprivileged_room
+check "30 grants and 30 revokes at once, half through a symlink: none lost" t_concurrent_edits_through_a_symlink
