@@ -20,6 +20,13 @@
  * that is not UTF-8 becomes U+FFFD (asciicast can hold only text). A file past
  * RECORD_PART_MAX ends and ID-UNIXTIME.N.cast goes on. The recorder ends when
  * the session's QEMU does.
+ *
+ * The guest decides how many shells there are and how often they come and
+ * go, so what it can make the host keep is bounded per session, over every
+ * boot: RECORD_FILES_MAX files and RECORD_TOTAL_MAX bytes (headers
+ * included), counted from what the directory already holds when the
+ * recorder starts. Past either, nothing more is recorded (said once in
+ * recorder.log); the shells already seen are at most RECORD_FILES_MAX.
  */
 #include <sys/stat.h>
 
@@ -41,10 +48,13 @@
 #define RECORD_PART_MAX  (64 * 1024 * 1024)     /* one file's bytes */
 #define RECORD_MAX       64                     /* shells at once */
 #define RECORD_LIST_MS   1000                   /* shells listed this often */
-#define RECORD_TOTAL_MAX (1024LL * 1024 * 1024) /* a boot's, all shells */
+#define RECORD_TOTAL_MAX (1024LL * 1024 * 1024) /* a session's, all files */
+#define RECORD_FILES_MAX 512                    /* a session's files */
 
-/* Bytes this recorder wrote: past RECORD_TOTAL_MAX it writes no more. */
+/* The session's recordings, bytes and files: past a cap, no more. */
 static long long rec_total;
+static long long rec_files;
+static int rec_said_full;
 
 static int cmd_record_exec(struct args *);
 static int cmd_recordings_exec(struct args *);
@@ -120,6 +130,51 @@ struct rec {
 	size_t nicarry;
 };
 
+/*
+ * Has the session reached a cap (files or bytes)? Said once in the log.
+ */
+static int
+rec_full(const char *name)
+{
+	if (rec_files < RECORD_FILES_MAX && rec_total <= RECORD_TOTAL_MAX)
+		return 0;
+	if (!rec_said_full)
+		fprintf(stderr,
+		    "vmux record: %s: the session's recordings reached %s "
+		    "(%lld files, %lld bytes); nothing more is recorded\n",
+		    name,
+		    rec_files >= RECORD_FILES_MAX ? "the file cap"
+		                                  : "the byte cap",
+		    rec_files, rec_total);
+	rec_said_full = 1;
+	return 1;
+}
+
+/*
+ * Count what dir already holds (earlier boots' recordings) into rec_files
+ * and rec_total.
+ */
+static void
+rec_count_existing(const char *dir)
+{
+	struct dirent *e;
+	struct stat st;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+
+		if (len < 5 || strcmp(e->d_name + len - 5, ".cast") != 0 ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		rec_files++;
+		rec_total += (long long)st.st_size;
+	}
+	closedir(d);
+}
+
 /* Start rec's next file with its header. 0, or -1 (errno). */
 static int
 rec_open(struct rec *r, const char *name)
@@ -128,6 +183,11 @@ rec_open(struct rec *r, const char *name)
 	cJSON *h = cJSON_CreateObject(), *env;
 	char *line;
 
+	if (rec_full(name)) {
+		cJSON_Delete(h);
+		errno = ENOSPC;
+		return -1;
+	}
 	if (r->part == 0)
 		xasprintf(&path, "%s.cast", r->base);
 	else
@@ -154,7 +214,12 @@ rec_open(struct rec *r, const char *name)
 	}
 	line = cJSON_PrintUnformatted(h);
 	cJSON_Delete(h);
-	fprintf(r->f, "%s\n", line);
+	rec_files++;
+	{
+		int w = fprintf(r->f, "%s\n", line);
+
+		rec_total += w > 0 ? w : 0; /* headers count too */
+	}
 	free(line);
 	fflush(r->f);
 	r->bytes = 0;
@@ -169,7 +234,7 @@ rec_event(struct rec *r, const char *name, const char *code, const char *text)
 	cJSON *ev = cJSON_CreateArray();
 	char *line;
 
-	if (r->f == NULL || rec_total > RECORD_TOTAL_MAX) {
+	if (r->f == NULL || rec_full(name)) {
 		cJSON_Delete(ev);
 		return;
 	}
@@ -187,11 +252,8 @@ rec_event(struct rec *r, const char *name, const char *code, const char *text)
 	}
 	free(line);
 	fflush(r->f);
-	if (rec_total > RECORD_TOTAL_MAX) /* a guest that floods: bounded */
-		fprintf(stderr,
-		    "vmux record: %s: %lld bytes recorded this boot; no "
-		    "more\n",
-		    name, RECORD_TOTAL_MAX);
+	if (rec_full(name)) /* a guest that floods: bounded */
+		return;
 	if (r->bytes > RECORD_PART_MAX) { /* bounded: the next part */
 		fclose(r->f);
 		r->f = NULL;
@@ -383,12 +445,14 @@ cmd_record_exec(struct args *a)
 		record_free(&r);
 		return EXIT_VMUX;
 	}
+	rec_count_existing(dir);
 	session_target(&r, &t);
 	while (session_qemu_alive(&r)) {
 		struct pollfd p[RECORD_MAX];
 		uint64_t now = mono_ms();
 
-		if (now >= next_list) { /* new shells to record */
+		/* new shells to record, while there is room for them */
+		if (now >= next_list && !rec_full(name)) {
 			cJSON *req = cJSON_CreateObject(), *reply, *s;
 
 			next_list = now + RECORD_LIST_MS;
@@ -474,8 +538,9 @@ cmd_record_exec(struct args *a)
 						break;
 				}
 				if (x->f == NULL) {
-					cli_error("%s.cast: %s", x->base,
-					    strerror(errno));
+					if (errno != ENOSPC || !rec_full(name))
+						cli_error("%s.cast: %s",
+						    x->base, strerror(errno));
 					rec_close(x);
 					free(key);
 					continue;

@@ -171,6 +171,27 @@ t_agent_that_quits() {
 	vmux rm -f hquit >/dev/null
 }
 
+# An agent that lists 64 new shells every second, each gone once attached:
+# the recorder stops at the session's file cap (headers counted in its
+# bytes), says so once, and a later boot of the session adds nothing.
+t_recorder_bounded() {
+	local dir files bytes
+	vmux new hmany --initrd "$IMG" --record >/dev/null || return 1
+	dir=$(session_field hmany dir)
+	wait_for 60 grep -q 'nothing more is recorded' "$dir/recorder.log" ||
+		fail "the recorder never stopped: $(ls "$dir/recordings" | wc -l) files" || return 1
+	files=$(find "$dir/recordings" -name '*.cast' | wc -l)
+	expect_eq "files at the cap" "$files" 512 || return 1
+	expect_eq "said once" "$(grep -c 'nothing more is recorded' "$dir/recorder.log")" 1 || return 1
+	vmux restart hmany >/dev/null || return 1
+	wait_for 60 test "$(grep -c 'nothing more is recorded' "$dir/recorder.log")" -ge 2 ||
+		fail "the next boot's recorder did not see the cap" || return 1
+	expect_eq "files after a boot" "$(find "$dir/recordings" -name '*.cast' | wc -l)" 512 || return 1
+	bytes=$(du -sb "$dir/recordings" | cut -f1)
+	((bytes < 1024 * 1024)) || fail "$bytes bytes for 512 headers"
+	vmux rm -f hmany >/dev/null
+}
+
 check "cp: .bashrc beside the source is refused, DIR unchanged" t_cp_bashrc
 check "cp: y/evil is refused, DIR unchanged" t_cp_other
 check "cp: ../evil is refused, DIR unchanged" t_cp_dotdot
@@ -190,3 +211,4 @@ check "shells --json: escaped, data kept" t_shells_json
 check "shell: attach ERROR frame shown escaped" t_attach_error
 check "a 64 MiB list_shells reply: refused at the cap, little memory" t_huge_reply_refused_cheaply
 check "200000 arguments in a command: linear, cut with ..." t_wide_reply_linear
+check "a recorder before an agent of endless shells: 512 files a session, then none" t_recorder_bounded

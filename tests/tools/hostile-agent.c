@@ -23,6 +23,9 @@
  *   hsize  open_shell answers shell "s"; attach_shell sends a RESIZE frame
  *          of 65535x65535, then text
  *   hquit  the agent ends at once, every time vmux-init starts it
+ *   hmany  list_shells answers 64 shells, each a new one every time (new
+ *          started_at), which end as soon as they are attached: a
+ *          recorder that made a file for each would fill the host
  */
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -34,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PORT 5005
@@ -219,7 +223,24 @@ list_shells(int fd)
 		send_all(fd, "]}]}\n", 5);
 	} else if (strcmp(mode, "hhang") == 0)
 		sleep(3600);
-	else
+	else if (strcmp(mode, "hmany") == 0) {
+		struct timespec ts;
+		char one[256];
+		int n;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		send_all(fd, "{\"shells\":[", 11);
+		for (int i = 0; i < 64; i++) {
+			n = snprintf(one, sizeof one,
+			    "%s{\"shell_id\":\"m%d\",\"state\":\"running\","
+			    "\"cols\":80,\"rows\":24,\"started_at\":%lld.%03ld,"
+			    "\"clients\":0}",
+			    i ? "," : "", i, (long long)ts.tv_sec,
+			    ts.tv_nsec / 1000000);
+			send_all(fd, one, (size_t)n);
+		}
+		send_all(fd, "]}\n", 3);
+	} else
 		send_all(fd, shells_reply, sizeof shells_reply - 1);
 }
 
