@@ -48,7 +48,7 @@ UNIT_TESTS :=
 GUEST      :=
 
 COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
-               common/printable.c
+               common/printable.c common/json_bound.c
 
 .PHONY: all run test unit unit-asan e2e bench bench-tui fuzz install clean deps image-debian \
         format check-format

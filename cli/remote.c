@@ -27,7 +27,10 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define REMOTE_LS_MAX (16 * 1024 * 1024) /* one host's ls --json */
+#define REMOTE_LS_MAX    (16 * 1024 * 1024) /* one host's ls --json */
+#define REMOTE_LS_VALUES 500000 /* ... and the values in it (json_values) */
+#define REMOTE_LS_MS     15000  /* every host's answer, from the start */
+#define REMOTE_ERR_MAX   4096   /* a host's stderr kept to be said */
 
 static struct host remote_host; /* what cli_remote points to */
 static char **remote_tui_hosts; /* what cli_tui_hosts points to */
@@ -179,58 +182,130 @@ remote_forward(const struct host *h, int mode, char *const *words, size_t n)
 /* One host's part of a many-host ls: its child and what it printed. */
 struct remote_part {
 	const char *host;
-	pid_t pid;
-	int fd;
-	char *out;
+	pid_t pid;   /* its own process group's leader */
+	int fd, efd; /* its stdout and stderr, or -1 */
+	char *out;   /* stdout, NUL-terminated */
 	size_t len;
+	char err[REMOTE_ERR_MAX + 1]; /* the start of its stderr */
+	size_t elen;
 	int status;
+	int late; /* killed at the deadline */
 };
 
-/* Read every part's stdout until all close, then reap them. */
-static void
-remote_collect(struct remote_part *p, size_t n)
+/*
+ * Read from *fd into out (grown, up to max: past it the part is cut off)
+ * or, with out NULL, into the fixed err buffer (the rest is dropped).
+ * 0 while it stays open, -1 once closed.
+ */
+static int
+remote_take(struct remote_part *p, int *fd, int is_err)
 {
-	size_t open = 0, i;
-	struct pollfd *pfd = xcalloc(n, sizeof *pfd);
+	char buf[65536];
+	ssize_t r = read(*fd, buf, sizeof buf);
 
-	for (i = 0; i < n; i++)
-		open += p[i].fd >= 0;
-	while (open > 0) {
+	if (r < 0 && (errno == EINTR || errno == EAGAIN))
+		return 0;
+	if (r > 0 && is_err) {
+		size_t k = (size_t)r;
+		if (k > REMOTE_ERR_MAX - p->elen)
+			k = REMOTE_ERR_MAX - p->elen;
+		memcpy(p->err + p->elen, buf, k);
+		p->elen += k;
+		p->err[p->elen] = '\0';
+		return 0;
+	}
+	if (r > 0 && p->len + (size_t)r <= REMOTE_LS_MAX) {
+		p->out = xrealloc(p->out, p->len + (size_t)r + 1);
+		memcpy(p->out + p->len, buf, (size_t)r);
+		p->len += (size_t)r;
+		p->out[p->len] = '\0';
+		return 0;
+	}
+	if (r > 0) { /* a host that never stops */
+		kill(-p->pid, SIGKILL);
+		free(p->out);
+		p->out = NULL;
+		p->len = 0;
+	}
+	close(*fd);
+	*fd = -1;
+	return -1;
+}
+
+/*
+ * Read every part's stdout and stderr until all close or the deadline,
+ * when the slow ones are killed (their process group: ssh too), then
+ * reap them.
+ */
+static void
+remote_collect(struct remote_part *p, size_t n, uint64_t deadline)
+{
+	size_t i;
+	struct pollfd *pfd = xcalloc(2 * n, sizeof *pfd);
+
+	for (;;) {
+		size_t open = 0;
+		uint64_t now = mono_ms();
+
 		for (i = 0; i < n; i++) {
-			pfd[i].fd = p[i].fd;
-			pfd[i].events = POLLIN;
+			pfd[2 * i] = (struct pollfd){p[i].fd, POLLIN, 0};
+			pfd[2 * i + 1] = (struct pollfd){p[i].efd, POLLIN, 0};
+			open += (p[i].fd >= 0) + (p[i].efd >= 0);
 		}
-		if (poll(pfd, n, -1) < 0 && errno != EINTR)
+		if (open == 0)
+			break;
+		if (now >= deadline) {
+			for (i = 0; i < n; i++) {
+				if (p[i].fd < 0 && p[i].efd < 0)
+					continue;
+				kill(-p[i].pid, SIGKILL);
+				p[i].late = 1;
+				if (p[i].fd >= 0)
+					close(p[i].fd);
+				if (p[i].efd >= 0)
+					close(p[i].efd);
+				p[i].fd = p[i].efd = -1;
+			}
+			break;
+		}
+		if (poll(pfd, 2 * n, (int)(deadline - now)) < 0 &&
+		    errno != EINTR)
 			break;
 		for (i = 0; i < n; i++) {
-			char buf[65536];
-			ssize_t r;
-			if (p[i].fd < 0 || pfd[i].revents == 0)
-				continue;
-			r = read(p[i].fd, buf, sizeof buf);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0 || p[i].len + (size_t)r > REMOTE_LS_MAX) {
-				if (r > 0) { /* a host that never stops */
-					kill(p[i].pid, SIGKILL);
-					free(p[i].out);
-					p[i].out = NULL;
-					p[i].len = 0;
-				}
-				close(p[i].fd);
-				p[i].fd = -1;
-				open--;
-				continue;
-			}
-			p[i].out = xrealloc(p[i].out, p[i].len + (size_t)r + 1);
-			memcpy(p[i].out + p[i].len, buf, (size_t)r);
-			p[i].len += (size_t)r;
-			p[i].out[p[i].len] = '\0';
+			if (p[i].fd >= 0 && pfd[2 * i].revents != 0)
+				remote_take(&p[i], &p[i].fd, 0);
+			if (p[i].efd >= 0 && pfd[2 * i + 1].revents != 0)
+				remote_take(&p[i], &p[i].efd, 1);
 		}
 	}
 	free(pfd);
 	for (i = 0; i < n; i++)
 		p[i].status = p[i].pid > 0 ? remote_wait(p[i].pid) : EXIT_VMUX;
+}
+
+/*
+ * Say what host p wrote on stderr, each line after "vmux: host H: " and
+ * made printable (another host's text is untrusted: an escape there
+ * would reach this terminal).
+ */
+static void
+remote_say_stderr(const struct remote_part *p)
+{
+	char *copy = xstrdup(p->err), *line, *save;
+
+	for (line = strtok_r(copy, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *safe = str_printable(line, 0);
+		const char *tail =
+		    strncmp(safe, "vmux: ", 6) == 0 ? safe + 6 : safe;
+		if (*tail != '\0')
+			fprintf(stderr, "vmux: host %s: %s\n", p->host, tail);
+		free(safe);
+	}
+	if (p->elen == REMOTE_ERR_MAX)
+		fprintf(stderr, "vmux: host %s: (more on stderr, not shown)\n",
+		    p->host);
+	free(copy);
 }
 
 /*
@@ -269,7 +344,10 @@ remote_printable(cJSON *j)
  * ls over several hosts (this machine is "local"): each lists its own as
  * JSON, in parallel; one table (or one JSON array, each session with its
  * "host") of them all. A host that fails is said on stderr and the rest
- * are still listed; the status is then 125.
+ * are still listed; the status is then 125. Every host is untrusted: one
+ * that has not answered within REMOTE_LS_MS is cut off, what it says on
+ * stderr is made printable, and an answer is refused past REMOTE_LS_MAX
+ * bytes or REMOTE_LS_VALUES values (before it is parsed).
  */
 static int
 remote_ls(struct args *a, char **hosts, size_t nhosts)
@@ -289,7 +367,7 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 	}
 	for (i = 0; i < nhosts; i++) {
 		char *argv[8];
-		int k = 0, fd[2];
+		int k = 0, fd[2], efd[2];
 		argv[k++] = self;
 		argv[k++] = "-H";
 		argv[k++] = hosts[i];
@@ -301,32 +379,65 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 		}
 		argv[k] = NULL;
 		p[i].host = hosts[i];
-		p[i].fd = -1;
+		p[i].fd = p[i].efd = -1;
 		if (pipe2(fd, O_CLOEXEC) != 0)
 			continue;
+		if (pipe2(efd, O_CLOEXEC) != 0) {
+			close(fd[0]);
+			close(fd[1]);
+			continue;
+		}
 		fflush(stdout);
+		fflush(stderr);
 		p[i].pid = fork();
 		if (p[i].pid == 0) {
+			setpgid(
+			    0, 0); /* its ssh goes with it at the deadline */
 			dup2(fd[1], STDOUT_FILENO);
+			dup2(efd[1], STDERR_FILENO);
 			execv(self, argv);
 			_exit(EXIT_VMUX);
 		}
+		if (p[i].pid > 0)
+			setpgid(p[i].pid, p[i].pid); /* either wins the race */
 		close(fd[1]);
+		close(efd[1]);
 		p[i].fd = fd[0];
-		if (p[i].pid < 0)
-			close(fd[0]), p[i].fd = -1;
+		p[i].efd = efd[0];
+		if (p[i].pid < 0) {
+			close(fd[0]);
+			close(efd[0]);
+			p[i].fd = p[i].efd = -1;
+		}
 	}
-	remote_collect(p, nhosts);
+	remote_collect(p, nhosts, mono_ms() + REMOTE_LS_MS);
 	for (i = 0; i < nhosts; i++) {
-		cJSON *doc = p[i].out != NULL ? cJSON_Parse(p[i].out) : NULL,
-		      *s;
-		if (p[i].status != 0 || !cJSON_IsArray(doc)) {
+		cJSON *doc = NULL, *s;
+		int many = p[i].out != NULL &&
+		    json_values(p[i].out, REMOTE_LS_VALUES) > REMOTE_LS_VALUES;
+
+		remote_say_stderr(&p[i]);
+		if (p[i].out != NULL && !many)
+			doc = cJSON_Parse(p[i].out);
+		if (p[i].late || many || p[i].status != 0 ||
+		    !cJSON_IsArray(doc)) {
 			const cJSON *err;
 			remote_printable(doc);
 			err = cJSON_GetObjectItemCaseSensitive(doc, "error");
-			fprintf(stderr, "vmux: host %s: %s\n", p[i].host,
-			    cJSON_IsString(err) ? err->valuestring
-			                        : "ls failed");
+			if (p[i].late)
+				fprintf(stderr,
+				    "vmux: host %s: no answer within %d s\n",
+				    p[i].host, REMOTE_LS_MS / 1000);
+			else if (many)
+				fprintf(stderr,
+				    "vmux: host %s: its answer holds more "
+				    "than %d values; not read\n",
+				    p[i].host, REMOTE_LS_VALUES);
+			else
+				fprintf(stderr, "vmux: host %s: %s\n",
+				    p[i].host,
+				    cJSON_IsString(err) ? err->valuestring
+				                        : "ls failed");
 			cJSON_Delete(doc);
 			rc = EXIT_VMUX;
 			continue;

@@ -24,6 +24,9 @@
 char *str_printable(const char *, int flags);
 char *json_printable(const char *);
 
+/* json_bound.c */
+size_t json_values(const char *, size_t max);
+
 /* xmalloc.c */
 void *xmalloc(size_t);
 void *xcalloc(size_t, size_t);

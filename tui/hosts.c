@@ -23,6 +23,7 @@
 #define HOSTS_PART_MAX (16 * 1024 * 1024) /* the most one may answer */
 #define HOSTS_SESSIONS 4096               /* sessions kept from one host */
 #define HOSTS_SHELLS   256                /* shells kept of one session */
+#define HOSTS_VALUES   500000 /* values in one answer (json_values) */
 
 /* Resolve the -H hosts into t->hosts. 0, or -1 with cause. */
 int
@@ -288,6 +289,13 @@ hosts_fetch(struct work *w)
 	    HOSTS_PART_MAX, &out, &w->cause);
 	if (st < 0)
 		return;
+	/* counted before it is parsed: cJSON spends ~64 bytes a value */
+	if (json_values(out, HOSTS_VALUES) > HOSTS_VALUES) {
+		xasprintf(&w->cause, "its answer holds more than %d values",
+		    HOSTS_VALUES);
+		free(out);
+		return;
+	}
 	w->part = cJSON_Parse(out);
 	free(out);
 	if (st != 0 || !cJSON_IsArray(w->part)) {

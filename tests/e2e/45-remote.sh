@@ -47,6 +47,12 @@ cat >"$TMP/evilvmux" <<'EOC'
 d=$(dirname "$0")
 case " $* " in *" --version "*) exec "$d/rvmux" "$@" ;; esac
 if [ -e "$d/evil-huge" ]; then head -c 20000000 /dev/zero | tr '\0' x; exit 0; fi
+# evil-zeros: 16 MiB less a little of [0,0,...]: under the byte cap, 8M values
+if [ -e "$d/evil-zeros" ]; then exec cat "$d/zeros.json"; fi
+# evil-stderr: an OSC title and a clear on stderr, then the honest answer
+if [ -e "$d/evil-stderr" ]; then printf 'look\033]0;pwned\007\033[2J here\n' >&2; fi
+# evil-hang: never answers (its pid kept, so the test ends it)
+if [ -e "$d/evil-hang" ]; then echo $$ >"$d/evil-hang.pid"; exec sleep 3600; fi
 esc='\\u001b]0;pwned\\u0007\\u001b[2J\\u009b31m'
 if [ -e "$d/evil-fields" ]; then
 	"$d/rvmux" "$@" |
@@ -253,6 +259,46 @@ t_hostile_host_is_made_printable() {
 	vmux host rm evil >/dev/null
 }
 
+t_hostile_host_bounded() {
+	local out kib
+	vmux host add evil "ssh://$USERAT$TMP/evilvmux" || return 1
+	# what it says on stderr reaches the terminal made printable
+	touch "$TMP/evil-stderr"
+	out=$(vmux -H evil -H lab ls 2>&1)
+	rm -f "$TMP/evil-stderr"
+	expect_match "stderr said" "$out" 'vmux: host evil: look\\x1b\]0;pwned\\x07' || return 1
+	[[ $out != *$'\e'* && $out != *$'\a'* ]] || fail "raw escapes from its stderr: $(printf %q "$out")" || return 1
+	# 8 million values under the byte cap: refused before parsing, cheaply
+	{ printf '['; head -c 8000000 /dev/zero | tr '\0' 0 | sed 's/0/0,/g'; printf '0]\n'; } >"$TMP/zeros.json"
+	touch "$TMP/evil-zeros"
+	/usr/bin/time -f %M -o "$TMP/zeros.kib" "$VMUX" -H evil -H lab ls >"$TMP/zeros.out" 2>"$TMP/zeros.err"
+	expect_eq "status" $? 125 || return 1
+	kib=$(tail -n 1 "$TMP/zeros.kib")
+	expect_match "lab still listed" "$(cat "$TMP/zeros.out")" 'lab +r1' || return 1
+	expect_match "said" "$(cat "$TMP/zeros.err")" 'host evil: its answer holds more than 500000 values' || return 1
+	((kib < 100 * 1024)) || fail "peak RSS $kib KiB for a refused answer" || return 1
+	echo "figure: ls of two hosts, one answering 8M values: peak RSS $kib KiB"
+	# the TUI's fetch of another host is bounded the same way
+	tm new-session -d -s evz -x 150 -y 40 \
+		"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME VMUX_SSH_COMMAND='$VMUX_SSH_COMMAND' $VMUX -H evil -H lab tui"
+	wait_on evz 'its answer holds more than' 60 || return 1
+	wait_on evz '^  lab:r1' 30 || return 1
+	tm send-keys -t evz C-b d
+	rm -f "$TMP/evil-zeros"
+	wait_for 30 eval '! pgrep -f -- "evilvmux .*--model-json" >/dev/null' ||
+		fail "remote fetches left running" || return 1
+	# a host that never answers: cut off at the deadline, the others listed
+	touch "$TMP/evil-hang"
+	out=$(timeout 60 "$VMUX" -H evil -H lab ls 2>"$TMP/hang.err")
+	expect_eq "status" $? 125 || return 1
+	rm -f "$TMP/evil-hang"
+	expect_match "lab listed" "$out" 'lab +r1' || return 1
+	expect_match "evil said" "$(cat "$TMP/hang.err")" 'host evil: no answer within 15 s' || return 1
+	[[ -f $TMP/evil-hang.pid ]] && kill "$(cat "$TMP/evil-hang.pid")" 2>/dev/null
+	vmux host disconnect evil >/dev/null 2>&1
+	vmux host rm evil >/dev/null
+}
+
 t_bad_hosts_say_why() {
 	local err
 	err=$(vmux -H ftp://x ls 2>&1)
@@ -339,6 +385,7 @@ check "cp both ways with a remote session" t_cp_both_ways
 check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
 check "ls over several hosts, one of them down" t_several_hosts
 check "a hostile host's answers are made printable and capped" t_hostile_host_is_made_printable
+check "a hostile host: stderr made printable, values bounded (ls, TUI), a deadline" t_hostile_host_bounded
 check "bad, unreachable, vmux-less and old hosts say why" t_bad_hosts_say_why
 check "one TUI over two hosts, one of them stopped mid-run" t_tui_over_two_hosts
 check "a default host; rm there; host rm" t_default_host_and_rm

@@ -155,3 +155,16 @@ TEST(json_printable_keeps_data_and_hides_controls)
 	cJSON_free(text);
 	cJSON_Delete(o);
 }
+
+TEST(json_values_counts_before_parsing)
+{
+	/* an upper bound of what cJSON would build: separators and openings
+	 * outside strings */
+	CHECK(json_values("0", 10) == 1);
+	CHECK(json_values("[0,0,0]", 10) == 4);
+	CHECK(json_values("{\"a\":[1,{\"b\":2}],\"c\":3}", 100) == 6);
+	/* inside strings, escaped quotes included, nothing counts */
+	CHECK(json_values("[\"a,b[{\\\",\"]", 10) == 2);
+	/* past max it stops: max + 1 */
+	CHECK(json_values("[0,0,0,0,0,0,0,0,0,0,0,0]", 5) == 6);
+}
