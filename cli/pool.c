@@ -6,12 +6,14 @@
  * [--image I]` would boot it, but in HOME/pool/pool-XXXXXXXX under that
  * name: outside sessions/, so nothing lists it and nobody reaches it. Its
  * folder says where it is in its life: "ready" once its boot returned;
- * claiming renames that to "claimed" (rename is atomic: of two vmux new,
- * one wins). The claimer checks that QEMU and the agent answer, gives the
- * guest its new host name, rewrites the record (name, labels) and makes
- * sessions/NAME a symlink to the folder; from then on it is NAME like any
- * session (rm removes both). Nothing ran in it but that `hostname`: no
- * shell, no file, no history of anyone's.
+ * claiming renames that to "claimed", removing it to "removing". Who may
+ * do either is settled first, in one atomic step that also says who: a
+ * file holding "PID NAME" renamed to "taken" if there is none
+ * (pool_mark), so a fill never sees a claim without its claimer. The claimer
+ * checks that QEMU and the agent answer, gives the guest its new host name,
+ * rewrites the record (name, labels) and makes sessions/NAME a symlink to the
+ * folder; from then on it is NAME like any session (rm removes both). Nothing
+ * ran in it but that `hostname`: no shell, no file, no history of anyone's.
  *
  * A refill (`vmux pool fill`, started detached after a claim) boots what is
  * missing, one at a time, under a lock; it removes the VMs that died, that
@@ -251,16 +253,42 @@ pool_hostname(const struct session_record *r, const char *name, char **cause)
 	return rc;
 }
 
-/* Write "PID NAME" into a claimed mark: whose claim it is. */
-static void
-pool_write_claimer(const char *path, const char *name)
+/*
+ * Mark vm taken by this process for name ("-": to remove it), in one
+ * step: "PID NAME" written beside, then renamed to "taken" unless one is
+ * there. 1 won, 0 someone else has it (or the mark could not be written).
+ */
+static int
+pool_mark(const char *dir, const char *name)
 {
-	FILE *f = fopen(path, "we");
+	char *tmp, *taken;
+	int won = 0;
+	FILE *f;
 
-	if (f != NULL) {
+	xasprintf(&tmp, "%s/taken.%ld", dir, (long)getpid());
+	xasprintf(&taken, "%s/taken", dir);
+	if ((f = fopen(tmp, "we")) != NULL) {
 		fprintf(f, "%ld %s\n", (long)getpid(), name);
-		fclose(f);
+		if (fclose(f) == 0)
+			won = renameat2(AT_FDCWD, tmp, AT_FDCWD, taken,
+			          RENAME_NOREPLACE) == 0;
 	}
+	if (!won)
+		unlink(tmp);
+	free(tmp);
+	free(taken);
+	return won;
+}
+
+/* Give a mark up (a claim that gave the VM back). */
+static void
+pool_unmark(const char *dir)
+{
+	char *taken;
+
+	xasprintf(&taken, "%s/taken", dir);
+	unlink(taken);
+	free(taken);
 }
 
 /*
@@ -271,12 +299,14 @@ pool_write_claimer(const char *path, const char *name)
 static int
 pool_orphan(const char *home, const struct pool_vm *vm)
 {
-	char *line = pool_read(vm->dir, "claimed"), *link, *want, buf[256];
+	char *line = pool_read(vm->dir, "taken"), *link, *want, buf[256];
 	char name[128] = "";
 	long pid = 0;
 	ssize_t n;
 	int orphan = 1;
 
+	if (line == NULL) /* claimed before "taken" marks */
+		line = pool_read(vm->dir, "claimed");
 	if (line != NULL)
 		sscanf(line, "%ld %127s", &pid, name);
 	free(line);
@@ -306,6 +336,8 @@ pool_take(const struct pool_vm *vm)
 	char *from, *to;
 	int won;
 
+	if (!pool_mark(vm->dir, "-"))
+		return 0;
 	xasprintf(&from, "%s/ready", vm->dir);
 	xasprintf(&to, "%s/removing", vm->dir);
 	won = rename(from, to) == 0;
@@ -365,12 +397,15 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 			rc = -1;
 			break;
 		}
+		/* ours, and who we are, in one step: a fill that looks
+		 * now sees this process's claim (another vmux new lost) */
+		if (!pool_mark(vm->dir, name))
+			continue;
 		xasprintf(&from, "%s/ready", vm->dir);
 		xasprintf(&to, "%s/claimed", vm->dir);
-		int won = rename(from, to) == 0; /* another vmux new lost */
-		if (won) /* who, so a fill can tell a claim that died */
-			pool_write_claimer(to, name);
-		if (!won) {
+		if (rename(from, to) !=
+		    0) { /* can't happen: the mark is ours */
+			pool_unmark(vm->dir);
 			free(from);
 			free(to);
 			continue;
@@ -379,6 +414,7 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 		    pool_hostname(&vm->rec, name, &why) != 0) {
 			if (transport_cancelled()) { /* not the VM's fault */
 				rename(to, from);
+				pool_unmark(vm->dir);
 				free(why);
 				free(from);
 				free(to);

@@ -155,6 +155,23 @@ t_dead_pool_vm_is_replaced() {
 	vmux pool fill 2>/dev/null || return 1
 	[[ ! -d $VMUX_HOME/pool/$id ]] || fail "the orphan $id is still there"
 	expect_eq "ready again" "$(pool_ready)" 2 || return 1
+	# a claim under way (marked taken by a live claimer, renamed, its
+	# session not named yet) is left alone by a fill; once its claimer is
+	# gone it is an orphan
+	local holder
+	id=$(vmux pool ls --json | jq -r '.vms[0].id')
+	sleep 600 &
+	holder=$!
+	bg_track $holder
+	echo "$holder c1" >"$VMUX_HOME/pool/$id/taken"
+	mv "$VMUX_HOME/pool/$id/ready" "$VMUX_HOME/pool/$id/claimed"
+	vmux pool fill 2>/dev/null || return 1
+	[[ -d $VMUX_HOME/pool/$id ]] || fail "a fill removed a claim under way" || return 1
+	kill $holder
+	wait $holder 2>/dev/null
+	vmux pool fill 2>/dev/null || return 1
+	[[ ! -d $VMUX_HOME/pool/$id ]] || fail "the orphan $id is still there"
+	expect_eq "ready at last" "$(pool_ready)" 2 || return 1
 }
 
 t_rm_removes_a_claimed_vm_whole() {
@@ -223,7 +240,7 @@ check "pool fill boots VMs that ls does not list" t_fill_boots_hidden_vms
 check "vmux new claims a clean pool VM, the pool refills" t_new_claims_a_clean_vm
 check "two vmux new at once get two VMs; a taken name fails" t_two_at_once_get_two
 check "a request the pool cannot meet boots cold" t_other_requests_boot_cold
-check "a pool VM that died is replaced" t_dead_pool_vm_is_replaced
+check "a pool VM that died, or whose claimer died, is replaced; a claim under way is not" t_dead_pool_vm_is_replaced
 check "rm removes a claimed VM whole" t_rm_removes_a_claimed_vm_whole
 check "a pool VM of a replaced initrd is never handed out, and is replaced" t_replaced_image_is_not_handed_out
 check "drain stops the pool, claimed VMs stay" t_drain_stops_the_pool
