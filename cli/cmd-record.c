@@ -50,6 +50,7 @@
 #define RECORD_LIST_MS   1000                   /* shells listed this often */
 #define RECORD_TOTAL_MAX (1024LL * 1024 * 1024) /* a session's, all files */
 #define RECORD_FILES_MAX 512                    /* a session's files */
+#define REPLAY_LINE_MAX  (8 * 1024 * 1024)      /* one event, as text */
 
 /* The session's recordings, bytes and files: past a cap, no more. */
 static long long rec_total;
@@ -688,7 +689,7 @@ cmd_replay_exec(struct args *a)
 	char *line = NULL;
 	size_t cap = 0;
 	long lineno = 0;
-	int rc = 0;
+	int rc = 0, cut;
 
 	if (sp != NULL &&
 	    (end == sp || *end != '\0' || !(speed >= 0) || speed > 1000 ||
@@ -702,9 +703,17 @@ cmd_replay_exec(struct args *a)
 		cli_error("%s: %s", a->argv[0], strerror(errno));
 		return EXIT_VMUX;
 	}
-	while (getline(&line, &cap, f) > 0) {
-		cJSON *ev = cJSON_Parse(line), *v;
+	while (getline_max(&line, &cap, f, REPLAY_LINE_MAX, &cut) >= 0) {
+		cJSON *ev, *v;
 		double at;
+
+		if (cut) { /* refused as read: nothing past the cap is held */
+			cli_error("%s:%ld: a line over %d bytes", a->argv[0],
+			    lineno + 1, REPLAY_LINE_MAX);
+			rc = EXIT_VMUX;
+			break;
+		}
+		ev = cJSON_Parse(line);
 
 		if (++lineno == 1) { /* the header */
 			v = cJSON_GetObjectItemCaseSensitive(ev, "version");

@@ -11,6 +11,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <stdint.h>
 
@@ -56,5 +57,6 @@ ssize_t read_full(int fd, void *buf, size_t len);
 int file_replace(const char *path, const void *data, size_t len, mode_t mode);
 int oom_score_adj(const char *value);
 char *base64_encode(const void *, size_t);
+ssize_t getline_max(char **, size_t *, FILE *, size_t max, int *cut);
 
 #endif

@@ -171,6 +171,46 @@ oom_score_adj(const char *value)
 	return err;
 }
 
+/*
+ * Read one line of f into *buf (grown as getline grows it, NUL-terminated,
+ * the newline kept), keeping at most max bytes: the rest of a longer line
+ * is read and dropped, and *cut is set. Nothing is held past max, whatever
+ * the file holds. The length kept, or -1 at the end of the file.
+ */
+ssize_t
+getline_max(char **buf, size_t *cap, FILE *f, size_t max, int *cut)
+{
+	char chunk[65536];
+	size_t len = 0, n;
+	int any = 0;
+
+	*cut = 0;
+	while (fgets(chunk, sizeof chunk, f) != NULL) {
+		any = 1;
+		n = strlen(chunk);
+		if (!*cut && len + n <= max) {
+			if (*cap < len + n + 1) {
+				*cap = len + n + 1 > 2 * *cap ? len + n + 1
+				                              : 2 * *cap;
+				*buf = xrealloc(*buf, *cap);
+			}
+			memcpy(*buf + len, chunk, n + 1);
+			len += n;
+		} else
+			*cut = 1;
+		if (n > 0 && chunk[n - 1] == '\n')
+			break;
+	}
+	if (!any)
+		return -1;
+	if (*buf == NULL) { /* an empty first chunk: still a string */
+		*cap = 1;
+		*buf = xmalloc(1);
+	}
+	(*buf)[len] = '\0';
+	return (ssize_t)len;
+}
+
 /* p[0..n) in base64 (RFC 4648, padded); the caller frees it. */
 char *
 base64_encode(const void *data, size_t n)

@@ -6,6 +6,11 @@
  * start, at once, to that point), + and - double or halve the speed, 0
  * starts again. Where it is shows in the pane's title, on the status bar.
  * The pane owns the file and the timer (p->replay, p->retry).
+ *
+ * A recording can be large and is anybody's file: no line is held past
+ * REPLAY_LINE_MAX while it is read (getline_max), and its length (a pass
+ * over the whole file) is measured on the thread pool, so opening one
+ * never stalls the screen; until then the title says "?:??".
  */
 #include <errno.h>
 #include <math.h>
@@ -24,7 +29,8 @@
 
 struct replay {
 	FILE *f;
-	double total;   /* the last event's time: the length */
+	double total;   /* the last event's time: the length; < 0 unknown */
+	double latest;  /* the latest event played, for an unknown total */
 	double base_at; /* the recording's time at base_ms ... */
 	uint64_t base_ms;
 	double speed;
@@ -49,6 +55,33 @@ replay_clock(const struct replay *r)
 	    (double)(mono_ms() - r->base_ms) / 1000.0 * r->speed;
 }
 
+/*
+ * Parse one event line, [time, "c", "text"]: 1 with *t, *code and (if
+ * text is not NULL) *text (free it), or 0 if it is not one. Lines cut at
+ * REPLAY_LINE_MAX are not events. Runs on pool threads too.
+ */
+static int
+replay_event(const char *line, size_t n, double *t, char *code, char **text)
+{
+	cJSON *ev = cJSON_ParseWithLength(line, n);
+	const cJSON *ti = cJSON_GetArrayItem(ev, 0),
+	            *c = cJSON_GetArrayItem(ev, 1),
+	            *tx = cJSON_GetArrayItem(ev, 2);
+	int ok = cJSON_IsArray(ev) && cJSON_IsNumber(ti) &&
+	    isfinite(ti->valuedouble) && ti->valuedouble >= 0 &&
+	    ti->valuedouble <= REPLAY_TIME_MAX && cJSON_IsString(c) &&
+	    cJSON_IsString(tx) && strlen(c->valuestring) == 1;
+
+	if (ok) {
+		*t = ti->valuedouble;
+		*code = c->valuestring[0];
+		if (text != NULL)
+			*text = xstrdup(tx->valuestring);
+	}
+	cJSON_Delete(ev);
+	return ok;
+}
+
 /* Read the next event line into r->next_*; 0 at the end of the file. */
 static int
 replay_next(struct replay *r)
@@ -56,32 +89,24 @@ replay_next(struct replay *r)
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;
-	cJSON *ev, *t, *code, *text;
+	int cut;
 
 	free(r->next_text);
 	r->next_text = NULL;
 	r->have_next = 0;
 	if (r->f == NULL)
 		return 0; /* the file could not be opened again */
-	while ((n = getline(&line, &cap, r->f)) > 0) {
-		if (n > REPLAY_LINE_MAX)
+	while (
+	    (n = getline_max(&line, &cap, r->f, REPLAY_LINE_MAX, &cut)) >= 0) {
+		if (cut)
 			continue;
-		ev = cJSON_ParseWithLength(line, (size_t)n);
-		t = cJSON_GetArrayItem(ev, 0);
-		code = cJSON_GetArrayItem(ev, 1);
-		text = cJSON_GetArrayItem(ev, 2);
-		if (cJSON_IsArray(ev) && cJSON_IsNumber(t) &&
-		    isfinite(t->valuedouble) && t->valuedouble >= 0 &&
-		    t->valuedouble <= REPLAY_TIME_MAX && cJSON_IsString(code) &&
-		    cJSON_IsString(text) && strlen(code->valuestring) == 1) {
-			r->next_t = t->valuedouble;
-			r->next_code = code->valuestring[0];
-			r->next_text = xstrdup(text->valuestring);
+		if (replay_event(line, (size_t)n, &r->next_t, &r->next_code,
+		        &r->next_text)) {
 			r->have_next = 1;
-		}
-		cJSON_Delete(ev);
-		if (r->have_next)
+			if (r->next_t > r->latest)
+				r->latest = r->next_t;
 			break;
+		}
 	}
 	free(line);
 	return r->have_next;
@@ -98,7 +123,7 @@ replay_rewind(struct pane *p, char **cause)
 	char *line = NULL;
 	size_t cap = 0;
 	cJSON *h;
-	int w = 0, ht = 0;
+	int w = 0, ht = 0, cut;
 
 	if (r->f != NULL)
 		fclose(r->f);
@@ -108,7 +133,7 @@ replay_rewind(struct pane *p, char **cause)
 		xasprintf(cause, "%s: %s", p->command, strerror(errno));
 		return -1;
 	}
-	if (getline(&line, &cap, r->f) <= 0 ||
+	if (getline_max(&line, &cap, r->f, REPLAY_LINE_MAX, &cut) <= 0 || cut ||
 	    (h = cJSON_Parse(line)) == NULL) {
 		free(line);
 		xasprintf(
@@ -141,14 +166,61 @@ replay_rewind(struct pane *p, char **cause)
 	return 0;
 }
 
-/* Find the length: the time of the last event (a pass over the file). */
+/*
+ * Pool thread: the length of recording w->file, the latest of its events'
+ * times (a pass over the file), into w->seconds; w->rc -1 if unreadable.
+ */
 static void
-replay_measure(struct replay *r)
+replay_measure_run(struct work *w)
 {
-	r->total = 0;
-	while (replay_next(r))
-		if (r->next_t > r->total)
-			r->total = r->next_t;
+	char *line = NULL, code;
+	size_t cap = 0;
+	ssize_t n;
+	double t;
+	int cut;
+	FILE *f = fopen(w->file, "re");
+
+	w->seconds = 0;
+	w->rc = f != NULL ? 0 : -1;
+	if (f == NULL)
+		return;
+	if (getline_max(&line, &cap, f, REPLAY_LINE_MAX, &cut) >= 0) {
+		/* the header, read by replay_rewind */
+		while ((n = getline_max(
+		            &line, &cap, f, REPLAY_LINE_MAX, &cut)) >= 0) {
+			if (!cut &&
+			    replay_event(line, (size_t)n, &t, &code, NULL) &&
+			    t > w->seconds)
+				w->seconds = t;
+		}
+	}
+	free(line);
+	fclose(f);
+}
+
+/* Loop: the length is known (if the pane still plays that file). */
+static void
+replay_measured(struct tui *t, struct work *w)
+{
+	struct pane *p = tui_pane_by_id(t, w->pane_id);
+
+	if (p == NULL || p->replay == NULL || p->command == NULL ||
+	    strcmp(p->command, w->file) != 0 || w->rc != 0)
+		return;
+	p->replay->total = w->seconds;
+	if (p->retry != NULL)
+		replay_tick(p->retry); /* the title */
+}
+
+/* Measure p's recording on the thread pool (replay_measured). */
+static void
+replay_measure(struct pane *p)
+{
+	struct work *w = work_new(p->tui, replay_measure_run, replay_measured);
+
+	w->pane_id = p->id;
+	w->file = xstrdup(p->command);
+	work_queue(w);
 }
 
 /* Title: where it is, how fast, what the keys do. */
@@ -156,16 +228,21 @@ static void
 replay_title(struct pane *p)
 {
 	struct replay *r = p->replay;
-	double at = r->ended ? r->total : replay_clock(r);
+	double at = r->ended ? r->latest : replay_clock(r);
+	char len[32];
 
-	if (at > r->total)
+	if (r->total >= 0 && at > r->total)
 		at = r->total;
+	if (r->total >= 0)
+		snprintf(len, sizeof len, "%d:%02d", (int)r->total / 60,
+		    (int)r->total % 60);
+	else
+		snprintf(len, sizeof len, "?:??"); /* being measured */
 	free(p->title);
 	xasprintf(&p->title,
-	    "replay %d:%02d/%d:%02d x%g%s; Space pauses, arrows seek, +/- "
+	    "replay %d:%02d/%s x%g%s; Space pauses, arrows seek, +/- "
 	    "speed",
-	    (int)at / 60, (int)at % 60, (int)r->total / 60, (int)r->total % 60,
-	    r->speed,
+	    (int)at / 60, (int)at % 60, len, r->speed,
 	    r->ended        ? " (end)"
 	        : r->paused ? " (paused)"
 	                    : "");
@@ -203,7 +280,7 @@ replay_tick(uv_timer_t *h)
 	}
 	if (!r->have_next && !r->ended) {
 		r->ended = 1;
-		r->base_at = r->total;
+		r->base_at = r->latest;
 	}
 	replay_title(p);
 	draw_schedule(p->tui);
@@ -233,11 +310,10 @@ replay_start(struct pane *p, char **cause)
 	p->replay = r;
 	r->speed = 1;
 	r->seek = -1;
+	r->total = -1;
 	if (replay_rewind(p, cause) != 0)
 		return -1;
-	replay_measure(r);
-	if (replay_rewind(p, cause) != 0)
-		return -1;
+	replay_measure(p);
 	replay_next(r);
 	p->state = PANE_LIVE;
 	p->retry = xmalloc(sizeof *p->retry);
@@ -256,7 +332,7 @@ replay_seek(struct pane *p, double to)
 
 	if (to < 0)
 		to = 0;
-	if (to > r->total)
+	if (r->total >= 0 && to > r->total)
 		to = r->total;
 	if (to < replay_clock(r) || r->ended) {
 		if (replay_rewind(p, &cause) != 0) {

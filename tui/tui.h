@@ -649,6 +649,8 @@ struct work {
 	struct model model;
 	struct tui_host *th; /* hosts.c: whose sessions are being fetched */
 	cJSON *part;         /* ... and what it answered */
+	char *file;          /* replay.c: the recording being measured ... */
+	double seconds;      /* ... and its length */
 };
 
 struct work *work_new(struct tui *, work_fn, work_after);

@@ -59,6 +59,7 @@ work_done(uv_work_t *req, int status)
 	free(w->group_by);
 	free(w->session);
 	free(w->shell);
+	free(w->file);
 	free(w->cause);
 	free(w);
 }

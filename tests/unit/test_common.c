@@ -168,3 +168,28 @@ TEST(json_values_counts_before_parsing)
 	/* past max it stops: max + 1 */
 	CHECK(json_values("[0,0,0,0,0,0,0,0,0,0,0,0]", 5) == 6);
 }
+
+TEST(getline_max_keeps_at_most_max)
+{
+	static const char text[] = "short\n0123456789abcdef\nlast";
+	FILE *f = fmemopen((void *)text, sizeof text - 1, "r");
+	char *buf = NULL;
+	size_t cap = 0;
+	int cut;
+
+	CHECK(f != NULL);
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 6);
+	CHECK(!cut);
+	CHECK_STR(buf, "short\n");
+	/* a line past max: read to its end, nothing of it kept */
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 0);
+	CHECK(cut);
+	CHECK(cap <= 8 + 1);
+	/* the next line is whole; the last has no newline */
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 4);
+	CHECK(!cut);
+	CHECK_STR(buf, "last");
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == -1);
+	free(buf);
+	fclose(f);
+}
