@@ -208,6 +208,8 @@ extern const struct cmd_entry cmd_console_entry;
 extern const struct cmd_entry cmd_gdb_entry;
 extern const struct cmd_entry cmd_rescue_entry;
 extern const struct cmd_entry cmd_grant_entry;
+/* grant-logins.c */
+int grant_logins_end(const char *line);
 extern const struct cmd_entry cmd_revoke_entry;
 extern const struct cmd_entry cmd_grants_entry;
 extern const struct cmd_entry cmd_record_entry;

@@ -528,9 +528,9 @@ cmd_revoke_exec(struct args *a)
 {
 	const char *name = a->argv[0], *keyfile = args_get(a, "key");
 	struct pubkey k;
-	char **lines, *path, *cause = NULL;
+	char **lines, **removed = NULL, *path, *cause = NULL;
 	size_t n, out = 0, gone = 0;
-	int rc, lock;
+	int rc, lock, ended = 0;
 
 	if (keyfile == NULL)
 		cause = xstrdup("--key FILE is needed");
@@ -554,8 +554,9 @@ cmd_revoke_exec(struct args *a)
 
 		if (grant_parse(lines[i], &g) && strcmp(g.blob, k.blob) == 0 &&
 		    strcmp(g.session, name) == 0) {
-			free(lines[i]);
-			gone++;
+			removed =
+			    xreallocarray(removed, gone + 1, sizeof *removed);
+			removed[gone++] = lines[i];
 		} else {
 			lines[out++] = lines[i];
 		}
@@ -566,9 +567,16 @@ cmd_revoke_exec(struct args *a)
 		rc = EXIT_VMUX;
 	} else {
 		rc = keys_save(path, lines, out) == 0 ? 0 : EXIT_VMUX;
+		/* no new login now: the ones in are ended too */
+		for (size_t i = 0; rc == 0 && i < gone; i++)
+			ended += grant_logins_end(removed[i]);
 		if (rc == 0 && !cli_json())
-			printf("revoked %s's grant\n", name);
+			printf("revoked %s's grant%s\n", name,
+			    ended == 1      ? "; its login ended"
+			        : ended > 1 ? "; its logins ended"
+			                    : "");
 	}
+	lines_free(removed, gone);
 	lines_free(lines, out);
 	close(lock);
 	free(k.blob);

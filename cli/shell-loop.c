@@ -379,7 +379,11 @@ loop_clients(struct loop *l, const struct attach_frame *f)
 		xasprintf(&title, "vmux %s", l->o->title);
 	if (l->o->tty && l->o->title != NULL && (l->title != NULL || r.n > 0) &&
 	    (l->title == NULL || strcmp(l->title, title) != 0)) {
-		xasprintf(&osc, "\033]2;%s\007", title); /* labels: printable */
+		/* the first time: the terminal's own title pushed (xterm's
+		 * title stack), to be popped at the end */
+		xasprintf(&osc, "%s\033]2;%s\007",
+		    l->title == NULL ? "\033[22;0t" : "",
+		    title); /* labels: printable */
 		outq_add(&l->out, (const uint8_t *)osc, strlen(osc));
 		free(osc);
 		free(l->title);
@@ -557,7 +561,13 @@ shell_loop(struct attach_client *ac, const struct shell_loop_opts *o,
 		if (p[2].revents)
 			outq_write(&l.out);
 	}
-	if (res->end == SHELL_END_EXIT)
+	if (l.title != NULL) {
+		/* ours goes: cleared, then the one pushed comes back where
+		 * the terminal keeps a title stack */
+		static const char reset[] = "\033]2;\007\033[23;0t";
+		outq_add(&l.out, (const uint8_t *)reset, sizeof reset - 1);
+	}
+	if (res->end == SHELL_END_EXIT || l.title != NULL)
 		outq_write(&l.out);
 	outq_close(&l.out);
 	free(l.title);

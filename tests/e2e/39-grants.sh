@@ -86,8 +86,23 @@ t_grants_listed() {
 }
 
 t_revoked_key_gets_nothing() {
-	local out
-	vmux revoke gr1 --key "$TMP/student.pub" --authorized-keys "$AK" >/dev/null || return 1
+	local out deadline
+	# the student is still logged in (st): revoking ends that login too
+	tm has-session -t st || fail "the student's login is gone already" || return 1
+	out=$(vmux revoke gr1 --key "$TMP/student.pub" --authorized-keys "$AK") || return 1
+	expect_eq "said" "$out" "revoked gr1's grant; its login ended" || return 1
+	wait_on st '\[detached from shell main in gr1: Terminated\]' 20 || return 1
+	wait_for 20 eval '[[ $(tm display-message -p -t st "#{pane_current_command}") == sleep ]]' ||
+		fail "ssh did not end" || return 1
+	# and the title vmux shell set is gone with it
+	deadline=$((SECONDS + 20))
+	until [[ $(tm display-message -p -t st '#{pane_title}') != *'gr1:main'* ]]; do
+		((SECONDS < deadline)) || fail "the title stayed: $(tm display-message -p -t st '#{pane_title}')" || return 1
+		sleep 0.1
+	done
+	# the teacher's login, another grant, is still in
+	pgrep -f -- "-i $TMP/teacher " >/dev/null || fail "the teacher's login ended too" || return 1
+	! screen tw | grep -q 'detached from' || fail "the teacher was detached" || return 1
 	out=$(printf 'hostname\nexit\n' | ssh_as student 2>&1)
 	expect_eq "ssh status" $? 255 || return 1
 	expect_match "refused" "$out" 'Permission denied' || return 1
