@@ -246,6 +246,27 @@ host_control_path(const struct host *h, char **cause)
 	return out;
 }
 
+/*
+ * prefix, then path with every '%' doubled: ssh expands %-tokens in
+ * ControlPath, so a VMUX_HOME holding "%h" would otherwise put the socket
+ * somewhere else than where vmux looks for it. Free it.
+ */
+static char *
+host_percent_escape(const char *prefix, const char *path)
+{
+	size_t n = strlen(prefix), i;
+	char *out = xmalloc(n + 2 * strlen(path) + 1), *o = out + n;
+
+	memcpy(out, prefix, n);
+	for (i = 0; path[i] != '\0'; i++) {
+		if (path[i] == '%')
+			*o++ = '%';
+		*o++ = path[i];
+	}
+	*o = '\0';
+	return out;
+}
+
 /* Append one word to a NULL-terminated argv being built. */
 static void
 argv_add(char ***v, size_t *n, const char *word)
@@ -309,7 +330,7 @@ host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
 	argv_add(&v, n, opt);
 	free(opt);
 	argv_add(&v, n, "-o");
-	xasprintf(&opt, "ControlPath=%s", ctl);
+	opt = host_percent_escape("ControlPath=", ctl);
 	argv_add(&v, n, opt);
 	free(opt);
 	free(ctl);

@@ -299,6 +299,18 @@ t_hostile_host_bounded() {
 	vmux host rm evil >/dev/null
 }
 
+t_percent_in_the_home() {
+	local h="$TMP/pct%h%%x" out
+	# ssh expands %-tokens in ControlPath: the socket must still be where
+	# vmux looks, under this home
+	mkdir -p "$h"
+	out=$(VMUX_HOME=$h "$VMUX" -H lab ls --json | jq -r '.[0].name') || return 1
+	expect_eq "listed" "$out" r1 || return 1
+	[[ -n $(find "$h" -name 'm-*' -type s) ]] || fail "no control socket under $h: $(find "$TMP" -name 'm-*' -type s)" || return 1
+	VMUX_HOME=$h "$VMUX" host disconnect lab >/dev/null 2>&1
+	[[ -z $(find "$h" -name 'm-*' -type s) ]] || fail "the master under $h outlived disconnect"
+}
+
 t_bad_hosts_say_why() {
 	local err
 	err=$(vmux -H ftp://x ls 2>&1)
@@ -386,6 +398,7 @@ check "vmux shell HOST:NAME attaches and detaches" t_shell_attach_and_detach
 check "ls over several hosts, one of them down" t_several_hosts
 check "a hostile host's answers are made printable and capped" t_hostile_host_is_made_printable
 check "a hostile host: stderr made printable, values bounded (ls, TUI), a deadline" t_hostile_host_bounded
+check "a '%' in VMUX_HOME: the ssh master's socket is where vmux looks" t_percent_in_the_home
 check "bad, unreachable, vmux-less and old hosts say why" t_bad_hosts_say_why
 check "one TUI over two hosts, one of them stopped mid-run" t_tui_over_two_hosts
 check "a default host; rm there; host rm" t_default_host_and_rm
