@@ -50,6 +50,14 @@ struct cmd_opt {
 #define CMD_FANOUT 0x8
 /* With CMD_NAMES: the first positional is not a name (check's SCRIPT) */
 #define CMD_FIRST_NOT_NAME 0x10
+/* Changes nothing (a read-only TUI runs it; tmux's CMD_READONLY) */
+#define CMD_READONLY 0x20
+/* Given a terminal when there is one (over ssh: a pty) */
+#define CMD_TTY 0x40
+/* Reads standard input (over ssh: ours is passed on; others get none) */
+#define CMD_STDIN 0x80
+/* Takes a terminal of its own: not from the TUI's command prompt */
+#define CMD_OWN_TERMINAL 0x100
 
 #define SELECT_OPT                                                             \
 	{                                                                      \
@@ -99,15 +107,9 @@ void args_free(struct args *);
 int args_has(const struct args *, const char *name);
 const char *args_get(const struct args *, const char *name);
 char **args_values(const struct args *, const char *name, int *n);
-int args_number(const char *what, const char *s, long long min, long long max,
-    long long *out, char **cause);
 int args_env_valid(const char *kv, char **cause);
 int args_shell_id_valid(const char *id, char **cause);
 const char *args_signal(const char *s, char **cause);
-int args_duration(
-    const char *what, const char *s, long long *out, char **cause);
-int args_size_mb(const char *what, const char *s, long long min_mb,
-    long long max_mb, long long *out, char **cause);
 
 /* output.c: --json: one document on stdout, errors included. */
 struct cJSON;
@@ -209,7 +211,9 @@ extern const struct cmd_entry cmd_gdb_entry;
 extern const struct cmd_entry cmd_rescue_entry;
 extern const struct cmd_entry cmd_grant_entry;
 /* grant-logins.c */
-int grant_logins_end(const char *line);
+int grant_token_new(const char *home, const char *name, char **, char **);
+int grant_token_live(const char *home, const char *token);
+int grant_logins_end(const char *home, const char *line);
 extern const struct cmd_entry cmd_revoke_entry;
 extern const struct cmd_entry cmd_grants_entry;
 extern const struct cmd_entry cmd_record_entry;
@@ -223,51 +227,33 @@ extern const struct cmd_entry cmd_pool_entry;
 
 /* cmd-exec.c, for tests: build the exec request from parsed args. */
 struct cJSON;
-/* cmd-new.c: new's flags, which vmux run takes too. */
+/*
+ * cmd-new.c: new's flags, which vmux run takes too; the session options
+ * (the table's SOPT_NEW rows: --cpus, --memory, ...) join them in
+ * new_opts_build.
+ */
 #define NEW_OPTS                                                               \
 	{"profile", 0, "NAME", 0,                                              \
 	    "policy: default, offline_readonly, network_basic, "               \
 	    "network_extended, or a file in $XDG_CONFIG_HOME/vmux/profiles"},  \
 	    {"label", 0, "KEY=VALUE", 1,                                       \
 	        "label the session (several; -l selects by them)"},            \
-	    {"pids", 0, "N", 0,                                                \
-	        "most processes the user's commands may have (cgroup)"},       \
-	    {"read-only-root", 0, NULL, 0, "make the guest's / read-only"},    \
 	    {"image", 0, "IMG", 0,                                             \
 	        "boot this root: a name from vmux images, an ext4 image, a "   \
 	        "root directory or a tar of one"},                             \
 	    {"mount", 'v', "HOST:GUEST[:ro]", 1,                               \
 	        "share a host folder (under an allowed-mount-root) at GUEST"}, \
-	    {"quota", 0, "SIZE", 0,                                            \
-	        "most bytes the writable mounts may hold: exec refuses to "    \
-	        "start over it and reports going over"},                       \
-	    {"ttl", 0, "DURATION", 0,                                          \
-	        "stop the session this long after each boot (90, 30m, 8h, "    \
-	        "2d)"},                                                        \
-	    {"idle-timeout", 0, "DURATION", 0,                                 \
-	        "stop the session once nobody used it this long (no command, " \
-	        "transfer, key or shell output)"},                             \
-	    {"net", 0, NULL, 0,                                                \
-	        "a NIC with outbound NAT (QEMU user networking); default: "    \
-	        "no NIC"},                                                     \
 	    {"allow-host", 0, "HOST:PORT", 1,                                  \
 	        "a NIC that reaches only these destinations, each connected "  \
 	        "by the host"},                                                \
 	    {"publish", 'p', "HPORT:GPORT", 1,                                 \
 	        "forward host port HPORT (127.0.0.1) to guest port GPORT"},    \
-	    {"cpus", 0, "N", 0, "virtual CPUs, 1 to the host's (default 1)"},  \
-	    {"memory", 0, "MB", 0,                                             \
-	        "guest memory in MiB, 96 to the host's (default 512)"},        \
 	    {"accel", 0, "kvm|tcg", 0,                                         \
 	        "accelerator (default: kvm where it works)"},                  \
 	    {"allow-port", 0, "P", 1,                                          \
 	        "host port the guest may connect to (<vsock_uds>_P)"},         \
 	    {"boot-timeout", 0, "S", 0,                                        \
 	        "seconds to wait for the agent (default 60)"},                 \
-	    {"disk", 0, "SIZE", 0,                                             \
-	        "size of the new workspace disk, e.g. 512M or 20G (default "   \
-	        "4G; "                                                         \
-	        "sparse: it takes host space only as the guest writes)"},      \
 	    {"workspace", 0, "FILE", 0,                                        \
 	        "use this ext4 disk image as the workspace (one kept by vmux " \
 	        "rm "                                                          \
@@ -307,6 +293,10 @@ struct session_mount;
 int new_parse(struct args *, struct launch_opts *, struct profile *,
     unsigned **allow, struct session_mount **mounts, char **cause);
 void new_mounts_free(struct session_mount *, size_t);
+/* room for NEW_OPTS, the session options and a command's own */
+#define NEW_OPTS_MAX 64
+void new_opts_build(struct cmd_opt *out, const struct cmd_opt *common,
+    const struct cmd_opt *own);
 
 int exec_in_session(const char *name, struct cJSON *req, int *timeout_s,
     int given, int forward, struct cJSON **result, int *timed_out);

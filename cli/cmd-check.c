@@ -44,7 +44,7 @@ const struct cmd_entry cmd_check_entry = {
                "session with the script's last line; each session keeps "
                "its last result (ls --json, the TUI). Exits 0 if all "
                "passed, else 1.",
-    .flags = CMD_NAMES | CMD_FIRST_NOT_NAME,
+    .flags = CMD_NAMES | CMD_FIRST_NOT_NAME | CMD_STDIN,
     .opts = cmd_check_opts,
     .min_args = 2,
     .max_args = -1,
@@ -136,7 +136,7 @@ cmd_check_exec(struct args *a)
 		    "name the sessions to check, or pick them with -l");
 	}
 	if (t != NULL &&
-	    args_number("--timeout", t, 1, 86400, &secs, &cause) != 0) {
+	    option_number("--timeout", t, 1, 86400, &secs, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;

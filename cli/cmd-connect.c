@@ -40,7 +40,7 @@ const struct cmd_entry cmd_connect_entry = {
     .summary = "Connect stdin and stdout to vsock port PORT of session "
                "NAME's guest. EOF on stdin half-closes the stream; vmux "
                "exits when the guest closes its side.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_STDIN | CMD_OWN_TERMINAL,
     .opts = cmd_connect_opts,
     .min_args = 2,
     .max_args = 2,
@@ -133,10 +133,11 @@ cmd_connect_exec(struct args *a)
 	long long port, timeout = CONNECT_TIMEOUT_DEFAULT;
 	int fd, rc, announce = args_has(a, "announce");
 
-	if (args_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
+	if (option_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
 	        0 ||
 	    (s != NULL &&
-	        args_number("--timeout", s, 1, 86400, &timeout, &cause) != 0)) {
+	        option_number("--timeout", s, 1, 86400, &timeout, &cause) !=
+	            0)) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;

@@ -42,7 +42,7 @@ const struct cmd_entry cmd_console_entry = {
                "boots. One attached terminal types, the others watch; "
                "Ctrl-] detaches.",
     .opts = cmd_console_opts,
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_TTY | CMD_STDIN | CMD_OWN_TERMINAL,
     .min_args = 1,
     .max_args = 1,
     .exec = cmd_console_exec,

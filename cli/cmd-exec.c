@@ -52,7 +52,7 @@ const struct cmd_entry cmd_exec_entry = {
                "(124 on timeout, 126 cannot run, 127 not found, 128+N "
                "killed by signal N, 125 vmux's own error).",
     .opts = cmd_exec_opts,
-    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE | CMD_FANOUT,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE | CMD_FANOUT | CMD_STDIN,
     .min_args = 2,
     .max_args = -1,
     .exec = cmd_exec_exec,
@@ -85,7 +85,7 @@ cmd_exec_request(
 		return -1;
 	}
 	if (s != NULL &&
-	    args_number("--timeout", s, 1, EXEC_TIMEOUT_MAX, &v, cause) != 0)
+	    option_number("--timeout", s, 1, EXEC_TIMEOUT_MAX, &v, cause) != 0)
 		return -1;
 	env = args_values(a, "env", &n);
 	for (i = 0; i < n; i++) {

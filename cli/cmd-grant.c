@@ -6,8 +6,8 @@
  * --authorized-keys FILE):
  *
  *   restrict,pty,command="env -i TERM=\"$TERM\" VMUX_HOME=H VMUX shell NAME
- *       --id ID --if-instance I --as LABEL [--read-only]" TYPE BLOB
- *       vmux-grant:NAME:ID:rw|ro:LABEL
+ *       --id ID --if-instance I --grant T --as LABEL [--read-only]" TYPE
+ *       BLOB vmux-grant:NAME:ID:rw|ro:LABEL
  *
  * sshd runs the forced command whatever the client asked for
  * (SSH_ORIGINAL_COMMAND is never read), and `restrict` turns off port,
@@ -16,7 +16,8 @@
  * --read-only (keys dropped, size never changed), and no other session,
  * vmux command or host shell; --if-instance pins the session (its random
  * instance id, session_record), so a session made again under the same
- * name (next term's student-4), even in the same second, is not reached.
+ * name (next term's student-4), even in the same second, is not reached;
+ * --grant names the grant's token (grant-logins.c), live until revoked.
  * `env -i` leaves nothing of the client's environment but TERM (which
  * vmux filters). The comment is vmux's marker, which revoke and grants
  * read. One key has one grant: granting it again replaces the line, and a
@@ -396,8 +397,8 @@ cmd_grant_exec(struct args *a)
 	struct session_record r;
 	struct pubkey k;
 	char **lines, *path, *home, *line, self[4096], *exe, *cause = NULL;
-	char *instance;
-	size_t n, out = 0;
+	char *instance, *token = NULL, **replaced = NULL;
+	size_t n, out = 0, nreplaced = 0;
 	int lock;
 
 	if (shell == NULL)
@@ -485,7 +486,9 @@ cmd_grant_exec(struct args *a)
 			if (strcmp(g.session, name) != 0)
 				cli_noticef("this key was granted %s; now %s",
 				    g.session, name);
-			free(lines[i]);
+			replaced = xreallocarray(
+			    replaced, nreplaced + 1, sizeof *replaced);
+			replaced[nreplaced++] = lines[i];
 		} else {
 			lines[out++] = lines[i];
 		}
@@ -493,7 +496,8 @@ cmd_grant_exec(struct args *a)
 	}
 	n = out;
 	/* pins this session, not a later namesake */
-	if (record_instance_get(home, name, &instance, &cause) != 0) {
+	if (record_instance_get(home, name, &instance, &cause) != 0 ||
+	    grant_token_new(home, name, &token, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);
 		rc = EXIT_VMUX;
@@ -501,20 +505,26 @@ cmd_grant_exec(struct args *a)
 	}
 	xasprintf(&line,
 	    "restrict,pty,command=\"env -i TERM=\\\"$TERM\\\" VMUX_HOME=%s %s "
-	    "shell %s --id %s --if-instance %s --as %s%s\" %s %s " GRANT_MARK
-	    "%s:%s:%s:%s",
-	    home, self, name, shell, instance, *label ? label : name,
+	    "shell %s --id %s --if-instance %s --grant %s --as %s%s\" %s "
+	    "%s " GRANT_MARK "%s:%s:%s:%s",
+	    home, self, name, shell, instance, token, *label ? label : name,
 	    ro ? " --read-only" : "", k.type, k.blob, name, shell,
 	    ro ? "ro" : "rw", label);
 	lines = xreallocarray(lines, n + 1, sizeof *lines);
 	lines[n++] = line;
 	rc = keys_save(path, lines, n) == 0 ? 0 : EXIT_VMUX;
+	/* the key's earlier grant is over: its logins too (a student moved
+	 * to another session, or down to watching) */
+	for (size_t i = 0; rc == 0 && i < nreplaced; i++)
+		grant_logins_end(home, replaced[i]);
 	if (rc == 0 && !cli_json())
 		printf("granted %s shell %s%s to %s%s\n", name, shell,
 		    ro ? " (read-only)" : "", *label ? label : k.type,
 		    *label ? "" : " key");
 	free(instance);
 done:
+	lines_free(replaced, nreplaced);
+	free(token);
 	lines_free(lines, n);
 	close(lock);
 	free(k.blob);
@@ -528,7 +538,7 @@ cmd_revoke_exec(struct args *a)
 {
 	const char *name = a->argv[0], *keyfile = args_get(a, "key");
 	struct pubkey k;
-	char **lines, **removed = NULL, *path, *cause = NULL;
+	char **lines, **removed = NULL, *path, *home, *cause = NULL;
 	size_t n, out = 0, gone = 0;
 	int rc, lock, ended = 0;
 
@@ -541,12 +551,17 @@ cmd_revoke_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
+	if ((home = cli_home()) == NULL) {
+		free(k.blob);
+		return EXIT_VMUX;
+	}
 	path = keys_path(a, 0);
 	if ((lock = keys_lock(path)) < 0 || keys_load(path, &lines, &n) != 0) {
 		if (lock >= 0)
 			close(lock);
 		free(k.blob);
 		free(path);
+		free(home);
 		return EXIT_VMUX;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -569,7 +584,7 @@ cmd_revoke_exec(struct args *a)
 		rc = keys_save(path, lines, out) == 0 ? 0 : EXIT_VMUX;
 		/* no new login now: the ones in are ended too */
 		for (size_t i = 0; rc == 0 && i < gone; i++)
-			ended += grant_logins_end(removed[i]);
+			ended += grant_logins_end(home, removed[i]);
 		if (rc == 0 && !cli_json())
 			printf("revoked %s's grant%s\n", name,
 			    ended == 1      ? "; its login ended"
@@ -581,6 +596,7 @@ cmd_revoke_exec(struct args *a)
 	close(lock);
 	free(k.blob);
 	free(path);
+	free(home);
 	return rc;
 }
 

@@ -40,7 +40,7 @@ const struct cmd_entry cmd_logs_entry = {
     .summary = "Show the guest's serial console (kernel, vmux-init), every "
                "boot of the session; works for stopped and crashed "
                "sessions too. Control characters are shown escaped.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_READONLY,
     .opts = cmd_logs_opts,
     .min_args = 1,
     .max_args = 1,
@@ -160,7 +160,7 @@ cmd_logs_exec(struct args *a)
 	off_t at;
 
 	if ((ns != NULL &&
-	        args_number("--lines", ns, 0, 1LL << 40, &lines, &cause) !=
+	        option_number("--lines", ns, 0, 1LL << 40, &lines, &cause) !=
 	            0) ||
 	    session_name_valid(a->argv[0], &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);

@@ -35,6 +35,7 @@ const struct cmd_entry cmd_ls_entry = {
     .opts = cmd_ls_opts,
     .min_args = 0,
     .max_args = 0,
+    .flags = CMD_READONLY,
     .exec = cmd_ls_exec,
 };
 
@@ -173,7 +174,6 @@ ls_mounts(cJSON *o, const struct session_record *r)
 		cJSON_AddBoolToObject(m, "ro", r->mounts[i].ro);
 		cJSON_AddItemToArray(a, m);
 	}
-	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
 }
 
 /* "last_check": what `vmux check` kept in the session (or null). */
@@ -235,8 +235,6 @@ ls_session_json(const struct session_entry *e)
 		cJSON_AddStringToObject(o, "created", created);
 	else
 		cJSON_AddNullToObject(o, "created");
-	cJSON_AddNumberToObject(o, "cpus", r->cpus);
-	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	cJSON_AddStringToObject(o, "dir", r->dir);
 	cJSON_AddStringToObject(
 	    o, "profile", r->profile != NULL ? r->profile : "none");
@@ -252,16 +250,18 @@ ls_session_json(const struct session_entry *e)
 		cJSON_AddStringToObject(o, "root_image", r->root_image);
 	else
 		cJSON_AddNullToObject(o, "root_image");
-	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	cJSON_AddBoolToObject(o, "agent", !r->no_agent);
 	if (r->append != NULL)
 		cJSON_AddStringToObject(o, "append", r->append);
 	else
 		cJSON_AddNullToObject(o, "append");
-	cJSON_AddNumberToObject(o, "pids_limit", r->pids_max);
-	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
-	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);
-	cJSON_AddNumberToObject(o, "idle_timeout_s", (double)r->idle_s);
+	/* the settings, by the table */
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		if ((so->flags & SOPT_LS) && so->rec_off != SOPT_NOWHERE)
+			cJSON_AddItemToObject(
+			    o, so->key, option_to_json(so, r));
+	}
 	ls_workspace_json(o, r);
 	ls_stop_json(o, r, state);
 	ls_check_json(o, r);

@@ -22,8 +22,11 @@
 
 static int cmd_new_exec(struct args *);
 
-static const struct cmd_opt cmd_new_opts[] = {
+static const struct cmd_opt cmd_new_common[] = {
     NEW_OPTS,
+    {NULL, 0, NULL, 0, NULL},
+};
+static const struct cmd_opt cmd_new_own[] = {
     {"count", 0, "N", 0,
         "make N sessions at once, PREFIX1 to PREFIXN (with --prefix), a "
         "progress line each"},
@@ -35,6 +38,42 @@ static const struct cmd_opt cmd_new_opts[] = {
         "its name"},
     {NULL, 0, NULL, 0, NULL},
 };
+
+/* NEW_OPTS, the session options, new's own (cmd_new_init). */
+static struct cmd_opt cmd_new_opts[NEW_OPTS_MAX];
+
+/*
+ * The options of new (and run): common, then the session options' flags
+ * (the table's SOPT_NEW rows), then own; NULL-terminated into out, which
+ * has NEW_OPTS_MAX entries.
+ */
+void
+new_opts_build(struct cmd_opt *out, const struct cmd_opt *common,
+    const struct cmd_opt *own)
+{
+	size_t n = 0;
+
+	for (; common->name != NULL; common++)
+		out[n++] = *common;
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		if (so->flags & SOPT_NEW)
+			out[n++] =
+			    (struct cmd_opt){so->flag, 0, so->arg, 0, so->help};
+	}
+	for (; own->name != NULL; own++)
+		out[n++] = *own;
+	if (n >= NEW_OPTS_MAX)
+		NEVER("new_opts_build: NEW_OPTS_MAX is too small");
+	out[n] = (struct cmd_opt){NULL, 0, NULL, 0, NULL};
+}
+
+/* Before main: new's options, built from the table. */
+__attribute__((constructor)) static void
+cmd_new_init(void)
+{
+	new_opts_build(cmd_new_opts, cmd_new_common, cmd_new_own);
+}
 
 const struct cmd_entry cmd_new_entry = {
     .name = "new",
@@ -66,27 +105,6 @@ new_notice(const char *msg)
 	cli_notice(msg);
 }
 
-/* Read an optional number flag into *out. */
-static int
-new_number(struct args *a, const char *flag, long long min, long long max,
-    int *out, char **cause)
-{
-	const char *s = args_get(a, flag);
-	long long v;
-	char *what;
-
-	if (s == NULL)
-		return 0;
-	xasprintf(&what, "--%s", flag);
-	if (args_number(what, s, min, max, &v, cause) != 0) {
-		free(what);
-		return -1;
-	}
-	free(what);
-	*out = (int)v;
-	return 0;
-}
-
 /* The host's online CPUs and RAM in MiB, the ceilings of --cpus, --memory. */
 static void
 host_limits(long *cpus, long long *mem_mb)
@@ -100,28 +118,50 @@ host_limits(long *cpus, long long *mem_mb)
 }
 
 /*
- * Apply one flag to field of p: refused when p locks the field. 0, or -1
- * with cause naming the flag, the field and the profile.
+ * Apply the flags of the session options (the table's SOPT_NEW rows) over
+ * profile p and into o: each parsed as its row says; one a profile sets
+ * goes into p, refused when p locks it to another value; the others into
+ * o. 0, or -1 with cause naming the flag (and the field and the profile).
  */
 static int
-new_override(
-    struct profile *p, int field, const char *flag, const char *v, char **cause)
+new_options(
+    struct args *a, struct profile *p, struct launch_opts *o, char **cause)
 {
-	struct profile q = *p;
-	char *why = NULL;
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		const char *v;
+		long long n, was;
+		char *what;
+		int rc;
 
-	if (profile_set(&q, field, v, &why) != 0) {
-		xasprintf(cause, "invalid %s: %s", flag, why);
-		free(why);
-		return -1;
+		if (!(so->flags & SOPT_NEW))
+			continue;
+		v = so->arg == NULL ? (args_has(a, so->flag) ? "on" : NULL)
+		                    : args_get(a, so->flag);
+		if (v == NULL)
+			continue;
+		xasprintf(&what, "--%s", so->flag);
+		rc = option_parse(so, what, v, &n, cause);
+		free(what);
+		if (rc != 0)
+			return -1;
+		if (so->type == SOPT_HOSTNAME_TEXT) {
+			*option_str(o, so->opts_off) = (char *)v;
+			continue;
+		}
+		if (!(so->flags & SOPT_PROFILE)) {
+			option_set(o, so->opts_off, so->opts_size, n);
+			continue;
+		}
+		/* A locked field may be given its own value, never another. */
+		was = option_get(p, so->prof_off, so->prof_size);
+		if (profile_locked(p, i) && n != was) {
+			xasprintf(cause, "--%s: '%s' is locked by profile '%s'",
+			    so->flag, so->flag, p->name);
+			return -1;
+		}
+		option_set(p, so->prof_off, so->prof_size, n);
 	}
-	/* A locked field may be given its own value, never another. */
-	if (profile_locked(p, field) && memcmp(&q, p, sizeof q) != 0) {
-		xasprintf(cause, "%s: '%s' is locked by profile '%s'", flag,
-		    profile_field_name(field), p->name);
-		return -1;
-	}
-	*p = q;
 	return 0;
 }
 
@@ -189,17 +229,11 @@ int
 new_parse(struct args *a, struct launch_opts *o, struct profile *p,
     unsigned **allow, struct session_mount **mounts, char **cause)
 {
-	static const struct {
-		const char *flag;
-		int field;
-	} flags[] = {{"cpus", PROFILE_CPUS}, {"memory", PROFILE_MEMORY},
-	    {"pids", PROFILE_PIDS}};
 	struct settings settings;
 	const char *s;
-	char **ports, *what;
+	char **ports;
 	long host_cpus;
 	long long host_mb, v;
-	size_t k;
 	int i, nports;
 
 	*allow = NULL;
@@ -211,27 +245,13 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		return -1;
 	}
 	settings_free(&settings);
-	if ((s = args_get(a, "quota")) != NULL) {
-		if (args_size_mb(
-		        "--quota", s, 1, WORKSPACE_MAX_MB, &v, cause) != 0)
-			return -1;
-		if (profile_locked(p, PROFILE_QUOTA) && v != p->quota_mb) {
-			xasprintf(cause,
-			    "--quota: 'quota' is locked by profile "
-			    "'%s'",
-			    p->name);
-			return -1;
-		}
-		p->quota_mb = v;
-	}
-	for (k = 0; k < sizeof flags / sizeof *flags; k++) {
-		if ((s = args_get(a, flags[k].flag)) == NULL)
-			continue;
-		xasprintf(&what, "--%s", flags[k].flag);
-		i = new_override(p, flags[k].field, what, s, cause);
-		free(what);
-		if (i != 0)
-			return -1;
+	if (new_options(a, p, o, cause) != 0)
+		return -1;
+	if (args_get(a, "disk") != NULL && args_get(a, "workspace") != NULL) {
+		xasprintf(cause,
+		    "--disk and --workspace exclude each other (an "
+		    "existing image has its size)");
+		return -1;
 	}
 	{
 		char **hosts = args_values(a, "allow-host", &nports), **pub;
@@ -245,12 +265,9 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 			if (net_publish_check(pub[i], cause) != 0)
 				return -1;
 		}
-		if (args_has(a, "net") &&
-		    new_override(p, PROFILE_NET, "--net", "on", cause) != 0)
-			return -1;
 		/* A NIC of any kind is a change to a network locked off. */
 		if ((nports > 0 || npub > 0) && !p->net &&
-		    profile_locked(p, PROFILE_NET)) {
+		    profile_locked(p, SOPT_NET)) {
 			xasprintf(cause, "%s: 'net' is locked by profile '%s'",
 			    nports > 0 ? "--allow-host" : "--publish", p->name);
 			return -1;
@@ -268,42 +285,9 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		o->labels = labels;
 		o->nlabels = (size_t)nlabels;
 	}
-	if ((s = args_get(a, "ttl")) != NULL) {
-		if (args_duration("--ttl", s, &v, cause) != 0)
-			return -1;
-		o->ttl_s = v;
-	}
-	if ((s = args_get(a, "idle-timeout")) != NULL) {
-		if (args_duration("--idle-timeout", s, &v, cause) != 0)
-			return -1;
-		o->idle_s = v;
-	}
-	if (args_has(a, "read-only-root") &&
-	    new_override(
-	        p, PROFILE_READ_ONLY, "--read-only-root", "on", cause) != 0)
-		return -1;
-	if ((s = args_get(a, "disk")) != NULL) {
-		if (args_get(a, "workspace") != NULL) {
-			xasprintf(cause,
-			    "--disk and --workspace exclude each "
-			    "other (an existing image has its size)");
-			return -1;
-		}
-		if (profile_locked(p, PROFILE_DISK)) {
-			xasprintf(cause,
-			    "--disk: 'disk' is locked by profile "
-			    "'%s'",
-			    p->name);
-			return -1;
-		}
-		if (args_size_mb("--disk", s, WORKSPACE_MIN_MB,
-		        WORKSPACE_MAX_MB, &v, cause) != 0)
-			return -1;
-		p->disk_mb = v;
-	}
 	/* An image of one's own is a disk too: no larger than a lock allows. */
 	if ((s = args_get(a, "workspace")) != NULL &&
-	    profile_locked(p, PROFILE_DISK)) {
+	    profile_locked(p, SOPT_DISK)) {
 		struct stat st;
 
 		if (stat(s, &st) == 0 &&
@@ -332,9 +316,11 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	o->memory_mb = p->memory_mb;
 	o->disk_mb = p->disk_mb;
 	o->boot_timeout_s = NEW_BOOT_DEFAULT;
-	if (new_number(a, "boot-timeout", 1, 3600, &o->boot_timeout_s, cause) !=
-	    0)
-		return -1;
+	if ((s = args_get(a, "boot-timeout")) != NULL) {
+		if (option_number("--boot-timeout", s, 1, 3600, &v, cause) != 0)
+			return -1;
+		o->boot_timeout_s = (int)v;
+	}
 	s = args_get(a, "accel");
 	if (s != NULL && strcmp(s, "kvm") != 0 && strcmp(s, "tcg") != 0) {
 		xasprintf(cause, "invalid --accel '%s': want kvm or tcg", s);
@@ -355,7 +341,7 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	}
 	*allow = xcalloc((size_t)nports + 1, sizeof **allow);
 	for (i = 0; i < nports; i++) {
-		if (args_number("--allow-port", ports[i], 1, 0xffffffffLL, &v,
+		if (option_number("--allow-port", ports[i], 1, 0xffffffffLL, &v,
 		        cause) != 0)
 			return -1;
 		(*allow)[i] = (unsigned)v;

@@ -28,7 +28,7 @@ const struct cmd_entry cmd_ping_entry = {
     .summary = "Ask the guest agent of session NAME who it is. Prints the "
                "agent's version, the guest kernel, uptime, the guest's "
                "clock and more.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_READONLY,
     .opts = cmd_ping_opts,
     .min_args = 1,
     .max_args = 1,

@@ -25,8 +25,9 @@
  * go, so what it can make the host keep is bounded per session, over every
  * boot: RECORD_FILES_MAX files and RECORD_TOTAL_MAX bytes (headers
  * included), counted from what the directory already holds when the
- * recorder starts. Past either, nothing more is recorded (said once in
- * recorder.log); the shells already seen are at most RECORD_FILES_MAX.
+ * recorder starts. Past the byte cap nothing more is written; past the
+ * file cap no new shell is recorded, the ones being recorded go on (each
+ * said once in recorder.log); the shells seen are at most RECORD_FILES_MAX.
  */
 #include <sys/stat.h>
 
@@ -55,7 +56,7 @@
 /* The session's recordings, bytes and files: past a cap, no more. */
 static long long rec_total;
 static long long rec_files;
-static int rec_said_full;
+static int rec_said_full; /* 1: the byte cap said, 2: the file cap */
 
 static int cmd_record_exec(struct args *);
 static int cmd_recordings_exec(struct args *);
@@ -96,6 +97,7 @@ const struct cmd_entry cmd_recordings_entry = {
     .opts = cmd_recordings_opts,
     .min_args = 1,
     .max_args = 1,
+    .flags = CMD_READONLY,
     .exec = cmd_recordings_exec,
 };
 
@@ -132,23 +134,32 @@ struct rec {
 };
 
 /*
- * Has the session reached a cap (files or bytes)? Said once in the log.
+ * Has the session reached its byte cap, or (files set) its file cap? Each
+ * is said once in the log. Past the file cap the shells being recorded go
+ * on; no new one is.
  */
 static int
-rec_full(const char *name)
+rec_full(const char *name, int files)
 {
-	if (rec_files < RECORD_FILES_MAX && rec_total <= RECORD_TOTAL_MAX)
-		return 0;
-	if (!rec_said_full)
-		fprintf(stderr,
-		    "vmux record: %s: the session's recordings reached %s "
-		    "(%lld files, %lld bytes); nothing more is recorded\n",
-		    name,
-		    rec_files >= RECORD_FILES_MAX ? "the file cap"
-		                                  : "the byte cap",
-		    rec_files, rec_total);
-	rec_said_full = 1;
-	return 1;
+	if (rec_total > RECORD_TOTAL_MAX) {
+		if (!(rec_said_full & 1))
+			fprintf(stderr,
+			    "vmux record: %s: the session's recordings reached "
+			    "%lld bytes; nothing more is recorded\n",
+			    name, rec_total);
+		rec_said_full |= 1;
+		return 1;
+	}
+	if (files && rec_files >= RECORD_FILES_MAX) {
+		if (!(rec_said_full & 2))
+			fprintf(stderr,
+			    "vmux record: %s: the session's recordings reached "
+			    "%lld files; no new shell is recorded\n",
+			    name, rec_files);
+		rec_said_full |= 2;
+		return 1;
+	}
+	return 0;
 }
 
 /*
@@ -184,7 +195,7 @@ rec_open(struct rec *r, const char *name)
 	cJSON *h = cJSON_CreateObject(), *env;
 	char *line;
 
-	if (rec_full(name)) {
+	if (rec_full(name, 1)) {
 		cJSON_Delete(h);
 		errno = ENOSPC;
 		return -1;
@@ -235,7 +246,7 @@ rec_event(struct rec *r, const char *name, const char *code, const char *text)
 	cJSON *ev = cJSON_CreateArray();
 	char *line;
 
-	if (r->f == NULL || rec_full(name)) {
+	if (r->f == NULL || rec_full(name, 0)) {
 		cJSON_Delete(ev);
 		return;
 	}
@@ -253,7 +264,7 @@ rec_event(struct rec *r, const char *name, const char *code, const char *text)
 	}
 	free(line);
 	fflush(r->f);
-	if (rec_full(name)) /* a guest that floods: bounded */
+	if (rec_full(name, 0)) /* a guest that floods: bounded */
 		return;
 	if (r->bytes > RECORD_PART_MAX) { /* bounded: the next part */
 		fclose(r->f);
@@ -453,7 +464,7 @@ cmd_record_exec(struct args *a)
 		uint64_t now = mono_ms();
 
 		/* new shells to record, while there is room for them */
-		if (now >= next_list && !rec_full(name)) {
+		if (now >= next_list && !rec_full(name, 1)) {
 			cJSON *req = cJSON_CreateObject(), *reply, *s;
 
 			next_list = now + RECORD_LIST_MS;
@@ -539,7 +550,8 @@ cmd_record_exec(struct args *a)
 						break;
 				}
 				if (x->f == NULL) {
-					if (errno != ENOSPC || !rec_full(name))
+					if (errno != ENOSPC ||
+					    !rec_full(name, 1))
 						cli_error("%s.cast: %s",
 						    x->base, strerror(errno));
 					rec_close(x);

@@ -49,6 +49,7 @@ const struct cmd_entry cmd_rescue_entry = {
     .opts = cmd_rescue_opts,
     .min_args = 1,
     .max_args = 1,
+    .flags = CMD_TTY | CMD_STDIN | CMD_OWN_TERMINAL,
     .exec = cmd_rescue_exec,
 };
 

@@ -26,8 +26,11 @@
 
 static int cmd_run_exec(struct args *);
 
-static const struct cmd_opt cmd_run_opts[] = {
+static const struct cmd_opt cmd_run_common[] = {
     NEW_OPTS,
+    {NULL, 0, NULL, 0, NULL},
+};
+static const struct cmd_opt cmd_run_own[] = {
     {"name", 0, "NAME", 0, "the session's name (default run-XXXXXXXX)"},
     {"rm", 0, NULL, 0, "remove the session when the command ends"},
     {"timeout", 't', "S", 0,
@@ -42,6 +45,16 @@ static const struct cmd_opt cmd_run_opts[] = {
     {NULL, 0, NULL, 0, NULL},
 };
 
+/* NEW_OPTS, the session options, run's own. */
+static struct cmd_opt cmd_run_opts[NEW_OPTS_MAX];
+
+/* Before main: run's options, built from the table. */
+__attribute__((constructor)) static void
+cmd_run_init(void)
+{
+	new_opts_build(cmd_run_opts, cmd_run_common, cmd_run_own);
+}
+
 const struct cmd_entry cmd_run_entry = {
     .name = "run",
     .post = "-- CMD [ARG...]",
@@ -50,7 +63,7 @@ const struct cmd_entry cmd_run_entry = {
                "the status is TIMED_OUT (exit 124) and the session is "
                "removed.",
     .opts = cmd_run_opts,
-    .flags = CMD_ARGV_AFTER_NAME,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_TTY | CMD_STDIN,
     .min_args = 1,
     .max_args = -1,
     .exec = cmd_run_exec,

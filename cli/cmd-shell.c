@@ -47,6 +47,9 @@ static const struct cmd_opt cmd_shell_opts[] = {
         "only if session NAME is the one whose instance id (ls --json) "
         "this is (vmux grant pins its session so: a new session of the "
         "same name is not reached)"},
+    {"grant", 0, "TOKEN", 0,
+        "the grant this login came by (vmux grant writes it): refused "
+        "once the grant is revoked"},
     {"if-created", 0, "UNIXTIME", 0,
         "as --if-instance, for grants made before instance ids: only a "
         "session without one, made at UNIXTIME"},
@@ -67,7 +70,8 @@ const struct cmd_entry cmd_shell_entry = {
                "Without a terminal on stdin, input and output are passed "
                "through as they are.",
     .opts = cmd_shell_opts,
-    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_NAME_ONE | CMD_TTY | CMD_STDIN |
+        CMD_OWN_TERMINAL,
     .min_args = 1,
     .max_args = -1,
     .exec = cmd_shell_exec,
@@ -112,7 +116,8 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	/* a grant's login (--if-instance, --if-created before it) is not
 	 * the account's owner: a grant made before --as attaches unnamed */
 	r->as = args_has(a, "as") ? args_get(a, "as")
-	    : args_has(a, "if-created") || args_has(a, "if-instance")
+	    : args_has(a, "if-created") || args_has(a, "if-instance") ||
+	        args_has(a, "grant")
 	    ? NULL
 	    : attach_default_as();
 	r->detach_key = DETACH_KEY_DEFAULT;
@@ -362,8 +367,9 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 /*
  * Is rec the session a grant's --if-instance (or, from before instance
  * ids, --if-created) names? Yes without either. A --if-created grant
- * reaches only a record without an instance: every session made since
- * has one, and a creation second is shared by sessions made in it.
+ * reaches only a record made before instances (none yet, or one a later
+ * grant gave it): every session made since has its own from the start,
+ * and a creation second is shared by sessions made in it.
  */
 static int
 shell_pinned_here(struct args *a, const struct session_record *rec)
@@ -374,10 +380,21 @@ shell_pinned_here(struct args *a, const struct session_record *rec)
 	if (instance != NULL)
 		return rec->instance != NULL &&
 		    strcmp(instance, rec->instance) == 0;
-	if (created != NULL)
-		return rec->instance == NULL &&
+	if (created != NULL) /* a session made since has its instance */
+		return (rec->instance == NULL || rec->instance_late) &&
 		    strtoll(created, NULL, 10) == rec->created;
 	return 1;
+}
+
+/* Is a grant's token still live (not revoked)? */
+static int
+shell_grant_live(const char *token)
+{
+	char *home = cli_home();
+	int live = home != NULL && grant_token_live(home, token);
+
+	free(home);
+	return live;
 }
 
 static int
@@ -398,6 +415,13 @@ cmd_shell_exec(struct args *a)
 	if ((rc = cli_running_session(r.name, &rec, &t)) != 0) {
 		cJSON_Delete(r.open);
 		return rc;
+	}
+	if (args_get(a, "grant") != NULL &&
+	    !shell_grant_live(args_get(a, "grant"))) {
+		cli_error("this grant to '%s' was revoked", r.name);
+		cJSON_Delete(r.open);
+		record_free(&rec);
+		return EXIT_VMUX;
 	}
 	if (!shell_pinned_here(a, &rec)) {
 		cli_error("session '%s' was made again since this was set up "

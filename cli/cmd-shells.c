@@ -28,7 +28,7 @@ const struct cmd_entry cmd_shells_entry = {
     .summary = "List the shells of session NAME. Shows each one's id, "
                "state (running, stopped or closing), terminal size, start "
                "time, exit status, attached clients and command.",
-    .flags = CMD_NAME_ONE,
+    .flags = CMD_NAME_ONE | CMD_READONLY,
     .opts = cmd_shells_opts,
     .min_args = 1,
     .max_args = 1,

@@ -119,7 +119,8 @@ cmd_start_exec(struct args *a)
 	else if (append != NULL && !(persist && *append == '\0'))
 		(void)qemu_append_valid(append, &cause);
 	if (cause == NULL && s != NULL)
-		(void)args_number("--boot-timeout", s, 1, 3600, &secs, &cause);
+		(void)option_number(
+		    "--boot-timeout", s, 1, 3600, &secs, &cause);
 	if (cause == NULL && a->nnames > 1) {
 		/* a glob or -l picked several: as many booting at once as the
 		 * host has CPUs, each its own start */
@@ -129,7 +130,7 @@ cmd_start_exec(struct args *a)
 	}
 	if (cause != NULL ||
 	    (s != NULL &&
-	        args_number("--boot-timeout", s, 1, 3600, &secs, &cause) !=
+	        option_number("--boot-timeout", s, 1, 3600, &secs, &cause) !=
 	            0) ||
 	    session_name_valid(a->argv[0], &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);

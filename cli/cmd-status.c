@@ -37,6 +37,7 @@ const struct cmd_entry cmd_status_entry = {
     .opts = cmd_status_opts,
     .min_args = 0,
     .max_args = 0,
+    .flags = CMD_READONLY,
     .exec = cmd_status_exec,
 };
 

@@ -49,7 +49,7 @@ cmd_stop_exec(struct args *a)
 	int i, rc = 0, got;
 
 	if (t != NULL &&
-	    args_number("--timeout", t, 1, 3600, &secs, &cause) != 0) {
+	    option_number("--timeout", t, 1, 3600, &secs, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		goto out;
 	}

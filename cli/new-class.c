@@ -161,7 +161,7 @@ new_class(struct args *a)
 		}
 	} else {
 		long long k;
-		if (args_number("--count", count, 1, CLASS_MAX, &k, &cause) !=
+		if (option_number("--count", count, 1, CLASS_MAX, &k, &cause) !=
 		    0) {
 			rc = cli_usage_error(a->entry, "%s", cause);
 			goto out;

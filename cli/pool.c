@@ -43,9 +43,23 @@
 #define POOL_CONNECT_MS 2000 /* a ready VM's agent answers at once */
 #define POOL_REPLY_MS   10000
 
-/* new's options a claim can honour; any other asks for a boot */
+/* new's options a claim can honour, besides the session options flagged
+ * SOPT_POOL (the table's); any other asks for a boot */
 static const char *const pool_claim_opts[] = {
     "label", "profile", "image", "json", NULL};
+
+/* Can a claim honour new's option name? */
+static int
+pool_can_take(const char *name)
+{
+	const struct session_option *so = session_option_find(name);
+
+	for (int k = 0; pool_claim_opts[k] != NULL; k++) {
+		if (strcmp(name, pool_claim_opts[k]) == 0)
+			return 1;
+	}
+	return so != NULL && (so->flags & SOPT_POOL);
+}
 
 /* Free what pool_list filled in. */
 void
@@ -203,10 +217,7 @@ pool_eligible(const struct args *a, const struct settings *st)
 	if (st->pool_size <= 0 || session_env_custom())
 		return 0;
 	for (o = a->entry->opts; o->name != NULL; o++) {
-		int k, allowed = 0;
-		for (k = 0; pool_claim_opts[k] != NULL; k++)
-			allowed |= strcmp(o->name, pool_claim_opts[k]) == 0;
-		if (!allowed && args_has(a, o->name))
+		if (!pool_can_take(o->name) && args_has(a, o->name))
 			return 0;
 	}
 	want = pool_spec(
@@ -269,15 +280,38 @@ pool_mark(const char *dir, const char *name)
 	xasprintf(&taken, "%s/taken", dir);
 	if ((f = fopen(tmp, "we")) != NULL) {
 		fprintf(f, "%ld %s\n", (long)getpid(), name);
+		/* link fails if "taken" is there, atomically, on every file
+		 * system (renameat2's NOREPLACE is refused by some) */
 		if (fclose(f) == 0)
-			won = renameat2(AT_FDCWD, tmp, AT_FDCWD, taken,
-			          RENAME_NOREPLACE) == 0;
+			won = link(tmp, taken) == 0;
 	}
-	if (!won)
-		unlink(tmp);
+	unlink(tmp);
 	free(tmp);
 	free(taken);
 	return won;
+}
+
+/*
+ * Clear a ready VM's mark left by a claimer or fill that died between
+ * marking and renaming (else no claim or fill could ever take it). Only
+ * under the pool lock (a fill), so two never clear one at once; a live
+ * marker's is left.
+ */
+static void
+pool_mark_clear_stale(const struct pool_vm *vm)
+{
+	char *line = pool_read(vm->dir, "taken"), *taken;
+	long pid = 0;
+
+	if (line == NULL)
+		return;
+	sscanf(line, "%ld", &pid);
+	free(line);
+	if (pid > 0 && (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+		return; /* at it still */
+	xasprintf(&taken, "%s/taken", vm->dir);
+	unlink(taken);
+	free(taken);
 }
 
 /* Give a mark up (a claim that gave the VM back). */
@@ -373,6 +407,7 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 	size_t n, i;
 	int rc = 1, nlabels;
 	char **labels = args_values(a, "label", &nlabels);
+	const char *host = args_get(a, "hostname"); /* checked by new_parse */
 
 	memset(out, 0, sizeof *out);
 	if (pool_list(home, &v, &n, cause) != 0)
@@ -411,7 +446,8 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 			continue;
 		}
 		if (!session_qemu_alive(&vm->rec) ||
-		    pool_hostname(&vm->rec, name, &why) != 0) {
+		    pool_hostname(&vm->rec, host != NULL ? host : name, &why) !=
+		        0) {
 			if (transport_cancelled()) { /* not the VM's fault */
 				rename(to, from);
 				pool_unmark(vm->dir);
@@ -435,8 +471,11 @@ pool_claim(const char *home, const struct settings *st, const struct args *a,
 		free(vm->rec.name);
 		vm->rec.name = xstrdup(name);
 		vm->rec.created = (int64_t)time(NULL); /* its life starts now */
+		free(vm->rec.hostname);
+		vm->rec.hostname = host != NULL ? xstrdup(host) : NULL;
 		free(vm->rec.instance); /* and it is a session of its own */
 		vm->rec.instance = record_instance_new();
+		vm->rec.instance_late = 0;
 		for (size_t k = 0; k < vm->rec.nlabels; k++)
 			free(vm->rec.labels[k]);
 		free(vm->rec.labels);
@@ -635,6 +674,8 @@ pool_fill(const char *home, void (*notice)(const char *), char **cause)
 			struct pool_vm *vm = &v[i];
 			if (vm->state == POOL_CLAIMED && !pool_orphan(home, vm))
 				continue;
+			if (vm->state == POOL_READY)
+				pool_mark_clear_stale(vm);
 			/* half booted (we hold the lock), dead, stale or
 			 * too many; a ready one only if no claim takes it */
 			if (vm->state != POOL_READY || !vm->ok ||
@@ -694,6 +735,8 @@ pool_drain(const char *home, int *removed, char **cause)
 		return -1;
 	}
 	for (i = 0; i < n; i++) {
+		if (v[i].state == POOL_READY)
+			pool_mark_clear_stale(&v[i]);
 		if ((v[i].state == POOL_CLAIMED && !pool_orphan(home, &v[i])) ||
 		    (v[i].state == POOL_READY && !pool_take(&v[i])))
 			continue;

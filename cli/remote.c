@@ -35,34 +35,21 @@
 static struct host remote_host; /* what cli_remote points to */
 static char **remote_tui_hosts; /* what cli_tui_hosts points to */
 
-/* Is e's name one of names? */
-static int
-remote_is(const struct cmd_entry *e, const char *const *names)
-{
-	for (size_t i = 0; names[i] != NULL; i++) {
-		if (strcmp(e->name, names[i]) == 0)
-			return 1;
-	}
-	return 0;
-}
-
 /*
  * How ssh runs e there (host_ssh_argv's mode): a terminal for the
- * interactive commands when we have one; our stdin only for the commands
- * that read it (any other would swallow a script's input).
+ * commands that want one (CMD_TTY) when we have one; our stdin only for
+ * the commands that read it (CMD_STDIN: any other would swallow a
+ * script's input).
  */
 static int
 remote_mode(const struct cmd_entry *e)
 {
-	static const char *const tty[] = {
-	    "shell", "console", "run", "rescue", "tui", NULL};
-	static const char *const reads[] = {"shell", "console", "run", "rescue",
-	    "tui", "exec", "connect", "check", NULL};
 	int mode = 0;
 
-	if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) && remote_is(e, tty))
+	if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO) &&
+	    (e->flags & CMD_TTY))
 		mode |= HOST_TTY;
-	if (!remote_is(e, reads))
+	if (!(e->flags & CMD_STDIN))
 		mode |= HOST_NO_STDIN;
 	return mode;
 }
@@ -232,10 +219,21 @@ remote_take(struct remote_part *p, int *fd, int is_err)
 	return -1;
 }
 
+/* A signal that came while the hosts were asked (0: none). */
+static volatile sig_atomic_t remote_signal;
+
+/* Handler: stop asking (remote_collect sees it). */
+static void
+remote_on_signal(int sig)
+{
+	remote_signal = sig;
+}
+
 /*
- * Read every part's stdout and stderr until all close or the deadline,
- * when the slow ones are killed (their process group: ssh too), then
- * reap them.
+ * Read every part's stdout and stderr until all close or the deadline (or
+ * a signal: the children are in their own process groups, so the
+ * terminal's ^C reaches only us), when the slow ones are killed (their
+ * process group: ssh too), then reap them.
  */
 static void
 remote_collect(struct remote_part *p, size_t n, uint64_t deadline)
@@ -254,7 +252,7 @@ remote_collect(struct remote_part *p, size_t n, uint64_t deadline)
 		}
 		if (open == 0)
 			break;
-		if (now >= deadline) {
+		if (now >= deadline || remote_signal != 0) {
 			for (i = 0; i < n; i++) {
 				if (p[i].fd < 0 && p[i].efd < 0)
 					continue;
@@ -365,6 +363,14 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 		cJSON_Delete(all);
 		return EXIT_VMUX;
 	}
+	{
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = remote_on_signal; /* no SA_RESTART: poll ends */
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+	}
 	for (i = 0; i < nhosts; i++) {
 		char *argv[8];
 		int k = 0, fd[2], efd[2];
@@ -411,6 +417,10 @@ remote_ls(struct args *a, char **hosts, size_t nhosts)
 		}
 	}
 	remote_collect(p, nhosts, mono_ms() + REMOTE_LS_MS);
+	if (remote_signal != 0) { /* what the signal means, now all are gone */
+		signal(remote_signal, SIG_DFL);
+		raise(remote_signal);
+	}
 	for (i = 0; i < nhosts; i++) {
 		cJSON *doc = NULL, *s;
 		int many = p[i].out != NULL &&

@@ -175,35 +175,35 @@ oom_score_adj(const char *value)
  * Read one line of f into *buf (grown as getline grows it, NUL-terminated,
  * the newline kept), keeping at most max bytes: the rest of a longer line
  * is read and dropped, and *cut is set. Nothing is held past max, whatever
- * the file holds. The length kept, or -1 at the end of the file.
+ * the file holds; a NUL byte is kept as a byte (the length says where the
+ * line ends). The length kept, or -1 at the end of the file or on a read
+ * error (ferror tells).
  */
 ssize_t
 getline_max(char **buf, size_t *cap, FILE *f, size_t max, int *cut)
 {
-	char chunk[65536];
-	size_t len = 0, n;
-	int any = 0;
+	size_t len = 0;
+	int c, any = 0;
 
 	*cut = 0;
-	while (fgets(chunk, sizeof chunk, f) != NULL) {
+	flockfile(f);
+	while ((c = getc_unlocked(f)) != EOF) {
 		any = 1;
-		n = strlen(chunk);
-		if (!*cut && len + n <= max) {
-			if (*cap < len + n + 1) {
-				*cap = len + n + 1 > 2 * *cap ? len + n + 1
-				                              : 2 * *cap;
+		if (len < max) {
+			if (*cap < len + 2) {
+				*cap = *cap * 2 > len + 2 ? *cap * 2 : len + 64;
 				*buf = xrealloc(*buf, *cap);
 			}
-			memcpy(*buf + len, chunk, n + 1);
-			len += n;
+			(*buf)[len++] = (char)c;
 		} else
 			*cut = 1;
-		if (n > 0 && chunk[n - 1] == '\n')
+		if (c == '\n')
 			break;
 	}
+	funlockfile(f);
 	if (!any)
 		return -1;
-	if (*buf == NULL) { /* an empty first chunk: still a string */
+	if (*buf == NULL) { /* a line cut before its first byte was kept */
 		*cap = 1;
 		*buf = xmalloc(1);
 	}

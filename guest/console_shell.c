@@ -126,12 +126,20 @@ static void __attribute__((noreturn)) keeper(void)
 	pid_t pid;
 
 	console_device(dev, sizeof dev);
+	/* the console's settings as the kernel left them: each shell
+	 * starts from these, whatever the last one left (raw, no echo) */
+	if ((tty = open(dev, O_RDWR | O_NOCTTY | O_CLOEXEC)) >= 0) {
+		have_sane = tcgetattr(tty, &sane) == 0;
+		close(tty);
+	} else
+		have_sane = 0;
 	for (;;) {
 		if ((tty = open(dev, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
 			sleep(1);
 			continue;
 		}
-		have_sane = tcgetattr(tty, &sane) == 0;
+		if (have_sane)
+			tcsetattr(tty, TCSANOW, &sane);
 		say("console: press Enter for a root shell");
 		if (wait_enter(tty) < 0) {
 			close(tty);
@@ -148,12 +156,11 @@ static void __attribute__((noreturn)) keeper(void)
 			shell_exec(dev);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		/* what the shell left (raw mode, no echo) is not the next's */
-		if (have_sane)
-			tcsetattr(tty, TCSANOW, &sane);
+		/* the shell's end hung the tty up (it was its session's): this
+		 * fd is dead, the next turn opens the console afresh */
+		close(tty);
 		describe_exit(status, how, sizeof how);
 		say("console: shell %s", how);
-		close(tty);
 	}
 }
 

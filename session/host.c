@@ -217,6 +217,15 @@ host_control_path(const struct host *h, char **cause)
 
 	if (home == NULL)
 		return NULL;
+	/* '%' is escaped (host_percent_escape); "${" cannot be */
+	if (strstr(home, "${") != NULL) {
+		xasprintf(cause,
+		    "the vmux home %s holds '${', which ssh would expand in "
+		    "its ControlPath: set another VMUX_HOME",
+		    home);
+		free(home);
+		return NULL;
+	}
 	xasprintf(&dir, "%s/ssh", home);
 	free(home);
 	if (mkdir_p(dir, 0700) != 0) {

@@ -280,11 +280,37 @@ launch_extra_args(char **argv)
 }
 
 /*
+ * The session options into a new record r, by the table: a row o keeps
+ * (launch_opts) from there, else one a profile sets from o's profile.
+ */
+static void
+launch_options(const struct launch_opts *o, struct session_record *r)
+{
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		const char *s;
+		if (so->rec_off == SOPT_NOWHERE)
+			continue;
+		if (so->type == SOPT_HOSTNAME_TEXT) {
+			s = *option_str((void *)o, so->opts_off);
+			*option_str(r, so->rec_off) =
+			    s != NULL ? xstrdup(s) : NULL;
+		} else if (so->opts_off != SOPT_NOWHERE)
+			option_set(r, so->rec_off, so->rec_size,
+			    option_get(o, so->opts_off, so->opts_size));
+		else if (o->profile != NULL && so->prof_off != SOPT_NOWHERE)
+			option_set(r, so->rec_off, so->rec_size,
+			    option_get(
+			        o->profile, so->prof_off, so->prof_size));
+	}
+}
+
+/*
  * The guest's policy as kernel command line words for vmux-init: the
  * user's processes get a cgroup with vmux.pids_max and vmux.mem_max (MiB:
  * the VM's memory less what the kernel and the agent need), vmux.ro=1 makes
- * the root file system read-only, vmux.hostname is the session's name (so
- * prompts tell VMs apart; at most 63 bytes). Free it.
+ * the root file system read-only, vmux.hostname is --hostname or the
+ * session's name (so prompts tell VMs apart; at most 63 bytes). Free it.
  */
 static char *
 launch_append(const struct session_record *r, const char *extra)
@@ -303,9 +329,9 @@ launch_append(const struct session_record *r, const char *extra)
 	    r->rescue_disk == NULL ? ""
 	        : r->rescue_rw     ? " vmux.rescue=rw"
 	                           : " vmux.rescue=ro",
-	    r->name, r->append != NULL ? " " : "",
-	    r->append != NULL ? r->append : "", extra != NULL ? " " : "",
-	    extra != NULL ? extra : "");
+	    r->hostname != NULL ? r->hostname : r->name,
+	    r->append != NULL ? " " : "", r->append != NULL ? r->append : "",
+	    extra != NULL ? " " : "", extra != NULL ? extra : "");
 	free(net);
 	free(fs);
 	return s;
@@ -987,23 +1013,14 @@ session_launch(
 	r.status = SESSION_STARTING;
 	r.created = (int64_t)time(NULL);
 	r.instance = record_instance_new();
-	r.cpus = o->cpus;
-	r.memory_mb = o->memory_mb;
-	r.ttl_s = o->ttl_s;
-	r.idle_s = o->idle_s;
+	launch_options(o, &r);
 	r.no_agent = o->no_agent;
 	r.record = o->record;
 	r.record_input = o->record_input;
 	if (o->append != NULL && o->persist_append)
 		r.append = xstrdup(o->append);
-	if (o->profile != NULL) {
+	if (o->profile != NULL)
 		r.profile = xstrdup(o->profile->name);
-		r.net = o->profile->net;
-		r.read_only_root = o->profile->read_only_root;
-		r.mounts_mode = o->profile->mounts;
-		r.pids_max = o->profile->pids_max;
-		r.max_timeout_s = o->profile->max_timeout_s;
-	}
 	r.allow_hosts = strv_dup(o->allow_hosts, o->nallow_hosts);
 	r.nallow_hosts = o->nallow_hosts;
 	r.labels = strv_dup(o->labels, o->nlabels);
@@ -1018,8 +1035,6 @@ session_launch(
 		r.mounts[i].ro = o->mounts[i].ro;
 	}
 	r.nmounts = o->nmounts;
-	if (o->profile != NULL)
-		r.quota_mb = o->profile->quota_mb;
 	if (o->nallow_ports > 0) {
 		r.allow_ports =
 		    xreallocarray(NULL, o->nallow_ports, sizeof *r.allow_ports);

@@ -21,26 +21,13 @@
 #include "common/common.h"
 #include "session.h"
 
-/* Field names, as flags, files and error messages spell them. */
-static const char *const field_names[] = {
-    [PROFILE_NET] = "net",
-    [PROFILE_READ_ONLY] = "read-only-root",
-    [PROFILE_MOUNTS] = "mounts",
-    [PROFILE_CPUS] = "cpus",
-    [PROFILE_MEMORY] = "memory",
-    [PROFILE_PIDS] = "pids",
-    [PROFILE_DISK] = "disk",
-    [PROFILE_QUOTA] = "quota",
-    [PROFILE_MAX_TIMEOUT] = "max-timeout",
-};
-
 #define LOCK(f) (1u << (f))
 
 /* The built-in profiles. */
 static const struct profile builtin[] = {
     {"default", 0, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0, 120, 0},
     {"offline_readonly", 0, 1, MOUNTS_RO, 1, 512, 256, 1024, 0, 60,
-        LOCK(PROFILE_NET) | LOCK(PROFILE_READ_ONLY) | LOCK(PROFILE_MOUNTS)},
+        LOCK(SOPT_NET) | LOCK(SOPT_READ_ONLY) | LOCK(SOPT_MOUNTS)},
     {"network_basic", 1, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0,
         120, 0},
     {"network_extended", 1, 0, MOUNTS_RW, 2, 1024, 4096, 16384, 0, 600, 0},
@@ -48,11 +35,11 @@ static const struct profile builtin[] = {
 
 #define NBUILTIN (sizeof builtin / sizeof *builtin)
 
-/* A field's name. */
+/* A field's name: its row's flag (session_options). */
 const char *
 profile_field_name(int field)
 {
-	return field >= 0 && field < PROFILE_NFIELDS ? field_names[field] : "?";
+	return field >= 0 && field < SOPT_N ? session_options[field].flag : "?";
 }
 
 /* Does p lock field? */
@@ -74,114 +61,37 @@ profile_builtin_names(void)
 	return names;
 }
 
-/* Field index from its name, or -1. */
+/* Field index from its name (a row a profile sets), or -1. */
 static int
 field_index(const char *name)
 {
-	int i;
+	const struct session_option *o = session_option_find(name);
 
-	for (i = 0; i < PROFILE_NFIELDS; i++) {
-		if (strcmp(field_names[i], name) == 0)
-			return i;
-	}
-	return -1;
-}
-
-/* Parse "on"/"off" (and yes/no, true/false, 1/0). */
-static int
-parse_bool(const char *s, int *out)
-{
-	if (!strcmp(s, "on") || !strcmp(s, "yes") || !strcmp(s, "true") ||
-	    !strcmp(s, "1"))
-		*out = 1;
-	else if (!strcmp(s, "off") || !strcmp(s, "no") || !strcmp(s, "false") ||
-	    !strcmp(s, "0"))
-		*out = 0;
-	else
-		return -1;
-	return 0;
-}
-
-/* A whole number in [min, max]. */
-static int
-parse_num(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	return *s == '\0' || *end != '\0' || errno != 0 || *out < min ||
-	        *out > max
-	    ? -1
-	    : 0;
+	return o != NULL && (o->flags & SOPT_PROFILE)
+	    ? (int)(o - session_options)
+	    : -1;
 }
 
 /*
- * Set one field of p from text (a profile file's value). 0, or -1 with
- * cause naming what is wrong.
+ * Set one field of p (a session option a profile sets) from text, parsed as
+ * its row says. 0, or -1 with cause naming what is wrong.
  */
 int
 profile_set(struct profile *p, int field, const char *v, char **cause)
 {
+	const struct session_option *o = &session_options[field];
 	long long n;
-	int b;
+	char *why = NULL;
 
-	switch (field) {
-	case PROFILE_NET:
-	case PROFILE_READ_ONLY:
-		if (parse_bool(v, &b) != 0)
-			goto bad;
-		if (field == PROFILE_NET)
-			p->net = b;
-		else
-			p->read_only_root = b;
-		return 0;
-	case PROFILE_MOUNTS:
-		if (strcmp(v, "none") == 0)
-			p->mounts = MOUNTS_NONE;
-		else if (strcmp(v, "ro") == 0)
-			p->mounts = MOUNTS_RO;
-		else if (strcmp(v, "rw") == 0)
-			p->mounts = MOUNTS_RW;
-		else
-			goto bad;
-		return 0;
-	case PROFILE_CPUS:
-		if (parse_num(v, 1, 256, &n) != 0)
-			goto bad;
-		p->cpus = (int)n;
-		return 0;
-	case PROFILE_MEMORY:
-		if (parse_num(v, SESSION_MEMORY_MIN, 1 << 24, &n) != 0)
-			goto bad;
-		p->memory_mb = (int)n;
-		return 0;
-	case PROFILE_PIDS:
-		if (parse_num(v, 1, 4194304, &n) != 0)
-			goto bad;
-		p->pids_max = (int)n;
-		return 0;
-	case PROFILE_DISK:
-		if (parse_num(v, WORKSPACE_MIN_MB, WORKSPACE_MAX_MB, &n) != 0)
-			goto bad;
-		p->disk_mb = n;
-		return 0;
-	case PROFILE_QUOTA:
-		if (parse_num(v, 0, WORKSPACE_MAX_MB, &n) != 0)
-			goto bad;
-		p->quota_mb = n;
-		return 0;
-	case PROFILE_MAX_TIMEOUT:
-		if (parse_num(v, 1, 86400, &n) != 0)
-			goto bad;
-		p->max_timeout_s = (int)n;
-		return 0;
-	default:
-		NEVER("profile_set: bad field");
+	if (field < 0 || field >= SOPT_N || !(o->flags & SOPT_PROFILE))
+		NEVER("profile_set: not a profile's field");
+	if (option_parse(o, o->flag, v, &n, &why) != 0) {
+		free(why);
+		xasprintf(cause, "bad value '%s' for %s", v, o->flag);
+		return -1;
 	}
-bad:
-	xasprintf(cause, "bad value '%s' for %s", v, field_names[field]);
-	return -1;
+	option_set(p, o->prof_off, o->prof_size, n);
+	return 0;
 }
 
 /* Copy a built-in profile by name; 0 or -1. */
@@ -323,7 +233,7 @@ profile_mounts_name(int mode)
 	return mode == MOUNTS_NONE ? "none" : mode == MOUNTS_RO ? "ro" : "rw";
 }
 
-/* A profile as JSON (vmux status, vmux profiles). */
+/* A profile as JSON (vmux status, the pool's spec): its rows' keys. */
 cJSON *
 profile_json(const struct profile *p)
 {
@@ -331,20 +241,26 @@ profile_json(const struct profile *p)
 	int i;
 
 	cJSON_AddStringToObject(o, "name", p->name);
-	cJSON_AddStringToObject(o, "network", p->net ? "on" : "off");
-	cJSON_AddBoolToObject(o, "read_only_root", p->read_only_root);
-	cJSON_AddStringToObject(o, "mounts", profile_mounts_name(p->mounts));
-	cJSON_AddNumberToObject(o, "cpus", p->cpus);
-	cJSON_AddNumberToObject(o, "memory_mb", p->memory_mb);
-	cJSON_AddNumberToObject(o, "pids_limit", p->pids_max);
-	cJSON_AddNumberToObject(o, "disk_mb", (double)p->disk_mb);
-	cJSON_AddNumberToObject(o, "workspace_quota_mb", (double)p->quota_mb);
-	cJSON_AddNumberToObject(o, "max_timeout_s", p->max_timeout_s);
+	for (i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		long long v;
+		if (!(so->flags & SOPT_PROFILE))
+			continue;
+		v = option_get(p, so->prof_off, so->prof_size);
+		if (so->type == SOPT_BOOL && (so->flags & SOPT_ONOFF))
+			cJSON_AddStringToObject(o, so->key, v ? "on" : "off");
+		else if (so->type == SOPT_BOOL)
+			cJSON_AddBoolToObject(o, so->key, v != 0);
+		else if (so->type == SOPT_CHOICE)
+			cJSON_AddStringToObject(o, so->key, so->choices[v]);
+		else
+			cJSON_AddNumberToObject(o, so->key, (double)v);
+	}
 	locked = cJSON_AddArrayToObject(o, "locked");
-	for (i = 0; i < PROFILE_NFIELDS; i++) {
+	for (i = 0; i < SOPT_N; i++) {
 		if (profile_locked(p, i))
-			cJSON_AddItemToArray(
-			    locked, cJSON_CreateString(field_names[i]));
+			cJSON_AddItemToArray(locked,
+			    cJSON_CreateString(session_options[i].flag));
 	}
 	return o;
 }

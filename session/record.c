@@ -86,6 +86,7 @@ record_instance_get(
 	}
 	if (r.instance == NULL) {
 		r.instance = record_instance_new();
+		r.instance_late = 1; /* grants made before it still hold */
 		rc = record_save(&r, cause);
 	}
 	if (rc == 0)
@@ -101,6 +102,7 @@ record_free(struct session_record *r)
 {
 	free(r->name);
 	free(r->instance);
+	free(r->hostname);
 	free(r->dir);
 	free(r->accel);
 	free(r->vsock_uds);
@@ -215,10 +217,11 @@ bad:
 	return -1;
 }
 
-/* The record's "status" values, by enum session_status. */
+/* What a record says of its state ("state"; "status" before, with "ready"
+ * for "running"). */
 static const char *const status_names[] = {
     [SESSION_STARTING] = "starting",
-    [SESSION_READY] = "ready",
+    [SESSION_READY] = "running",
     [SESSION_STOPPING] = "stopping",
     [SESSION_STOPPED] = "stopped",
 };
@@ -234,8 +237,10 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(o, "version", SESSION_VERSION);
 	add_str(o, "name", r->name);
 	add_str(o, "instance", r->instance);
+	if (r->instance_late)
+		cJSON_AddBoolToObject(o, "instance_late", 1);
 	add_str(o, "dir", r->dir);
-	add_str(o, "status", status_names[r->status]);
+	add_str(o, "state", status_names[r->status]);
 	add_str(o, "accel", r->accel);
 	cJSON_AddNumberToObject(o, "cid", r->cid);
 	add_str(o, "vsock", r->vsock_kernel ? "kernel" : "bridge");
@@ -258,8 +263,6 @@ record_to_json(const struct session_record *r)
 	cJSON_AddNumberToObject(pids, "recorder", r->recorder_pid);
 	add_str(o, "created", created);
 	cJSON_AddNumberToObject(o, "created_unix", (double)r->created);
-	cJSON_AddNumberToObject(o, "cpus", r->cpus);
-	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	ports = cJSON_AddArrayToObject(o, "allow_ports");
 	for (i = 0; i < r->nallow_ports; i++)
 		cJSON_AddItemToArray(
@@ -268,7 +271,7 @@ record_to_json(const struct session_record *r)
 	cJSON_AddBoolToObject(o, "workspace_owned", r->workspace_owned);
 	cJSON_AddNumberToObject(o, "started_unix", (double)r->started);
 	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
-	add_str(o, "stop_reason", r->stop_reason);
+	add_str(o, "stopped_by", r->stop_reason);
 	add_str(o, "profile", r->profile);
 	add_str(o, "root_image", r->root_image);
 	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
@@ -283,9 +286,6 @@ record_to_json(const struct session_record *r)
 		cJSON_AddNumberToObject(m, "pid", r->mounts[i].pid);
 		cJSON_AddItemToArray(mounts, m);
 	}
-	cJSON_AddNumberToObject(o, "quota_mb", (double)r->quota_mb);
-	cJSON_AddBoolToObject(o, "net", r->net);
-	cJSON_AddBoolToObject(o, "read_only_root", r->read_only_root);
 	if (r->no_agent)
 		cJSON_AddBoolToObject(o, "no_agent", 1);
 	cJSON_AddBoolToObject(o, "record", r->record);
@@ -295,11 +295,13 @@ record_to_json(const struct session_record *r)
 		add_str(o, "rescue_disk", r->rescue_disk);
 		cJSON_AddBoolToObject(o, "rescue_rw", r->rescue_rw);
 	}
-	cJSON_AddNumberToObject(o, "mounts_mode", r->mounts_mode);
-	cJSON_AddNumberToObject(o, "pids_max", r->pids_max);
-	cJSON_AddNumberToObject(o, "max_timeout_s", r->max_timeout_s);
-	cJSON_AddNumberToObject(o, "ttl_s", (double)r->ttl_s);
-	cJSON_AddNumberToObject(o, "idle_s", (double)r->idle_s);
+	/* the settings, by the table: one name a fact */
+	for (i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		if (so->rec_off != SOPT_NOWHERE)
+			cJSON_AddItemToObject(
+			    o, so->key, option_to_json(so, r));
+	}
 	free(created);
 	return o;
 }
@@ -367,7 +369,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_str(o, "name", &r->name, 1, cause) != 0 ||
 	    get_str(o, "instance", &r->instance, 0, cause) != 0 ||
 	    get_str(o, "dir", &r->dir, 1, cause) != 0 ||
-	    get_str(o, "status", &status, 1, cause) != 0 ||
+	    get_str(o, cJSON_HasObjectItem(o, "state") ? "state" : "status",
+	        &status, 1, cause) != 0 ||
 	    get_str(o, "accel", &r->accel, 1, cause) != 0 ||
 	    get_str(o, "vsock", &vsock, 1, cause) != 0 ||
 	    get_str(o, "vsock_uds", &r->vsock_uds, 0, cause) != 0 ||
@@ -389,17 +392,33 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 		xasprintf(cause, "bad \"name\"");
 		goto fail;
 	}
-	for (i = 0; i < sizeof status_names / sizeof *status_names; i++) {
-		if (strcmp(status, status_names[i]) == 0)
-			break;
+	/* it goes into authorized_keys command lines: 32 hex digits only */
+	if (r->instance != NULL &&
+	    (strlen(r->instance) != 32 ||
+	        strspn(r->instance, "0123456789abcdef") != 32)) {
+		xasprintf(cause, "bad \"instance\"");
+		goto fail;
 	}
+	r->instance_late =
+	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "instance_late"));
+	if (strcmp(status, "ready") == 0) /* before "running" */
+		i = SESSION_READY;
+	else
+		for (i = 0; i < sizeof status_names / sizeof *status_names;
+		     i++) {
+			if (strcmp(status, status_names[i]) == 0)
+				break;
+		}
 	if (i == sizeof status_names / sizeof *status_names) {
-		xasprintf(cause, "bad \"status\"");
+		xasprintf(cause, "bad \"state\"");
 		goto fail;
 	}
 	r->status = (int)i;
 	if (get_str(o, "workspace", &r->workspace, 0, cause) != 0 ||
-	    get_str(o, "stop_reason", &r->stop_reason, 0, cause) != 0 ||
+	    get_str(o,
+	        cJSON_HasObjectItem(o, "stopped_by") ? "stopped_by"
+	                                             : "stop_reason",
+	        &r->stop_reason, 0, cause) != 0 ||
 	    get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
 	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
 	    get_str(o, "profile", &r->profile, 0, cause) != 0 ||
@@ -409,21 +428,25 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||
 	    get_strv(o, "labels", &r->labels, &r->nlabels, cause) != 0 ||
 	    labels_valid(r->labels, r->nlabels, cause) != 0 ||
-	    get_mounts(o, r, cause) != 0 ||
-	    get_opt_int(o, "quota_mb", 0, 1e12, &r->quota_mb, cause) != 0 ||
-	    get_opt_int(o, "mounts_mode", MOUNTS_NONE, MOUNTS_RW, &n, cause) !=
-	        0)
+	    get_mounts(o, r, cause) != 0)
 		goto fail;
-	r->mounts_mode = (int)n;
-	if (get_opt_int(o, "pids_max", 0, 1e8, &n, cause) != 0)
+	/* the settings, by the table (under an older name in older records) */
+	for (i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		const cJSON *v;
+		if (so->rec_off == SOPT_NOWHERE)
+			continue;
+		v = cJSON_GetObjectItemCaseSensitive(o, so->key);
+		if (v == NULL && so->old_key != NULL)
+			v = cJSON_GetObjectItemCaseSensitive(o, so->old_key);
+		if (option_from_json(so, v, r, cause) != 0)
+			goto fail;
+	}
+	if (r->cpus < 1 || r->memory_mb < 1) {
+		xasprintf(cause, "bad or missing \"%s\"",
+		    r->cpus < 1 ? "cpus" : "memory_mb");
 		goto fail;
-	r->pids_max = (int)n;
-	if (get_opt_int(o, "max_timeout_s", 0, 1e8, &n, cause) != 0)
-		goto fail;
-	r->max_timeout_s = (int)n;
-	r->net = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "net"));
-	r->read_only_root =
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "read_only_root"));
+	}
 	r->no_agent =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "no_agent"));
 	r->record = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "record"));
@@ -431,9 +454,6 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "record_input"));
 	r->rescue_rw =
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "rescue_rw"));
-	if (get_opt_int(o, "ttl_s", 0, 1e9, &r->ttl_s, cause) != 0 ||
-	    get_opt_int(o, "idle_s", 0, 1e9, &r->idle_s, cause) != 0)
-		goto fail;
 	r->workspace_owned = cJSON_IsTrue(
 	    cJSON_GetObjectItemCaseSensitive(o, "workspace_owned"));
 	if (strcmp(vsock, "kernel") == 0)
@@ -464,12 +484,6 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	r->recorder_pid = (pid_t)n;
 	if (get_int(o, "created_unix", 0, 1e15, &r->created, cause) != 0)
 		goto fail;
-	if (get_int(o, "cpus", 1, 1024, &n, cause) != 0)
-		goto fail;
-	r->cpus = (int)n;
-	if (get_int(o, "memory_mb", 1, 1 << 24, &n, cause) != 0)
-		goto fail;
-	r->memory_mb = (int)n;
 	ports = cJSON_GetObjectItemCaseSensitive(o, "allow_ports");
 	if (ports != NULL && !cJSON_IsArray(ports)) {
 		xasprintf(cause, "bad \"allow_ports\"");

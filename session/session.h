@@ -66,19 +66,76 @@
 /* Smallest guest memory that boots the default image with a workspace. */
 #define SESSION_MEMORY_MIN 96
 
-/* profile.c: fields a profile sets (and may lock). */
-enum profile_field {
-	PROFILE_NET,
-	PROFILE_READ_ONLY,
-	PROFILE_MOUNTS,
-	PROFILE_CPUS,
-	PROFILE_MEMORY,
-	PROFILE_PIDS,
-	PROFILE_DISK,
-	PROFILE_QUOTA,
-	PROFILE_MAX_TIMEOUT,
-	PROFILE_NFIELDS
+/*
+ * options.c: the session options, one row per setting a session is made
+ * with (vmux new's flags, profile keys, record and ls --json fields). The
+ * rows are indexed by enum session_option_id.
+ */
+enum session_option_id {
+	SOPT_CPUS,
+	SOPT_MEMORY,
+	SOPT_PIDS,
+	SOPT_DISK,
+	SOPT_QUOTA,
+	SOPT_NET,
+	SOPT_READ_ONLY,
+	SOPT_MOUNTS,
+	SOPT_MAX_TIMEOUT,
+	SOPT_TTL,
+	SOPT_IDLE,
+	SOPT_HOSTNAME,
+	SOPT_N
 };
+enum session_option_type {
+	SOPT_NUMBER,   /* a whole number in [min, max] */
+	SOPT_SIZE,     /* MiB, with an optional unit (512M, 4G) */
+	SOPT_DURATION, /* seconds, with an optional unit (90, 30m, 8h, 2d) */
+	SOPT_BOOL,     /* on/off; a flag without a value */
+	SOPT_CHOICE,   /* one of choices, kept as its index */
+	SOPT_HOSTNAME_TEXT /* text: a host name of at most max bytes */
+};
+#define SOPT_NEW     0x1  /* a vmux new (and run) flag */
+#define SOPT_PROFILE 0x2  /* a profile sets it, and may lock it */
+#define SOPT_POOL    0x4  /* a warm pool's VM can be given it when claimed */
+#define SOPT_LS      0x8  /* ls --json shows it under its key */
+#define SOPT_ONOFF   0x10 /* JSON says "on"/"off", not true/false */
+#define SOPT_NOWHERE ((size_t)-1)
+struct session_option {
+	const char *flag; /* --FLAG, and its key in a profile file */
+	const char *arg;  /* the value's name in --help; NULL: none */
+	const char *help;
+	enum session_option_type type;
+	long long min, max;  /* bounds, in unit (a host name: its length) */
+	const char *unit;    /* "MiB", "s", or NULL */
+	const char *key;     /* session.json, ls --json, profile JSON */
+	const char *old_key; /* what older records called it, or NULL */
+	size_t rec_off, rec_size;   /* in struct session_record */
+	size_t prof_off, prof_size; /* in struct profile */
+	size_t opts_off, opts_size; /* in struct launch_opts */
+	unsigned flags;             /* SOPT_* */
+	const char *const *choices; /* SOPT_CHOICE's names */
+};
+extern const struct session_option session_options[SOPT_N];
+const struct session_option *session_option_find(const char *flag);
+int option_parse(const struct session_option *, const char *what,
+    const char *text, long long *num, char **cause);
+int option_number(const char *what, const char *s, long long min, long long max,
+    long long *out, char **cause);
+int option_size_mb(const char *what, const char *s, long long min_mb,
+    long long max_mb, long long *out, char **cause);
+int option_duration(
+    const char *what, const char *s, long long *out, char **cause);
+long long option_get(const void *base, size_t off, size_t size);
+void option_set(void *base, size_t off, size_t size, long long v);
+char **option_str(void *base, size_t off);
+struct session_record;
+cJSON *option_to_json(
+    const struct session_option *, const struct session_record *);
+int option_from_json(const struct session_option *, const cJSON *,
+    struct session_record *, char **cause);
+
+/* profile.c: a profile sets the session options flagged SOPT_PROFILE (and
+ * may lock them: 1 << enum session_option_id). */
 enum { MOUNTS_NONE, MOUNTS_RO, MOUNTS_RW };
 
 struct profile {
@@ -91,7 +148,7 @@ struct profile {
 	int64_t disk_mb;   /* size of a new workspace */
 	int64_t quota_mb;  /* workspace quota (0: the disk's size) */
 	int max_timeout_s; /* longest exec timeout; longer is clamped */
-	unsigned locked;   /* 1 << enum profile_field */
+	unsigned locked;   /* 1 << enum session_option_id */
 };
 
 int profile_get(const char *name, struct profile *out, char **cause);
@@ -166,6 +223,8 @@ struct session_record {
 	char *instance;     /* random, made with the session (and at a pool
 	                       claim): what a grant is pinned to; NULL in a
 	                       record older than it */
+	int instance_late;  /* the instance came after (a grant on an older
+	                       record): its --if-created grants still hold */
 	int cpus, memory_mb;
 	unsigned *allow_ports;
 	size_t nallow_ports;
@@ -192,6 +251,7 @@ struct session_record {
 	int max_timeout_s; /* exec timeouts are clamped to this; 0: none */
 	int64_t ttl_s;     /* stop this long after boot; 0: never */
 	int64_t idle_s;    /* stop after this long idle; 0: never */
+	char *hostname;    /* the guest's host name; NULL: the name */
 };
 
 /* vmux's settings ($XDG_CONFIG_HOME/vmux/config, settings.c). */
@@ -402,6 +462,7 @@ struct launch_opts {
 	const char *workspace; /* attach this disk image instead */
 	const char *image;     /* --image as given, or NULL */
 	int64_t ttl_s, idle_s; /* see struct session_record */
+	char *hostname;        /* --hostname, or NULL */
 	int lock_wait_ms;      /* start: wait this long for a busy lock */
 	const char *append;    /* --append: kernel words for this boot */
 	int persist_append;    /* --persist: and every boot after (new) */

@@ -851,6 +851,7 @@ int
 cmd_run(struct tui *t, const char *line)
 {
 	const struct tui_cmd *c;
+	const struct cmd_entry *e;
 	int argc, rc = 0;
 	char **argv = split_words(line, &argc);
 
@@ -864,15 +865,11 @@ cmd_run(struct tui *t, const char *line)
 			rc = -1;
 		} else
 			c->fn(t, argc, argv);
-	} else if (cmd_find(argv[0]) != NULL) {
-		if (t->opts.read_only && strcmp(argv[0], "ls") != 0 &&
-		    strcmp(argv[0], "shells") != 0 &&
-		    strcmp(argv[0], "ping") != 0) {
+	} else if ((e = cmd_find(argv[0])) != NULL) {
+		if (t->opts.read_only && !(e->flags & CMD_READONLY)) {
 			tui_message(t, 1, "%s: this TUI is read-only", argv[0]);
 			rc = -1;
-		} else if (strcmp(argv[0], "shell") == 0 ||
-		    strcmp(argv[0], "tui") == 0 ||
-		    strcmp(argv[0], "connect") == 0) {
+		} else if (e->flags & CMD_OWN_TERMINAL) {
 			tui_message(t, 1,
 			    "%s needs its own terminal: use "
 			    "prefix c, or select a shell",

@@ -89,8 +89,20 @@ t_revoked_key_gets_nothing() {
 	local out deadline
 	# the student is still logged in (st): revoking ends that login too
 	tm has-session -t st || fail "the student's login is gone already" || return 1
+	# and holds an ssh master: sshd let it in, and it can open more
+	ssh -F /dev/null -i "$TMP/student" -p "$PORT" -o BatchMode=yes \
+		-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
+		-o LogLevel=ERROR -M -S "$TMP/mux" -o ControlPersist=120 -fN \
+		"$(id -un)@127.0.0.1" || return 1
+	bg_track "$(pgrep -f -- "-S $TMP/mux" | head -n 1)"
+	# a second login through it (its input held open: at its end a piped
+	# shell client would end the student's shell)
+	sleep 600 | ssh -F /dev/null -S "$TMP/mux" x >"$TMP/mux.out" 2>&1 &
+	bg_track $!
+	wait_for 30 grep -q 'attached to shell main in gr1' "$TMP/mux.out" ||
+		fail "the master opened no session: $(cat "$TMP/mux.out")" || return 1
 	out=$(vmux revoke gr1 --key "$TMP/student.pub" --authorized-keys "$AK") || return 1
-	expect_eq "said" "$out" "revoked gr1's grant; its login ended" || return 1
+	expect_eq "said" "$out" "revoked gr1's grant; its logins ended" || return 1
 	wait_on st '\[detached from shell main in gr1: Terminated\]' 20 || return 1
 	wait_for 20 eval '[[ $(tm display-message -p -t st "#{pane_current_command}") == sleep ]]' ||
 		fail "ssh did not end" || return 1
@@ -100,6 +112,11 @@ t_revoked_key_gets_nothing() {
 		((SECONDS < deadline)) || fail "the title stayed: $(tm display-message -p -t st '#{pane_title}')" || return 1
 		sleep 0.1
 	done
+	# the master's next session runs the same forced command: refused
+	out=$(ssh -F /dev/null -S "$TMP/mux" x </dev/null 2>&1)
+	[[ $out != *'shell main in gr1'* ]] || fail "the revoked grant's ssh master still got in" || return 1
+	expect_match "said" "$out" "this grant to 'gr1' was revoked" || return 1
+	ssh -F /dev/null -S "$TMP/mux" -O exit x >/dev/null 2>&1
 	# the teacher's login, another grant, is still in
 	pgrep -f -- "-i $TMP/teacher " >/dev/null || fail "the teacher's login ended too" || return 1
 	! screen tw | grep -q 'detached from' || fail "the teacher was detached" || return 1

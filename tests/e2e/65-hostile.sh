@@ -178,13 +178,13 @@ t_recorder_bounded() {
 	local dir files bytes
 	vmux new hmany --initrd "$IMG" --record >/dev/null || return 1
 	dir=$(session_field hmany dir)
-	wait_for 60 grep -q 'nothing more is recorded' "$dir/recorder.log" ||
+	wait_for 60 grep -q 'no new shell is recorded' "$dir/recorder.log" ||
 		fail "the recorder never stopped: $(ls "$dir/recordings" | wc -l) files" || return 1
 	files=$(find "$dir/recordings" -name '*.cast' | wc -l)
 	expect_eq "files at the cap" "$files" 512 || return 1
-	expect_eq "said once" "$(grep -c 'nothing more is recorded' "$dir/recorder.log")" 1 || return 1
+	expect_eq "said once" "$(grep -c 'no new shell is recorded' "$dir/recorder.log")" 1 || return 1
 	vmux restart hmany >/dev/null || return 1
-	wait_for 60 test "$(grep -c 'nothing more is recorded' "$dir/recorder.log")" -ge 2 ||
+	wait_for 60 test "$(grep -c 'no new shell is recorded' "$dir/recorder.log")" -ge 2 ||
 		fail "the next boot's recorder did not see the cap" || return 1
 	expect_eq "files after a boot" "$(find "$dir/recordings" -name '*.cast' | wc -l)" 512 || return 1
 	bytes=$(du -sb "$dir/recordings" | cut -f1)

@@ -66,6 +66,27 @@ t_user_profile_and_locks() {
 	[[ $? -eq 2 ]] && expect_match "bad file" "$out" "broken.profile:2: unknown field 'frobs'"
 }
 
+t_options_table() {
+	local out
+	# sizes take units everywhere: --memory as --disk, a profile's too
+	printf 'inherit default\nmemory 1G\n' >"$XDG_CONFIG_HOME/vmux/profiles/big.profile"
+	out=$(vmux new o1 --memory 2T --hostname ok 2>&1)
+	[[ $? -eq 2 ]] && expect_match "too much" "$out" "this host has [0-9]+ MiB" || return 1
+	out=$(vmux new o1 --hostname 'no_underscores' 2>&1)
+	[[ $? -eq 2 ]] && expect_match hostname "$out" "invalid --hostname 'no_underscores': want a host name" || return 1
+	need_session o1 --profile big --memory 256M --hostname lab-pc.room4
+	expect_eq memory "$(session_field o1 memory_mb)" 256 || return 1
+	expect_eq hostname "$(session_field o1 hostname)" lab-pc.room4 || return 1
+	expect_eq "the guest's" "$(vmux exec o1 -- hostname)" lab-pc.room4 || return 1
+	# kept for every boot
+	vmux restart o1 >/dev/null || return 1
+	expect_eq "after a restart" "$(vmux exec o1 -- hostname)" lab-pc.room4 || return 1
+	# one name a fact in the record too
+	expect_eq record "$(jq -c '[.state, .network, .pids_limit, .hostname]' "$(session_field o1 dir)/session.json")" \
+		'["running","off",1024,"lab-pc.room4"]' || return 1
+	vmux rm -f o1 >/dev/null
+}
+
 t_fork_bomb_contained() {
 	local ev
 	# The bomb's shells fork until pids.max stops them; the agent, outside
@@ -104,6 +125,7 @@ check "default profile recorded: network off, pids, max timeout" t_default_profi
 check "exec timeout clamped to the profile's max and said" t_timeout_clamped_and_said
 check "validation: cpus, memory, pids, profile: one clear error each" t_validation
 check "user profile: applied, locked fields refused by name, bad file" t_user_profile_and_locks
+check "one row a setting: --memory with a unit, --hostname, a profile's size in G" t_options_table
 check "fork bomb contained by pids.max; agent answers" t_fork_bomb_contained
 check "memory hog killed by the cgroup; agent alive" t_memory_hog_killed_agent_alive
 check "offline_readonly: read-only root, /tmp and /workspace writable" t_read_only_root

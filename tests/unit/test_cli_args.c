@@ -54,19 +54,19 @@ TEST(args_sizes_in_mib)
 	long long v = -1;
 	char *cause = NULL;
 
-	CHECK_INT(args_size_mb("--disk", "512", 16, 1 << 24, &v, &cause), 0);
+	CHECK_INT(option_size_mb("--disk", "512", 16, 1 << 24, &v, &cause), 0);
 	CHECK(v == 512);
-	CHECK_INT(args_size_mb("--disk", "512M", 16, 1 << 24, &v, &cause), 0);
+	CHECK_INT(option_size_mb("--disk", "512M", 16, 1 << 24, &v, &cause), 0);
 	CHECK(v == 512);
-	CHECK_INT(args_size_mb("--disk", "4G", 16, 1 << 24, &v, &cause), 0);
+	CHECK_INT(option_size_mb("--disk", "4G", 16, 1 << 24, &v, &cause), 0);
 	CHECK(v == 4096);
-	CHECK_INT(args_size_mb("--disk", "2t", 16, 1 << 24, &v, &cause), 0);
+	CHECK_INT(option_size_mb("--disk", "2t", 16, 1 << 24, &v, &cause), 0);
 	CHECK(v == 2 * 1024 * 1024);
 	static const char *const bad[] = {"", "G", "4X", "-1G", "1.5G", "8M",
 	    "17T", "99999999999999999999G", "4GB", " 4G"};
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		CHECK_INT(
-		    args_size_mb("--disk", bad[i], 16, 1 << 24, &v, &cause),
+		    option_size_mb("--disk", bad[i], 16, 1 << 24, &v, &cause),
 		    -1);
 		CHECK(cause != NULL && strstr(cause, "invalid --disk") != NULL);
 		free(cause);
@@ -195,13 +195,13 @@ TEST(args_number_checks)
 	long long v;
 	char *cause = NULL;
 
-	CHECK(args_number("--cpus", "4", 1, 64, &v, &cause) == 0);
+	CHECK(option_number("--cpus", "4", 1, 64, &v, &cause) == 0);
 	CHECK_INT(v, 4);
 	static const char *bad[] = {
 	    "abc", "", "4x", " 4", "0", "65", "-5", "99999999999999999999999"};
 	for (size_t i = 0; i < nitems(bad); i++) {
 		cause = NULL;
-		CHECK(args_number("--cpus", bad[i], 1, 64, &v, &cause) == -1);
+		CHECK(option_number("--cpus", bad[i], 1, 64, &v, &cause) == -1);
 		CHECK(strstr(cause, "invalid --cpus") != NULL);
 		free(cause);
 	}

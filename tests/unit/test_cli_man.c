@@ -78,3 +78,27 @@ TEST(man_lists_environment)
 	}
 	free(man);
 }
+
+TEST(man_names_every_session_option)
+{
+	char *man = man_text(), *want;
+
+	/* the table's rows: a profile's field is listed with the others, and
+	 * every key a record or ls --json shows is named */
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		if (so->flags & SOPT_PROFILE) {
+			xasprintf(&want, "%s", so->flag);
+			CHECK(
+			    strstr(strstr(man, ".Sh PROFILES"), want) != NULL);
+			free(want);
+		}
+		if (so->flags & (SOPT_LS | SOPT_PROFILE)) {
+			xasprintf(&want, ".Ql %s", so->key);
+			if (strstr(man, want) == NULL)
+				unit_fail(__FILE__, __LINE__, "no '%s'", want);
+			free(want);
+		}
+	}
+	free(man);
+}

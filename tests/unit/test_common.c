@@ -181,15 +181,22 @@ TEST(getline_max_keeps_at_most_max)
 	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 6);
 	CHECK(!cut);
 	CHECK_STR(buf, "short\n");
-	/* a line past max: read to its end, nothing of it kept */
-	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 0);
+	/* a line past max: its first max bytes kept, read to its end, cut */
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 8);
 	CHECK(cut);
-	CHECK(cap <= 8 + 1);
+	CHECK(cap <= 64 + 2 * 8); /* bounded by max, not by the line */
 	/* the next line is whole; the last has no newline */
 	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 4);
 	CHECK(!cut);
 	CHECK_STR(buf, "last");
 	CHECK(getline_max(&buf, &cap, f, 8, &cut) == -1);
+	fclose(f);
+	/* a NUL is a byte of the line, not its end */
+	f = fmemopen((void *)"a\0b\nsecond\n", 11, "r");
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 4);
+	CHECK(buf[0] == 'a' && buf[1] == '\0' && buf[2] == 'b');
+	CHECK(getline_max(&buf, &cap, f, 8, &cut) == 7);
+	CHECK_STR(buf, "second\n");
 	free(buf);
 	fclose(f);
 }

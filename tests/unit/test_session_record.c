@@ -395,3 +395,78 @@ TEST(session_lock_excludes)
 	rmtree(d);
 	free(d);
 }
+
+/*
+ * A record from before the options table (its own names for facts: status
+ * "ready", net, pids_max, idle_s, mounts_mode as a number, stop_reason)
+ * reads as the same session; written again it uses one name a fact.
+ */
+TEST(record_older_names_read)
+{
+	static const char old[] =
+	    "{\"version\":1,\"name\":\"o\",\"dir\":\"/tmp/o\",\"status\":"
+	    "\"ready\",\"accel\":\"tcg\",\"cid\":5,\"vsock\":\"bridge\","
+	    "\"pids\":{\"qemu\":0,\"bridge\":0},\"created_unix\":1,\"cpus\":1,"
+	    "\"memory_mb\":256,\"net\":true,\"pids_max\":64,\"idle_s\":30,"
+	    "\"mounts_mode\":1,\"quota_mb\":100,\"stop_reason\":\"user\"}";
+	struct session_record r;
+	char *cause = NULL;
+	cJSON *j = cJSON_Parse(old), *back;
+
+	CHECK(record_from_json(j, &r, &cause) == 0);
+	CHECK_INT(r.status, SESSION_READY);
+	CHECK_INT(r.net, 1);
+	CHECK_INT(r.pids_max, 64);
+	CHECK_INT((int)r.idle_s, 30);
+	CHECK_INT(r.mounts_mode, MOUNTS_RO);
+	CHECK_INT((int)r.quota_mb, 100);
+	CHECK_STR(r.stop_reason, "user");
+	CHECK(r.hostname == NULL);
+	back = record_to_json(&r);
+	CHECK_STR(cJSON_GetObjectItem(back, "state")->valuestring, "running");
+	CHECK_STR(cJSON_GetObjectItem(back, "network")->valuestring, "on");
+	CHECK_INT(cJSON_GetObjectItem(back, "pids_limit")->valueint, 64);
+	CHECK_INT(cJSON_GetObjectItem(back, "idle_timeout_s")->valueint, 30);
+	CHECK_STR(cJSON_GetObjectItem(back, "mounts_mode")->valuestring, "ro");
+	CHECK_STR(cJSON_GetObjectItem(back, "stopped_by")->valuestring, "user");
+	CHECK(cJSON_GetObjectItem(back, "status") == NULL);
+	CHECK(cJSON_GetObjectItem(back, "pids_max") == NULL);
+	cJSON_Delete(back);
+	cJSON_Delete(j);
+	record_free(&r);
+	/* a bad value under an option's key is named */
+	j = cJSON_Parse("{\"version\":1,\"name\":\"o\",\"dir\":\"/tmp/o\","
+	                "\"state\":\"running\",\"accel\":\"tcg\",\"cid\":5,"
+	                "\"vsock\":\"bridge\",\"pids\":{\"qemu\":0,\"bridge\":"
+	                "0},\"created_unix\":1,\"cpus\":1,\"memory_mb\":256,"
+	                "\"hostname\":\"a b\"}");
+	CHECK(record_from_json(j, &r, &cause) == -1);
+	CHECK_STR(cause, "bad \"hostname\"");
+	free(cause);
+	cJSON_Delete(j);
+}
+
+TEST(options_parse_one_size_parser)
+{
+	const struct session_option *m = session_option_find("memory");
+	const struct session_option *h = session_option_find("hostname");
+	char *cause = NULL;
+	long long v;
+
+	/* --memory takes units as --disk does */
+	CHECK(option_parse(m, "--memory", "2G", &v, &cause) == 0);
+	CHECK(v == 2048);
+	CHECK(option_parse(m, "--memory", "512", &v, &cause) == 0);
+	CHECK(v == 512);
+	CHECK(option_parse(m, "--memory", "64M", &v, &cause) == -1);
+	CHECK(strstr(cause, "invalid --memory '64M'") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(option_parse(h, "--hostname", "lab-1.example", &v, &cause) == 0);
+	CHECK(option_parse(h, "--hostname", "-bad", &v, &cause) == -1);
+	free(cause);
+	cause = NULL;
+	CHECK(option_parse(h, "--hostname", "a..b", &v, &cause) == -1);
+	free(cause);
+	CHECK(session_option_find("no-such") == NULL);
+}
