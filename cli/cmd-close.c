@@ -84,9 +84,7 @@ cmd_close_exec(struct args *a)
 	closed = cJSON_AddArrayToObject(res, "closed");
 	failed = cJSON_CreateArray();
 	for (int i = 1; i < a->argc; i++) {
-		req = cJSON_CreateObject();
-		cJSON_AddStringToObject(req, "action", "close_shell");
-		cJSON_AddStringToObject(req, "shell_id", a->argv[i]);
+		req = agent_req_close_shell(a->argv[i]);
 		reply = cli_agent(&t, req, CLOSE_REQUEST_S, &cause);
 		if (reply == NULL) {
 			char *msg = cli_item_error(many, "%s", cause);

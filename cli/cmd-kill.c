@@ -68,10 +68,7 @@ cmd_kill_exec(struct args *a)
 		free(name);
 		return rc;
 	}
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "action", "signal_shell");
-	cJSON_AddStringToObject(req, "shell_id", a->argv[1]);
-	cJSON_AddStringToObject(req, "signal", name);
+	req = agent_req_signal_shell(a->argv[1], name);
 	reply = cli_agent(&t, req, KILL_REQUEST_S, &cause);
 	record_free(&r);
 	if (reply == NULL) {

@@ -118,8 +118,7 @@ cmd_ping_exec(struct args *a)
 
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "action", "ping");
+	req = agent_req_ping();
 	now = mono_ms();
 	reply = agent_call(&t, req, now + PING_CONNECT_MS, now + PING_REPLY_MS,
 	    NULL, NULL, &cause);

@@ -465,10 +465,9 @@ cmd_record_exec(struct args *a)
 
 		/* new shells to record, while there is room for them */
 		if (now >= next_list && !rec_full(name, 1)) {
-			cJSON *req = cJSON_CreateObject(), *reply, *s;
+			cJSON *req = agent_req_list_shells(), *reply, *s;
 
 			next_list = now + RECORD_LIST_MS;
-			cJSON_AddStringToObject(req, "action", "list_shells");
 			reply = agent_call(&t, req, now + 2000, now + 5000,
 			    NULL, NULL, &cause);
 			cJSON_Delete(req);

@@ -149,14 +149,10 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 			return -1;
 	}
 
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "action", "open_shell");
-	if (r->id != NULL)
-		cJSON_AddStringToObject(o, "shell_id", r->id);
-	if (term_size(&cols, &rows) == 0) {
-		cJSON_AddNumberToObject(o, "cols", cols > 4096 ? 4096 : cols);
-		cJSON_AddNumberToObject(o, "rows", rows > 4096 ? 4096 : rows);
-	}
+	if (term_size(&cols, &rows) != 0)
+		cols = rows = 0; /* the agent's default */
+	o = agent_req_open_shell(
+	    r->id, cols > 4096 ? 4096 : cols, rows > 4096 ? 4096 : rows);
 	if (cwd != NULL)
 		cJSON_AddStringToObject(o, "cwd", cwd);
 	e = cJSON_AddObjectToObject(o, "env");
@@ -202,12 +198,11 @@ static int
 shell_find(
     const struct vsock_target *t, const char *id, int64_t *cursor, char **cause)
 {
-	cJSON *req = cJSON_CreateObject(), *reply, *s;
+	cJSON *req = agent_req_list_shells(), *reply, *s;
 	const cJSON *arr;
 	double end, oldest;
 	int found = 0;
 
-	cJSON_AddStringToObject(req, "action", "list_shells");
 	if ((reply = cli_agent(t, req, SHELL_REQUEST_S, cause)) == NULL)
 		return -1;
 	arr = cJSON_GetObjectItemCaseSensitive(reply, "shells");
@@ -440,10 +435,8 @@ cmd_shell_exec(struct args *a)
 		return EXIT_VMUX;
 	}
 	if (found == 2) { /* it ended: a new one takes its id, as tmux does */
-		cJSON *req = cJSON_CreateObject(), *reply;
+		cJSON *req = agent_req_close_shell(r.id), *reply;
 
-		cJSON_AddStringToObject(req, "action", "close_shell");
-		cJSON_AddStringToObject(req, "shell_id", r.id);
 		reply = cli_agent(&t, req, SHELL_REQUEST_S, &cause);
 		cJSON_Delete(reply);
 		free(cause);

@@ -126,8 +126,7 @@ cmd_shells_exec(struct args *a)
 
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "action", "list_shells");
+	req = agent_req_list_shells();
 	reply = cli_agent(&t, req, SHELLS_REQUEST_S, &cause);
 	record_free(&r);
 	if (reply == NULL) {

@@ -233,22 +233,16 @@ pool_eligible(const struct args *a, const struct settings *st)
 static int
 pool_hostname(const struct session_record *r, const char *name, char **cause)
 {
+	const char *argv[] = {"/bin/sh", "-c",
+	    "hostname \"$0\" && { echo \"$0\" >/etc/hostname; } 2>/dev/null; "
+	    "hostname \"$0\"",
+	    name, NULL};
 	struct vsock_target t;
-	cJSON *req = cJSON_CreateObject(), *cmd, *reply;
+	cJSON *req = agent_req_exec(argv, 10), *reply;
 	const cJSON *code;
 	uint64_t now = mono_ms();
 	int rc = -1;
 
-	cJSON_AddStringToObject(req, "action", "exec");
-	cmd = cJSON_AddArrayToObject(req, "command");
-	cJSON_AddItemToArray(cmd, cJSON_CreateString("/bin/sh"));
-	cJSON_AddItemToArray(cmd, cJSON_CreateString("-c"));
-	cJSON_AddItemToArray(cmd,
-	    cJSON_CreateString("hostname \"$0\" && { echo \"$0\" "
-	                       ">/etc/hostname; } 2>/dev/null; hostname "
-	                       "\"$0\""));
-	cJSON_AddItemToArray(cmd, cJSON_CreateString(name));
-	cJSON_AddNumberToObject(req, "timeout_seconds", 10);
 	session_target(r, &t);
 	reply = agent_call(&t, req, now + POOL_CONNECT_MS, now + POOL_REPLY_MS,
 	    NULL, NULL, cause);

@@ -6,10 +6,6 @@
  * line, read to EOF under a deadline, and map every way a reply can be bad
  * to one clear cause. The request side is never half-closed: the bridge
  * turns a half-close into a vsock SHUTDOWN, which could cut a long exec.
- *
- * Command output travels in JSON strings where NUL is escaped as \u0000;
- * cJSON's NUL-terminated strings would cut it there, so agent_reply_bytes()
- * decodes a top-level string field of the raw reply with its real length.
  */
 #include <errno.h>
 #include <poll.h>
@@ -192,7 +188,7 @@ fail:
 
 /*
  * Send req as one line on fd and parse the reply read up to EOF. With raw
- * non-NULL, the reply's text is handed back too (for agent_reply_bytes).
+ * non-NULL, the reply's text is handed back too.
  */
 cJSON *
 agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
@@ -232,229 +228,6 @@ agent_call(const struct vsock_target *t, const cJSON *req,
 	o = agent_exchange(fd, req, deadline, raw, raw_len, cause);
 	close(fd);
 	return o;
-}
-
-/* Skip JSON whitespace. */
-static const char *
-skip_ws(const char *p, const char *end)
-{
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-		p++;
-	return p;
-}
-
-/* Skip a string starting at its '"'; the byte after it, or NULL. */
-static const char *
-skip_string(const char *p, const char *end)
-{
-	for (p++; p < end; p++) {
-		if (*p == '\\')
-			p++;
-		else if (*p == '"')
-			return p + 1;
-	}
-	return NULL;
-}
-
-/* Skip any value (nested ones by bracket counting); NULL if malformed. */
-static const char *
-skip_value(const char *p, const char *end)
-{
-	int depth = 0;
-
-	if (p >= end)
-		return NULL;
-	if (*p == '"')
-		return skip_string(p, end);
-	if (*p != '{' && *p != '[') {
-		while (p < end && strchr(",}] \t\r\n", *p) == NULL)
-			p++;
-		return p;
-	}
-	while (p < end) {
-		if (*p == '"') {
-			p = skip_string(p, end);
-			if (p == NULL)
-				return NULL;
-			continue;
-		}
-		if (*p == '{' || *p == '[')
-			depth++;
-		else if ((*p == '}' || *p == ']') && --depth == 0)
-			return p + 1;
-		p++;
-	}
-	return NULL;
-}
-
-/* Four hex digits at p; the value or -1. */
-static long
-hex4(const char *p, const char *end)
-{
-	long v = 0;
-	int i;
-
-	if (end - p < 4)
-		return -1;
-	for (i = 0; i < 4; i++) {
-		char c = p[i];
-		v <<= 4;
-		if (c >= '0' && c <= '9')
-			v |= c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v |= c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v |= c - 'A' + 10;
-		else
-			return -1;
-	}
-	return v;
-}
-
-/* Append code point cp as UTF-8 to out (room for 4 bytes is there). */
-static size_t
-put_utf8(char *out, unsigned long cp)
-{
-	if (cp < 0x80) {
-		out[0] = (char)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		out[0] = (char)(0xc0 | (cp >> 6));
-		out[1] = (char)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		out[0] = (char)(0xe0 | (cp >> 12));
-		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
-		out[2] = (char)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	out[0] = (char)(0xf0 | (cp >> 18));
-	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
-	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
-	out[3] = (char)(0x80 | (cp & 0x3f));
-	return 4;
-}
-
-/* Decode the string at p ('"') into a new buffer; -1 if malformed. */
-static int
-decode_string(const char *p, const char *end, char **out, size_t *out_len)
-{
-	char *buf = xmalloc((size_t)(end - p) + 4);
-	size_t n = 0;
-
-	for (p++; p < end && *p != '"'; p++) {
-		long cp, lo;
-
-		if (*p != '\\') {
-			buf[n++] = *p;
-			continue;
-		}
-		if (++p >= end)
-			goto bad;
-		switch (*p) {
-		case '"':
-		case '\\':
-		case '/':
-			buf[n++] = *p;
-			break;
-		case 'b':
-			buf[n++] = '\b';
-			break;
-		case 'f':
-			buf[n++] = '\f';
-			break;
-		case 'n':
-			buf[n++] = '\n';
-			break;
-		case 'r':
-			buf[n++] = '\r';
-			break;
-		case 't':
-			buf[n++] = '\t';
-			break;
-		case 'u':
-			if ((cp = hex4(p + 1, end)) < 0)
-				goto bad;
-			p += 4;
-			if (cp >= 0xd800 && cp < 0xdc00 && end - p >= 7 &&
-			    p[1] == '\\' && p[2] == 'u' &&
-			    (lo = hex4(p + 3, end)) >= 0xdc00 && lo < 0xe000) {
-				cp = 0x10000 + ((cp - 0xd800) << 10) +
-				    (lo - 0xdc00);
-				p += 6;
-			} else if (cp >= 0xd800 && cp < 0xe000)
-				cp = 0xfffd; /* a lone surrogate */
-			n += put_utf8(buf + n, (unsigned long)cp);
-			break;
-		default:
-			goto bad;
-		}
-	}
-	if (p >= end)
-		goto bad;
-	*out = buf;
-	*out_len = n;
-	return 0;
-bad:
-	free(buf);
-	return -1;
-}
-
-/*
- * The bytes of top-level string field key of a raw reply (NULs kept).
- * 0 with *out (caller frees, also NUL-terminated) and *out_len, or -1 if
- * the field is missing, not a string, or the text is malformed.
- */
-int
-agent_reply_bytes(
-    const char *buf, size_t len, const char *key, char **out, size_t *out_len)
-{
-	const char *p = buf, *end = buf + len;
-	char *name;
-	size_t name_len;
-
-	*out = NULL;
-	*out_len = 0;
-	p = skip_ws(p, end);
-	if (p >= end || *p != '{')
-		return -1;
-	for (p++;;) {
-		int match;
-
-		p = skip_ws(p, end);
-		if (p >= end || *p != '"')
-			return -1;
-		if (decode_string(p, end, &name, &name_len) != 0)
-			return -1;
-		match =
-		    name_len == strlen(key) && memcmp(name, key, name_len) == 0;
-		free(name);
-		p = skip_string(p, end);
-		if (p == NULL)
-			return -1;
-		p = skip_ws(p, end);
-		if (p >= end || *p != ':')
-			return -1;
-		p = skip_ws(p + 1, end);
-		if (match) {
-			if (p >= end || *p != '"' ||
-			    decode_string(p, end, out, out_len) != 0)
-				return -1;
-			(*out)[*out_len] = '\0';
-			return 0;
-		}
-		p = skip_value(p, end);
-		if (p == NULL)
-			return -1;
-		p = skip_ws(p, end);
-		if (p < end && *p == ',') {
-			p++;
-			continue;
-		}
-		return -1; /* '}' (not found) or garbage */
-	}
 }
 
 /*
@@ -504,4 +277,92 @@ agent_shell_command(const cJSON *shell, const char *none)
 	}
 	buf[used] = '\0';
 	return str_printable(buf, 0);
+}
+
+/*
+ * The agent's requests, each built in one place (agent/PROTOCOL.md gives
+ * their fields), for every caller, blocking or on the TUI's thread pool.
+ * Each returns a new object the caller sends and frees.
+ */
+
+/* A request for action (the ones without fields). */
+static cJSON *
+agent_req(const char *action)
+{
+	cJSON *req = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(req, "action", action);
+	return req;
+}
+
+/* ping: is the agent there, and what is the guest. */
+cJSON *
+agent_req_ping(void)
+{
+	return agent_req("ping");
+}
+
+/* list_shells: every shell, running or ended. */
+cJSON *
+agent_req_list_shells(void)
+{
+	return agent_req("list_shells");
+}
+
+/* shutdown: power the guest off. */
+cJSON *
+agent_req_shutdown(void)
+{
+	return agent_req("shutdown");
+}
+
+/* open_shell: shell id (NULL: the agent names it) of cols x rows (0: the
+ * agent's default). */
+cJSON *
+agent_req_open_shell(const char *id, int cols, int rows)
+{
+	cJSON *req = agent_req("open_shell");
+
+	if (id != NULL)
+		cJSON_AddStringToObject(req, "shell_id", id);
+	if (cols > 0 && rows > 0) {
+		cJSON_AddNumberToObject(req, "cols", cols);
+		cJSON_AddNumberToObject(req, "rows", rows);
+	}
+	return req;
+}
+
+/* close_shell: end shell id. */
+cJSON *
+agent_req_close_shell(const char *id)
+{
+	cJSON *req = agent_req("close_shell");
+
+	cJSON_AddStringToObject(req, "shell_id", id);
+	return req;
+}
+
+/* signal_shell: send signal sig (a name: "INT") to shell id. */
+cJSON *
+agent_req_signal_shell(const char *id, const char *sig)
+{
+	cJSON *req = agent_req("signal_shell");
+
+	cJSON_AddStringToObject(req, "shell_id", id);
+	cJSON_AddStringToObject(req, "signal", sig);
+	return req;
+}
+
+/* exec: run argv (NULL-terminated) for at most timeout_s (0: default). */
+cJSON *
+agent_req_exec(const char *const *argv, int timeout_s)
+{
+	cJSON *req = agent_req("exec"), *cmd;
+
+	cmd = cJSON_AddArrayToObject(req, "command");
+	for (; *argv != NULL; argv++)
+		cJSON_AddItemToArray(cmd, cJSON_CreateString(*argv));
+	if (timeout_s > 0)
+		cJSON_AddNumberToObject(req, "timeout_seconds", timeout_s);
+	return req;
 }

@@ -362,12 +362,11 @@ static struct launch_watch {
 static double
 watch_idle_seconds(void)
 {
-	cJSON *req = cJSON_CreateObject(), *reply, *v;
+	cJSON *req = agent_req_ping(), *reply, *v;
 	uint64_t now = mono_ms();
 	char *why = NULL;
 	double idle = -1;
 
-	cJSON_AddStringToObject(req, "action", "ping");
 	reply = agent_call(&watch.target, req, now + PING_CONNECT_MS,
 	    now + PING_REPLY_MS, NULL, NULL, &why);
 	cJSON_Delete(req);
@@ -617,10 +616,9 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
     uint64_t deadline, char **cause)
 {
 	struct vsock_target t;
-	cJSON *req = cJSON_CreateObject(), *reply;
+	cJSON *req = agent_req_ping(), *reply;
 	enum boot_result res = BOOT_TIMEOUT;
 
-	cJSON_AddStringToObject(req, "action", "ping");
 	session_target(r, &t);
 	for (;;) {
 		char *why = NULL;

@@ -36,7 +36,8 @@ static const char *const mounts_choices[] = {"none", "ro", "rw", NULL};
 const struct session_option session_options[] = {
     [SOPT_CPUS] = {"cpus", "N", "virtual CPUs, 1 to the host's (default 1)",
         SOPT_NUMBER, 1, 256, NULL, "cpus", NULL, IN(session_record, cpus),
-        IN(profile, cpus), IN(launch_opts, cpus), SOPT_NEW | SOPT_PROFILE | SOPT_LS},
+        IN(profile, cpus), IN(launch_opts, cpus),
+        SOPT_NEW | SOPT_PROFILE | SOPT_LS},
     [SOPT_MEMORY] = {"memory", "SIZE",
         "guest memory, in MiB or with a unit (512M, 2G), 96M to the host's "
         "(default 512M)",
@@ -44,10 +45,9 @@ const struct session_option session_options[] = {
         IN(session_record, memory_mb), IN(profile, memory_mb),
         IN(launch_opts, memory_mb), SOPT_NEW | SOPT_PROFILE | SOPT_LS},
     [SOPT_PIDS] = {"pids", "N",
-        "most processes the user's commands may have (cgroup)", SOPT_NUMBER,
-        1, 4194304, NULL, "pids_limit", "pids_max",
-        IN(session_record, pids_max), IN(profile, pids_max), NOWHERE,
-        SOPT_NEW | SOPT_PROFILE | SOPT_LS},
+        "most processes the user's commands may have (cgroup)", SOPT_NUMBER, 1,
+        4194304, NULL, "pids_limit", "pids_max", IN(session_record, pids_max),
+        IN(profile, pids_max), NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_LS},
     [SOPT_DISK] = {"disk", "SIZE",
         "size of the new workspace disk, e.g. 512M or 20G (default 4G; "
         "sparse: it takes host space only as the guest writes)",
@@ -58,22 +58,20 @@ const struct session_option session_options[] = {
         "most bytes the writable mounts may hold: exec refuses to start "
         "over it and reports going over",
         SOPT_SIZE, 0, WORKSPACE_MAX_MB, "MiB", "quota_mb", NULL,
-        IN(session_record, quota_mb), IN(profile, quota_mb),
-        NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_LS},
+        IN(session_record, quota_mb), IN(profile, quota_mb), NOWHERE,
+        SOPT_NEW | SOPT_PROFILE | SOPT_LS},
     [SOPT_NET] = {"net", NULL,
         "a NIC with outbound NAT (QEMU user networking); default: no NIC",
         SOPT_BOOL, 0, 1, NULL, "network", "net", IN(session_record, net),
         IN(profile, net), NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_ONOFF},
-    [SOPT_READ_ONLY] = {"read-only-root", NULL,
-        "make the guest's / read-only", SOPT_BOOL, 0, 1, NULL,
-        "read_only_root", NULL, IN(session_record, read_only_root),
-        IN(profile, read_only_root), NOWHERE,
-        SOPT_NEW | SOPT_PROFILE | SOPT_LS},
+    [SOPT_READ_ONLY] = {"read-only-root", NULL, "make the guest's / read-only",
+        SOPT_BOOL, 0, 1, NULL, "read_only_root", NULL,
+        IN(session_record, read_only_root), IN(profile, read_only_root),
+        NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_LS},
     [SOPT_MOUNTS] = {"mounts", "none|ro|rw",
         "host mounts allowed: none, read-only, read-write", SOPT_CHOICE, 0, 2,
         NULL, "mounts_mode", NULL, IN(session_record, mounts_mode),
-        IN(profile, mounts), NOWHERE, SOPT_PROFILE | SOPT_LS,
-        mounts_choices},
+        IN(profile, mounts), NOWHERE, SOPT_PROFILE | SOPT_LS, mounts_choices},
     [SOPT_MAX_TIMEOUT] = {"max-timeout", "S",
         "the longest exec timeout; longer ones are clamped", SOPT_NUMBER, 1,
         86400, "s", "max_timeout_s", NULL, IN(session_record, max_timeout_s),
@@ -91,9 +89,9 @@ const struct session_option session_options[] = {
         SOPT_NEW | SOPT_LS},
     [SOPT_HOSTNAME] = {"hostname", "NAME",
         "the guest's host name (default: the session's name)",
-        SOPT_HOSTNAME_TEXT,
-        1, 63, NULL, "hostname", NULL, IN(session_record, hostname), NOWHERE,
-        IN(launch_opts, hostname), SOPT_NEW | SOPT_POOL | SOPT_LS},
+        SOPT_HOSTNAME_TEXT, 1, 63, NULL, "hostname", NULL,
+        IN(session_record, hostname), NOWHERE, IN(launch_opts, hostname),
+        SOPT_NEW | SOPT_POOL | SOPT_LS},
 };
 
 /* The row whose flag (or profile key) is name, or NULL. */
@@ -253,8 +251,8 @@ option_hostname_ok(const char *s, size_t max)
  * "memory"). 0, or -1 with cause.
  */
 int
-option_parse(const struct session_option *o, const char *what,
-    const char *text, long long *num, char **cause)
+option_parse(const struct session_option *o, const char *what, const char *text,
+    long long *num, char **cause)
 {
 	*num = 0;
 	switch (o->type) {
@@ -276,7 +274,8 @@ option_parse(const struct session_option *o, const char *what,
 				return 0;
 			}
 		}
-		xasprintf(cause, "invalid %s '%s': want %s", what, text, o->arg);
+		xasprintf(
+		    cause, "invalid %s '%s': want %s", what, text, o->arg);
 		return -1;
 	case SOPT_HOSTNAME_TEXT:
 		if (option_hostname_ok(text, (size_t)o->max))
@@ -357,9 +356,8 @@ option_to_json(const struct session_option *o, const struct session_record *r)
  * older name; missing is 0 or NULL). 0, or -1 with cause.
  */
 int
-option_from_json(
-    const struct session_option *o, const cJSON *j, struct session_record *r,
-    char **cause)
+option_from_json(const struct session_option *o, const cJSON *j,
+    struct session_record *r, char **cause)
 {
 	double d;
 

@@ -3,18 +3,19 @@
  *
  * A session is one QEMU microVM plus its vsock bridge, described by a record
  * (session.json) in its own state directory under the vmux home. This header
- * covers: state paths and names (paths.c), records and CID allocation
- * (record.c), detached processes and their exit records (proc.c), the
- * per-session lock (lock.c), workspace disks (workspace.c), the bounded
- * console log (logcap.c), profiles (profile.c), network (net.c), host
- * mounts (mounts.c, fs.c), settings (settings.c), the error ring (errors.c),
- * guest images (image.c), launching and starting again (launch.c) with the
- * reaper's watcher (ttl, idle timeout, a dead bridge, the console's bound),
- * states, stopping and removing (stop.c), the client
- * transport to a guest vsock port (transport.c), the agent's JSON request/reply
- * client (agent_client.c) and its streams that follow a first JSON line:
- * attached shells and archives (attach.c). QEMU command lines come from qemu.h;
- * the bridge itself is a separate program (session/bridge/, vmux-bridge).
+ * covers: the session options, one table of every setting (options.c),
+ * state paths and names (paths.c), records and CID allocation (record.c),
+ * detached processes and their exit records (proc.c), the per-session lock
+ * (lock.c), workspace disks (workspace.c), the bounded console log (logcap.c),
+ * profiles (profile.c), network (net.c), host mounts (mounts.c, fs.c), settings
+ * (settings.c), the error ring (errors.c), guest images (image.c), launching
+ * and starting again (launch.c) with the reaper's watcher (ttl, idle timeout, a
+ * dead bridge, the console's bound), states, stopping and removing (stop.c),
+ * the client transport to a guest vsock port (transport.c), the agent's JSON
+ * request/reply client and its requests, each built in one place
+ * (agent_client.c), and its streams that follow a first JSON line: attached
+ * shells and archives (attach.c). QEMU command lines come from qemu.h; the
+ * bridge itself is a separate program (session/bridge/, vmux-bridge).
  *
  * Conventions: user-facing errors as `char **cause` (caller frees); times
  * given as deadlines on the mono_ms() clock.
@@ -566,11 +567,16 @@ ssize_t agent_read_reply(int fd, uint64_t deadline, int to_newline, size_t max,
     char **out, char **cause);
 cJSON *agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
     size_t *raw_len, char **cause);
+cJSON *agent_req_ping(void);
+cJSON *agent_req_list_shells(void);
+cJSON *agent_req_shutdown(void);
+cJSON *agent_req_open_shell(const char *id, int cols, int rows);
+cJSON *agent_req_close_shell(const char *id);
+cJSON *agent_req_signal_shell(const char *id, const char *sig);
+cJSON *agent_req_exec(const char *const *argv, int timeout_s);
 cJSON *agent_call(const struct vsock_target *, const cJSON *req,
     uint64_t connect_deadline, uint64_t deadline, char **raw, size_t *raw_len,
     char **cause);
-int agent_reply_bytes(
-    const char *buf, size_t len, const char *key, char **out, size_t *out_len);
 
 /* attach.c */
 #define ATTACH_CLIENT_OUT_MAX (256 * 1024) /* queued outgoing frames */

@@ -244,11 +244,10 @@ session_stop(const struct session_record *r, int force, int power_ms)
 	 * still powers off cleanly (none fails fast) */
 	if (session_qemu_alive(r) && !force) {
 		struct vsock_target t;
-		cJSON *req = cJSON_CreateObject(), *reply;
+		cJSON *req = agent_req_shutdown(), *reply;
 		char *why = NULL;
 		uint64_t now = mono_ms();
 
-		cJSON_AddStringToObject(req, "action", "shutdown");
 		session_target(r, &t);
 		reply = agent_call(&t, req, now + STOP_AGENT_MS,
 		    now + STOP_AGENT_MS, NULL, NULL, &why);

@@ -253,9 +253,7 @@ c_close_shell(struct tui *t, int argc, char **argv)
 	w = work_new(t, work_agent_call, close_after);
 	w->session = xstrdup(p->session);
 	w->shell = xstrdup(p->shell_id);
-	w->request = cJSON_CreateObject();
-	cJSON_AddStringToObject(w->request, "action", "close_shell");
-	cJSON_AddStringToObject(w->request, "shell_id", p->shell_id);
+	w->request = agent_req_close_shell(p->shell_id);
 	work_queue(w);
 }
 

@@ -70,12 +70,11 @@ static void
 fetch_shells(struct msession *ms, const struct session_record *r)
 {
 	struct vsock_target t;
-	cJSON *req = cJSON_CreateObject(), *reply, *s;
+	cJSON *req = agent_req_list_shells(), *reply, *s;
 	const cJSON *arr;
 	uint64_t now = mono_ms();
 	char *cause = NULL;
 
-	cJSON_AddStringToObject(req, "action", "list_shells");
 	session_target(r, &t);
 	reply = agent_call(&t, req, now + MODEL_CONNECT_MS,
 	    now + MODEL_REPLY_MS, NULL, NULL, &cause);

@@ -246,23 +246,18 @@ complete_guest_path(struct tui *t)
 {
 	struct prompt *p = &t->prompt;
 	struct work *w;
-	cJSON *argv;
 
 	if (t->cur_session == NULL || p->text[0] != '/')
 		return;
 	w = work_new(t, work_agent_call, guest_paths_after);
 	w->session = xstrdup(t->cur_session);
 	w->shell = xstrdup(p->text); /* what the answer is for */
-	w->request = cJSON_CreateObject();
-	cJSON_AddStringToObject(w->request, "action", "exec");
-	argv = cJSON_AddArrayToObject(w->request, "command");
-	cJSON_AddItemToArray(argv, cJSON_CreateString("sh"));
-	cJSON_AddItemToArray(argv, cJSON_CreateString("-c"));
-	cJSON_AddItemToArray(argv,
-	    cJSON_CreateString("ls -dp -- \"$1\"* 2>/dev/null | head -n 64"));
-	cJSON_AddItemToArray(argv, cJSON_CreateString("sh"));
-	cJSON_AddItemToArray(argv, cJSON_CreateString(p->text));
-	cJSON_AddNumberToObject(w->request, "timeout_seconds", 5);
+	{
+		const char *argv[] = {"sh", "-c",
+		    "ls -dp -- \"$1\"* 2>/dev/null | head -n 64", "sh", p->text,
+		    NULL};
+		w->request = agent_req_exec(argv, 5);
+	}
 	work_queue(w);
 }
 

@@ -41,13 +41,6 @@ static const char *const colour_names[16] = {"black", "red", "green", "yellow",
     "bright-green", "bright-yellow", "bright-blue", "bright-magenta",
     "bright-cyan", "bright-white"};
 
-/* An item's name in theme files. */
-const char *
-theme_item_name(int item)
-{
-	return item >= 0 && item < TH_NITEMS ? item_names[item] : NULL;
-}
-
 /* The built-in themes' names, NULL-ended. */
 const char *const *
 theme_builtin_names(void)

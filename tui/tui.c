@@ -495,10 +495,7 @@ tui_open_shell(struct tui *t, const char *session)
 	struct work *w = work_new(t, work_agent_call, open_after);
 
 	w->session = xstrdup(session);
-	w->request = cJSON_CreateObject();
-	cJSON_AddStringToObject(w->request, "action", "open_shell");
-	cJSON_AddNumberToObject(w->request, "cols", t->lay.pane.w);
-	cJSON_AddNumberToObject(w->request, "rows", t->lay.pane.h);
+	w->request = agent_req_open_shell(NULL, t->lay.pane.w, t->lay.pane.h);
 	work_queue(w);
 	tui_message(t, 0, "opening a shell in %s ...", session);
 }

@@ -230,7 +230,6 @@ struct theme {
 	struct theme_style st[TH_NITEMS];
 };
 
-const char *theme_item_name(int item);
 int theme_parse(
     struct theme *, const char *name, const char *text, char **cause);
 int theme_load(struct theme *, const char *name, char **cause);

@@ -327,6 +327,5 @@ struct bridge;
 struct bridge *bridge_open(const struct bridge_cfg *, char **cause);
 int bridge_run(struct bridge *);
 void bridge_close(struct bridge *);
-void bridge_stop(struct bridge *);
 
 #endif

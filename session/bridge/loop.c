@@ -333,13 +333,6 @@ fail:
 	return NULL;
 }
 
-/* Ask the loop to end with status 0 (for tests driving bridge_run). */
-void
-bridge_stop(struct bridge *b)
-{
-	b->quit = 1;
-}
-
 /* Remove a pending client by index and close it (zero bytes written). */
 static void
 drop_pending(struct bridge *b, int i, int close_it)

@@ -299,8 +299,8 @@ TEST(exchange_hands_back_raw_reply)
 	static const char reply[] =
 	    "{\"stdout\":\"a\\u0000b\",\"exit_code\":0}";
 	int sv[2];
-	char *cause = NULL, *raw = NULL, *bytes;
-	size_t raw_len = 0, n;
+	char *cause = NULL, *raw = NULL;
+	size_t raw_len = 0;
 	cJSON *req = cJSON_CreateObject(), *o;
 	pid_t pid;
 
@@ -312,110 +312,13 @@ TEST(exchange_hands_back_raw_reply)
 	CHECK(o != NULL);
 	CHECK_INT(raw_len, strlen(reply));
 	CHECK_MEM(raw, reply, raw_len);
-	CHECK(agent_reply_bytes(raw, raw_len, "stdout", &bytes, &n) == 0);
-	CHECK_INT(n, 3);
-	CHECK_MEM(bytes, "a\0b", 3);
 	CHECK_INT(reap(pid), 0);
-	free(bytes);
 	free(raw);
 	cJSON_Delete(o);
 	cJSON_Delete(req);
 	close(sv[0]);
 }
 
-/* agent_reply_bytes on s: the decoded field, or NULL. */
-static char *
-field(const char *s, const char *key, size_t *n)
-{
-	char *out;
-
-	if (agent_reply_bytes(s, strlen(s), key, &out, n) != 0)
-		return NULL;
-	return out;
-}
-
-TEST(reply_bytes_decodes_escapes)
-{
-	size_t n;
-	char *b;
-
-	b = field("{\"x\":\"q\\\"\\\\\\/\\b\\f\\n\\r\\t\"}", "x", &n);
-	CHECK(b != NULL);
-	CHECK_INT(n, 9);
-	CHECK_MEM(b, "q\"\\/\b\f\n\r\t", 9);
-	free(b);
-	/* \u: ASCII, 2- and 3-byte UTF-8, a surrogate pair, a lone one */
-	b = field(
-	    "{\"x\":\"\\u0041\\u00e9\\u20ac\\ud83d\\ude00\\ud800z\"}", "x", &n);
-	CHECK(b != NULL);
-	CHECK_INT(n, 1 + 2 + 3 + 4 + 3 + 1);
-	CHECK_MEM(b, "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xef\xbf\xbdz", n);
-	free(b);
-	/* raw UTF-8 passes through */
-	b = field("{\"x\":\"\xc3\xa9\"}", "x", &n);
-	CHECK_INT(n, 2);
-	free(b);
-}
-
-TEST(reply_bytes_finds_top_level_field_only)
-{
-	static const char s[] =
-	    "{ \"a\" : {\"stdout\":\"inner\"}, \"b\":[1,\"]\",{\"c\":\"}\"}],"
-	    "\"n\":-1.5e3,\"t\":true,\"z\":null,\"stdout\" : \"outer\" }";
-	size_t n;
-	char *b = field(s, "stdout", &n);
-
-	CHECK(b != NULL);
-	CHECK_STR(b, "outer");
-	free(b);
-	CHECK(field(s, "missing", &n) == NULL);
-	CHECK(field(s, "n", &n) == NULL); /* not a string */
-	b = field("{\"stdout\":\"\"}", "stdout", &n);
-	CHECK(b != NULL && n == 0);
-	free(b);
-}
-
-TEST(reply_bytes_malformed_never_crash)
-{
-	static const char *bad[] = {"", "[", "{", "{\"", "{\"x\"",
-	    "{\"x\":", "{\"x\":\"abc", "{\"x\":\"\\", "{\"x\":\"\\u12",
-	    "{\"x\":\"\\q\"}", "{\"a\":{\"b\":1", "{\"a\":1 \"x\":\"y\"}",
-	    "{1:\"x\"}", "{\"a\":[\"]\"", "{\"a\":\"b\"\"x\":\"c\"}"};
-	size_t i, n;
-
-	for (i = 0; i < nitems(bad); i++) {
-		char *b = field(bad[i], "x", &n);
-		if (b != NULL) {
-			unit_fail(__FILE__, __LINE__, "case %zu decoded", i);
-			free(b);
-			return;
-		}
-	}
-	/*
-	 * Truncated at every length up to the field's closing quote: never
-	 * reads past the end (the text after the wanted field is not needed:
-	 * cJSON has checked the whole reply already).
-	 */
-	static const char full[] =
-	    "{\"a\":[1,{\"q\":\"\\u00e9\"}],\"x\":\"\\ud83d\\ude00!\"}";
-	for (i = 0; i < sizeof full - 2; i++) {
-		char *copy = xmalloc(i + (i == 0)), *b;
-		memcpy(copy, full, i);
-		b = NULL;
-		if (agent_reply_bytes(copy, i, "x", &b, &n) == 0) {
-			unit_fail(__FILE__, __LINE__, "prefix %zu decoded", i);
-			free(b);
-			free(copy);
-			return;
-		}
-		free(copy);
-	}
-	char *b = field(full, "x", &n);
-	CHECK(b != NULL && n == 5);
-	free(b);
-}
-
-/* A shell's command: joined, cut at AGENT_COMMAND_MAX, escaped, linear. */
 TEST(shell_command_joined_capped_escaped)
 {
 	cJSON *s = cJSON_CreateObject(), *argv;
