@@ -2,9 +2,15 @@
  * cli.h: the vmux command line.
  *
  * Modelled on tmux: each command is one file (cmd-*.c) exporting a
- * cmd_entry (name, usage, options, flags, exec function); cmd-table.c
- * holds the table, cmd.c the help texts, args.c parses a command's
- * arguments, output.c keeps what --json prints, vmux.c is main().
+ * cmd_entry (name, usage, options, flags: what it is, CMD_READONLY,
+ * CMD_TTY, ... as tmux's CMD_* flags; exec function); cmd-table.c holds the
+ * table, cmd.c the help texts, args.c parses a command's arguments,
+ * output.c keeps what --json prints, vmux.c is main(). vmux new's session
+ * options come from session/options.c's table (new_opts_build). Helpers
+ * beside the commands: select.c (globs and -l), exec-many.c (one command
+ * in many sessions), remote.c (other hosts), pool.c (the warm pool),
+ * grant-logins.c (grant tokens and the logins they let in), cp*.c, term.c,
+ * shell-loop.c, detach.c, progress.c.
  *
  * Commands return their exit status, following Docker's convention: 0 ok,
  * 2 a usage error (bad flags or operands), 125 vmux's own failure (no such

@@ -513,7 +513,7 @@ signal_chosen(struct tui *t, int choice, void *arg)
 		return;
 	pane_signal(p, signals[choice]);
 	tui_message(t, 0, "sent SIG%s to %s's foreground job", signals[choice],
-	    p->shell_id);
+	    pane_name(p));
 }
 
 /* signal-menu: choose a signal for the foreground job. */
@@ -713,7 +713,7 @@ c_replay(struct tui *t, int argc, char **argv)
 		tui_replay_open(t, argv[1]);
 		return;
 	}
-	if (t->aside != NULL && strcmp(t->aside, REPLAY_PANE) == 0) {
+	if (t->aside == &replay_source) {
 		tui_replay_open(t, NULL);
 		return;
 	}

@@ -16,6 +16,11 @@
 #include "session/session.h"
 #include "tui.h"
 
+/* The console's own state (p->data): does this pane hold the keyboard? */
+struct serial {
+	int rw;
+};
+
 #define CONSOLE_BUDGET (256 * 1024)
 
 /* The socket is readable: parse a bounded amount. */
@@ -115,7 +120,7 @@ serial_after(struct tui *t, struct work *w)
 		    p->session);
 	set_nonblock(w->fd, 1);
 	p->fd = w->fd;
-	p->console_rw = w->rc == 1;
+	((struct serial *)p->data)->rw = w->rc == 1;
 	p->state = PANE_LIVE;
 	p->poll = xmalloc(sizeof *p->poll);
 	uv_poll_init(t->loop, p->poll, p->fd);
@@ -131,6 +136,8 @@ serial_start(struct pane *p, char **cause)
 	struct work *w = work_new(p->tui, serial_work, serial_after);
 
 	(void)cause;
+	if (p->data == NULL)
+		p->data = xcalloc(1, sizeof(struct serial));
 	w->pane_id = p->id;
 	w->session = xstrdup(p->session);
 	w->cursor = !p->tui->opts.read_only;
@@ -155,7 +162,8 @@ serial_resume(struct pane *p)
 static void
 serial_write(struct pane *p, const void *b, size_t len)
 {
-	if (p->fd < 0 || p->state != PANE_LIVE || !p->console_rw)
+	if (p->fd < 0 || p->state != PANE_LIVE || p->data == NULL ||
+	    !((struct serial *)p->data)->rw)
 		return;
 	while (len > 0) {
 		ssize_t n = write(p->fd, b, len);
@@ -186,10 +194,13 @@ serial_stop(struct pane *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	p->fd = -1;
+	free(p->data);
+	p->data = NULL;
 }
 
 const struct pane_source console_source = {
     .name = "console",
+    .label = "[console]",
     .shell = 0,
     .start = serial_start,
     .write = serial_write,

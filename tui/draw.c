@@ -249,7 +249,7 @@ draw_pane_banner(struct tui *t, struct pane *p, const struct rect *r)
 	switch (p->state) {
 	case PANE_CONNECTING:
 		xasprintf(
-		    &s, " attaching to %s:%s ... ", p->session, p->shell_id);
+		    &s, " attaching to %s:%s ... ", p->session, pane_name(p));
 		break;
 	case PANE_DISCONNECTED:
 		xasprintf(&s, " disconnected (%s): reattaching ... ",
@@ -259,7 +259,7 @@ draw_pane_banner(struct tui *t, struct pane *p, const struct rect *r)
 		xasprintf(&s,
 		    " [%s exited with status %d: prefix c opens a "
 		    "shell, prefix x closes it] ",
-		    p->shell_id, p->exit_status);
+		    pane_name(p), p->exit_status);
 		break;
 	case PANE_FAILED:
 		xasprintf(&s, " %s ", p->error ? p->error : "cannot attach");
@@ -503,7 +503,7 @@ draw_status(struct tui *t)
 	transfers_str(t, xfer, sizeof xfer);
 	if (p != NULL)
 		snprintf(left, sizeof left, " %s:%s %s %dx%d%s%s%s%s%.30s%s ",
-		    p->session, p->shell_id, pane_state_name(p), p->cols,
+		    p->session, pane_name(p), pane_state_name(p), p->cols,
 		    p->rows, t->broadcast ? " BROADCAST" : "",
 		    t->zoomed ? " Z" : "", t->opts.read_only ? " RO" : "",
 		    p->title && *p->title ? " \"" : "",

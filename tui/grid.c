@@ -32,32 +32,9 @@ none_start(struct pane *p, char **cause)
 	p->state = PANE_LIVE;
 	return 0;
 }
-static void
-none_write(struct pane *p, const void *b, size_t n)
-{
-	(void)p;
-	(void)b;
-	(void)n;
-}
-static void
-none_resize(struct pane *p, int cols, int rows)
-{
-	(void)p;
-	(void)cols;
-	(void)rows;
-}
-static void
-none_stop(struct pane *p)
-{
-	(void)p;
-}
-static const struct pane_source none_source = {
+const struct pane_source none_source = {
     .name = "none",
-    .start = none_start,
-    .write = none_write,
-    .resize = none_resize,
-    .stop = none_stop,
-    .resume = none_stop,
+    .start = none_start, /* the rest: nothing to do (NULL, as pane.c reads) */
 };
 
 static const char *const sort_names[] = {"name", "activity", "check"};
@@ -146,7 +123,7 @@ grid_sync(struct tui *t)
 			struct pane *q = t->tiles[k];
 			if (q != NULL && strcmp(q->session, s->name) == 0 &&
 			    q->src == src &&
-			    strcmp(q->shell_id, sh ? sh : "") == 0) {
+			    strcmp(pane_name(q), sh ? sh : "") == 0) {
 				p = q;
 				t->tiles[k] = NULL;
 				break;
@@ -266,7 +243,7 @@ tile_title(struct tui *t, const struct pane *p, int focus, uint64_t now,
 		    s != NULL ? s->state : "gone", check);
 	else
 		snprintf(buf, len, "%s%s:%s %s %s%s%s%s%s%s", focus ? ">" : " ",
-		    p->session, p->shell_id, pane_state_name(p), act, check,
+		    p->session, pane_name(p), pane_state_name(p), act, check,
 		    p->kb_mine                ? "  YOU TYPE"
 		        : p->keyboard != NULL ? "  typing: "
 		                              : "",
@@ -402,7 +379,7 @@ grid_key(struct tui *t, int key)
 			int open = p->src == &none_source && ms != NULL &&
 			    strcmp(ms->state, "running") == 0;
 			char *s = xstrdup(p->session);
-			char *sh = *p->shell_id ? xstrdup(p->shell_id) : NULL;
+			char *sh = *pane_name(p) ? xstrdup(pane_name(p)) : NULL;
 			grid_close(t);
 			tui_select(t, s, sh);
 			if (open) /* a student with no shell yet */

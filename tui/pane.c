@@ -143,7 +143,7 @@ pane_new(struct tui *t, const struct pane_source *src, const char *session,
 	p->src = src;
 	p->id = ++t->next_pane_id;
 	p->session = xstrdup(session);
-	p->shell_id = xstrdup(shell);
+	p->shell_id = shell != NULL ? xstrdup(shell) : NULL;
 	p->grid = grid;
 	p->fd = -1;
 	p->rows = rows < 1 ? 1 : rows;
@@ -199,7 +199,8 @@ pane_free(struct pane *p)
 {
 	if (p == NULL)
 		return;
-	p->src->stop(p);
+	if (p->src->stop != NULL)
+		p->src->stop(p);
 	screen_free(p->scr);
 	feed_free(&p->feed);
 	vterm_free(p->vt);
@@ -319,7 +320,8 @@ pane_resize(struct pane *p, int cols, int rows)
 void
 pane_send(struct pane *p, const void *bytes, size_t len)
 {
-	if (p->tui->opts.read_only || (p->grid && !p->kb_want) || len == 0)
+	if (p->tui->opts.read_only || (p->grid && !p->kb_want) || len == 0 ||
+	    p->src->write == NULL)
 		return;
 	p->src->write(p, bytes, len);
 }
@@ -345,7 +347,17 @@ pane_signal(struct pane *p, const char *sig)
 void
 pane_resume(struct pane *p)
 {
-	p->src->resume(p);
+	if (p->src->resume != NULL)
+		p->src->resume(p);
+}
+
+/* The pane's name after its session's: the shell's id, or its kind's. */
+const char *
+pane_name(const struct pane *p)
+{
+	return p->src->label != NULL ? p->src->label
+	    : p->shell_id != NULL    ? p->shell_id
+	                             : "";
 }
 
 /*

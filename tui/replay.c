@@ -5,7 +5,7 @@
  * Right and Left seek 5 s (back is the recording parsed again from its
  * start, at once, to that point), + and - double or halve the speed, 0
  * starts again. Where it is shows in the pane's title, on the status bar.
- * The pane owns the file and the timer (p->replay, p->retry).
+ * The pane owns the file and the timer (p->data, p->retry).
  *
  * A recording can be large and is anybody's file: no line is held past
  * REPLAY_LINE_MAX while it is read (getline_max), and its length (a pass
@@ -119,7 +119,7 @@ replay_next(struct replay *r)
 static int
 replay_rewind(struct pane *p, char **cause)
 {
-	struct replay *r = p->replay;
+	struct replay *r = p->data;
 	char *line = NULL;
 	size_t cap = 0;
 	cJSON *h;
@@ -204,10 +204,10 @@ replay_measured(struct tui *t, struct work *w)
 {
 	struct pane *p = tui_pane_by_id(t, w->pane_id);
 
-	if (p == NULL || p->replay == NULL || p->command == NULL ||
+	if (p == NULL || p->data == NULL || p->command == NULL ||
 	    strcmp(p->command, w->file) != 0 || w->rc != 0)
 		return;
-	p->replay->total = w->seconds;
+	((struct replay *)p->data)->total = w->seconds;
 	if (p->retry != NULL)
 		replay_tick(p->retry); /* the title */
 }
@@ -227,7 +227,7 @@ replay_measure(struct pane *p)
 static void
 replay_title(struct pane *p)
 {
-	struct replay *r = p->replay;
+	struct replay *r = p->data;
 	double at = r->ended ? r->latest : replay_clock(r);
 	char len[32];
 
@@ -253,7 +253,7 @@ static void
 replay_tick(uv_timer_t *h)
 {
 	struct pane *p = h->data;
-	struct replay *r = p->replay;
+	struct replay *r = p->data;
 	size_t fed = 0;
 	double clock, wait;
 	int cols, rows;
@@ -307,7 +307,7 @@ replay_start(struct pane *p, char **cause)
 {
 	struct replay *r = xcalloc(1, sizeof *r);
 
-	p->replay = r;
+	p->data = r;
 	r->speed = 1;
 	r->seek = -1;
 	r->total = -1;
@@ -327,7 +327,7 @@ replay_start(struct pane *p, char **cause)
 static void
 replay_seek(struct pane *p, double to)
 {
-	struct replay *r = p->replay;
+	struct replay *r = p->data;
 	char *cause = NULL;
 
 	if (to < 0)
@@ -351,7 +351,7 @@ replay_seek(struct pane *p, double to)
 static void
 replay_write(struct pane *p, const void *bytes, size_t len)
 {
-	struct replay *r = p->replay;
+	struct replay *r = p->data;
 	const char *b = bytes;
 	double at;
 
@@ -385,7 +385,7 @@ replay_write(struct pane *p, const void *bytes, size_t len)
 static void
 replay_stop(struct pane *p)
 {
-	struct replay *r = p->replay;
+	struct replay *r = p->data;
 
 	if (p->retry != NULL) {
 		uv_close((uv_handle_t *)p->retry, pane_handle_free);
@@ -396,7 +396,7 @@ replay_stop(struct pane *p)
 			fclose(r->f);
 		free(r->next_text);
 		free(r);
-		p->replay = NULL;
+		p->data = NULL;
 	}
 }
 
@@ -404,12 +404,13 @@ replay_stop(struct pane *p)
 static void
 replay_resume(struct pane *p)
 {
-	if (p->retry != NULL && p->replay != NULL)
+	if (p->retry != NULL && p->data != NULL)
 		replay_tick(p->retry);
 }
 
 const struct pane_source replay_source = {
     .name = "replay",
+    .label = "[replay]",
     .start = replay_start,
     .write = replay_write,
     .resize = NULL, /* a recording keeps the size it was made at */

@@ -46,8 +46,21 @@ tui_find_pane(struct tui *t, const char *session, const char *shell)
 {
 	for (size_t i = 0; session && shell && i < t->npanes; i++) {
 		struct pane *p = t->panes[i];
-		if (strcmp(p->session, session) == 0 &&
+		if (p->shell_id != NULL && strcmp(p->session, session) == 0 &&
 		    strcmp(p->shell_id, shell) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* The pane of session of a kind that is not a shell (console, replay). */
+struct pane *
+tui_find_kind(
+    struct tui *t, const char *session, const struct pane_source *src)
+{
+	for (size_t i = 0; session && i < t->npanes; i++) {
+		struct pane *p = t->panes[i];
+		if (p->src == src && strcmp(p->session, session) == 0)
 			return p;
 	}
 	return NULL;
@@ -71,7 +84,7 @@ struct pane *
 tui_pane(struct tui *t)
 {
 	if (t->aside != NULL)
-		return tui_find_pane(t, t->cur_session, t->aside);
+		return tui_find_kind(t, t->cur_session, t->aside);
 	return tui_find_pane(t, t->cur_session, t->cur_shell);
 }
 
@@ -107,7 +120,7 @@ tui_takeover(struct tui *t)
 	if (p->kb_want) {
 		tui_release_keyboard(t);
 		tui_message(t, 0, "keyboard of %s:%s handed back", p->session,
-		    p->shell_id);
+		    pane_name(p));
 		return;
 	}
 	tui_release_keyboard(t); /* one at a time: the last one goes back */
@@ -115,7 +128,7 @@ tui_takeover(struct tui *t)
 	t->kb_pane = p->id;
 	tui_message(t, 0,
 	    "you have the keyboard of %s:%s (prefix T hands it back)",
-	    p->session, p->shell_id);
+	    p->session, pane_name(p));
 }
 
 /* Hand back the keyboard the TUI took, if it holds one. */
@@ -349,7 +362,7 @@ open_after(struct tui *t, struct work *w)
 
 /* Show cur_session's pane `aside` (NULL: its shell) in the main area. */
 static void
-tui_set_aside(struct tui *t, const char *aside)
+tui_set_aside(struct tui *t, const struct pane_source *aside)
 {
 	struct pane *p;
 
@@ -372,7 +385,7 @@ tui_console_toggle(struct tui *t)
 {
 	struct pane *p;
 
-	if (t->aside != NULL && strcmp(t->aside, CONSOLE_PANE) == 0) {
+	if (t->aside == &console_source) {
 		tui_set_aside(t, NULL);
 		return;
 	}
@@ -384,14 +397,14 @@ tui_console_toggle(struct tui *t)
 		tui_message(t, 1, "the console opens outside the grid");
 		return;
 	}
-	p = tui_find_pane(t, t->cur_session, CONSOLE_PANE);
+	p = tui_find_kind(t, t->cur_session, &console_source);
 	if (p == NULL || p->state == PANE_FAILED) {
 		if (p == NULL)
 			p = tui_add_pane(t, &console_source, t->cur_session,
-			    CONSOLE_PANE, t->lay.pane.w, t->lay.pane.h);
+			    NULL, t->lay.pane.w, t->lay.pane.h);
 		pane_start(p);
 	}
-	tui_set_aside(t, CONSOLE_PANE);
+	tui_set_aside(t, &console_source);
 }
 
 /*
@@ -415,16 +428,16 @@ tui_replay_open(struct tui *t, const char *file)
 		tui_message(t, 1, "a recording plays outside the grid");
 		return;
 	}
-	p = tui_find_pane(t, t->cur_session, REPLAY_PANE);
+	p = tui_find_kind(t, t->cur_session, &replay_source);
 	if (p == NULL)
 		p = tui_add_pane(
-		    t, &replay_source, t->cur_session, REPLAY_PANE, 80, 24);
+		    t, &replay_source, t->cur_session, NULL, 80, 24);
 	else
 		p->src->stop(p); /* another recording: this one ends */
 	free(p->command);
 	p->command = xstrdup(file);
 	pane_start(p);
-	tui_set_aside(t, REPLAY_PANE); /* its own size: resizing is a no-op */
+	tui_set_aside(t, &replay_source); /* its own size: no resizing */
 }
 
 /*

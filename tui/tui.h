@@ -2,17 +2,21 @@
  * tui.h: the vmux full-screen terminal app (`vmux`, `vmux tui`).
  *
  * Model apart from view. The model is what the sessions are (model.c,
- * refreshed on libuv's thread pool so a hung VM never blocks the screen)
- * and one pane per attached shell (pane.c: a libvterm screen fed by its
- * source, a table of operations: a guest shell's attach stream, shell.c,
- * or a local PTY for tests and benchmarks, local.c). The view draws them with
- * ncurses: cells and colours (cell.c, colour.c), the sidebar, panes, status bar
- * and dialogs (draw.c, grid.c), within a layout computed by pure code
- * (layout.c). Keys arrive on the one libuv loop (loop.c, input.c) and go to the
- * pane as libvterm encodes them, or to the prefix table (keys.c, cmds.c), the
- * prompt (prompt.c), copy mode (copy.c) or a menu (menu.c). Commands that
- * change sessions run the vmux CLI itself as a child (jobs.c), so the TUI
- * offers every CLI operation with the CLI's flags, without blocking.
+ * refreshed on libuv's thread pool, work.c, so a hung VM never blocks the
+ * screen; other hosts' through ssh, hosts.c) and one pane per thing shown
+ * (pane.c: a libvterm screen, cells in screen.c, fed by its source, a table
+ * of operations with its own state behind p->data: a guest shell's attach
+ * stream, shell.c; the serial console, console.c; a recording, replay.c; a
+ * local PTY for tests and benchmarks, local.c; a wall tile with no shell
+ * yet, grid.c). The view draws them with ncurses: cells and colours
+ * (cell.c, colour.c, strike.c), the sidebar, panes, status bar and dialogs
+ * (draw.c, grid.c), within a layout computed by pure code (layout.c). Keys
+ * arrive on the one libuv loop (tui.c, input.c) and go to the pane as
+ * libvterm encodes them (its bytes made safe first, faint.c), or to the
+ * prefix table (cmds.c), the prompt (prompt.c), copy mode (copy.c) or a
+ * menu (menu.c). Commands that change sessions run the vmux CLI itself as
+ * a child (jobs.c), so the TUI offers every CLI operation with the CLI's
+ * flags, without blocking.
  *
  * Pure modules with unit tests: scrollback storage (sb.c), search in text
  * (search.c), colour mapping (colour.c), key names (keyname.c), layout
@@ -386,6 +390,8 @@ void strike_flush(struct strike *);
  */
 struct pane_source {
 	const char *name;
+	const char *label; /* how its pane is named where a shell's id would
+	                      be ("[console]"); NULL: a shell, named by its id */
 	int shell; /* a session's shell: the agent lists and closes it */
 	int (*start)(struct pane *, char **cause);
 	void (*write)(struct pane *, const void *, size_t);
@@ -399,17 +405,16 @@ extern const struct pane_source shell_source;   /* shell.c: attach stream */
 extern const struct pane_source local_source;   /* local.c: a host PTY */
 extern const struct pane_source console_source; /* console.c: ttyS0 */
 extern const struct pane_source replay_source;  /* replay.c: a recording */
-#define CONSOLE_PANE "[console]" /* its shell_id: no shell can be named so */
-#define REPLAY_PANE  "[replay]"  /* the session's recording being played */
+extern const struct pane_source none_source; /* grid.c: a tile, no shell yet */
 
 struct pane {
 	struct tui *tui;
 	unsigned id; /* for jobs that finish after the pane is gone */
 	const struct pane_source *src;
-	char *session, *shell_id;
-	char *command;         /* local_source: the command; replay: the file */
-	struct replay *replay; /* replay_source's playback */
-	int console_rw;        /* console_source: it holds the keyboard */
+	char *session, *shell_id; /* shell_id: NULL but for a shell's pane */
+	char *command; /* local_source: the command; replay: the file */
+	void *data;    /* the source's own state (replay.c's playback,
+	                  console.c's keyboard), its start's and stop's */
 	int grid;              /* a grid tile: watches, never resizes the PTY */
 	char *others;   /* who else is attached ("alice, teacher (watching)") */
 	char *keyboard; /* who holds the shell's keyboard, or NULL */
@@ -450,6 +455,7 @@ struct pane {
 	int was_live; /* attached once: keys are no longer held */
 };
 
+const char *pane_name(const struct pane *);
 struct pane *pane_new(struct tui *, const struct pane_source *,
     const char *session, const char *shell, int cols, int rows, int grid);
 int pane_start(struct pane *);
@@ -715,8 +721,9 @@ struct tui {
 	int cols, rows;
 	struct layout lay;
 	int zoomed, sidebar_on;
-	const char *aside; /* the main area shows cur_session's pane of this
-	                      id (CONSOLE_PANE, REPLAY_PANE), not a shell */
+	const struct pane_source *aside; /* the main area shows cur_session's
+	                                    pane of this kind (console, replay)
+	                                    instead of its shell; NULL: none */
 	int broadcast;     /* keys go to every session's shell (prefix B) */
 	int mode;
 	int prev_mode; /* before the prefix key */
@@ -784,6 +791,8 @@ void tui_takeover(struct tui *);
 void tui_release_keyboard(struct tui *);
 struct pane *tui_find_pane(
     struct tui *, const char *session, const char *shell);
+struct pane *tui_find_kind(
+    struct tui *, const char *session, const struct pane_source *);
 struct pane *tui_pane_by_id(struct tui *, unsigned id);
 void tui_select(struct tui *, const char *session, const char *shell);
 void tui_relayout(struct tui *);

@@ -17,7 +17,8 @@ INITRD=$BUILD/guest/initrd.img
 
 # broken_initrd NAME SCRIPT: vmux's initrd with its agent replaced by a
 # shell script (the loader made unexecutable, so vmux-init runs the agent
-# directly): a second cpio appended, whose files replace the first's.
+# directly): a second cpio appended, whose files replace the first's. The
+# boot must show the agent replaced, or the checks below prove nothing.
 broken_initrd() {
 	local d=$TMP/$1
 	mkdir -p "$d/vmux/bin" "$d/vmux/lib"
@@ -26,7 +27,12 @@ broken_initrd() {
 	echo none >"$d/vmux/lib/ld-linux-x86-64.so.2"
 	chmod 644 "$d/vmux/lib/ld-linux-x86-64.so.2"
 	(cd "$d" && find vmux | cpio -o -H newc --quiet) >"$d.cpio" || return 1
-	cat "$INITRD" "$d.cpio" >"$d.img"
+	# the kernel looks for the next archive at a 4-byte boundary (zeros
+	# between archives are skipped)
+	local size pad
+	size=$(stat -c %s "$INITRD")
+	pad=$(((4 - size % 4) % 4))
+	{ cat "$INITRD"; head -c "$pad" /dev/zero; cat "$d.cpio"; } >"$d.img"
 }
 broken_initrd dead 'echo fake agent ending; exit 1' || { echo "FAIL initrd"; exit 1; }
 broken_initrd hang 'exec sleep 100000' || { echo "FAIL initrd"; exit 1; }
@@ -46,6 +52,8 @@ t_agent_dead() {
 	local sock
 	need_session bd-dead --memory 128 --no-agent --initrd "$TMP/dead.img"
 	console_shell w1 bd-dead || return 1
+	grep -q 'fake agent ending' "$(session_field bd-dead dir)/console.log" ||
+		fail "the appended cpio did not replace the agent" || return 1
 	# the agent is dead and restarted over and over; the shell answers
 	wait_on w1 'vmux-init: agent \(pid [0-9]+\) exited 1' 30 || return 1
 	type_line 'echo sum-$((6*7)); tty' w1

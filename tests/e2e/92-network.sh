@@ -66,8 +66,12 @@ t_no_nic_by_default() {
 }
 
 # gnc HOST PORT: in session nat, what a connection to HOST:PORT answers
-# (bounded: a refused guest connection may never complete).
-gnc() { vmux exec nat -- sh -c "timeout 5 nc $1 $2 </dev/null" 2>/dev/null; }
+# (bounded: a refused guest connection may never complete). nc's input
+# stays open a moment: a guest that half-closes before the answer comes
+# meets Debian 12 passt's bug (README, Network: the answer repeated over
+# one connection, which never ends), which is passt's, not what this
+# checks.
+gnc() { vmux exec nat -- sh -c "sleep 2 | timeout 5 nc $1 $2" 2>/dev/null; }
 
 t_net_reaches_outside_not_the_host() {
 	local a pid
