@@ -930,6 +930,10 @@ launch_run(const struct launch_opts *o, struct session_record *r, char **cause)
 		return -1;
 	}
 	r->status = SESSION_READY;
+	/* saved first: the recorder reads the record as it starts, and one
+	 * that read the last boot's (QEMU gone) ended at once, unsaid */
+	if (record_save(r, cause) != 0)
+		return -1;
 	launch_recorder(r);
 	return record_save(r, cause);
 }

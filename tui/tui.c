@@ -55,8 +55,7 @@ tui_find_pane(struct tui *t, const char *session, const char *shell)
 
 /* The pane of session of a kind that is not a shell (console, replay). */
 struct pane *
-tui_find_kind(
-    struct tui *t, const char *session, const struct pane_source *src)
+tui_find_kind(struct tui *t, const char *session, const struct pane_source *src)
 {
 	for (size_t i = 0; session && i < t->npanes; i++) {
 		struct pane *p = t->panes[i];

@@ -390,9 +390,10 @@ void strike_flush(struct strike *);
  */
 struct pane_source {
 	const char *name;
-	const char *label; /* how its pane is named where a shell's id would
-	                      be ("[console]"); NULL: a shell, named by its id */
-	int shell; /* a session's shell: the agent lists and closes it */
+	const char
+	    *label; /* how its pane is named where a shell's id would
+	               be ("[console]"); NULL: a shell, named by its id */
+	int shell;  /* a session's shell: the agent lists and closes it */
 	int (*start)(struct pane *, char **cause);
 	void (*write)(struct pane *, const void *, size_t);
 	void (*resize)(struct pane *, int cols, int rows);
@@ -412,10 +413,10 @@ struct pane {
 	unsigned id; /* for jobs that finish after the pane is gone */
 	const struct pane_source *src;
 	char *session, *shell_id; /* shell_id: NULL but for a shell's pane */
-	char *command; /* local_source: the command; replay: the file */
-	void *data;    /* the source's own state (replay.c's playback,
-	                  console.c's keyboard), its start's and stop's */
-	int grid;              /* a grid tile: watches, never resizes the PTY */
+	char *command;  /* local_source: the command; replay: the file */
+	void *data;     /* the source's own state (replay.c's playback,
+	                   console.c's keyboard), its start's and stop's */
+	int grid;       /* a grid tile: watches, never resizes the PTY */
 	char *others;   /* who else is attached ("alice, teacher (watching)") */
 	char *keyboard; /* who holds the shell's keyboard, or NULL */
 	int kb_mine;    /* we do (the agent said so) */
@@ -724,7 +725,7 @@ struct tui {
 	const struct pane_source *aside; /* the main area shows cur_session's
 	                                    pane of this kind (console, replay)
 	                                    instead of its shell; NULL: none */
-	int broadcast;     /* keys go to every session's shell (prefix B) */
+	int broadcast; /* keys go to every session's shell (prefix B) */
 	int mode;
 	int prev_mode; /* before the prefix key */
 	int quit, quit_status;

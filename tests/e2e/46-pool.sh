@@ -222,6 +222,34 @@ t_replaced_image_is_not_handed_out() {
 	mv "$inst/guest/initrd.away" "$inst/guest/initrd.img"
 }
 
+# An image the pool boots, imported again under its name: the pool's VMs
+# of the old one are not handed out (a new boots cold, on the new image)
+# and the next fill replaces them.
+t_reimported_image_is_noticed() {
+	local root=$TMP/root old
+	mkdir -p "$root/bin" "$root/etc" "$VMUX_HOME/images"
+	cp "$(command -v busybox)" "$root/bin/busybox"
+	for c in sh cat hostname; do ln -s busybox "$root/bin/$c"; done
+	mk_image() {
+		echo "$1" >"$root/etc/vmux-test"
+		truncate -s 32M "$TMP/new.img" &&
+			PATH=$PATH:/sbin:/usr/sbin mkfs.ext4 -q -F -d "$root" "$TMP/new.img" &&
+			mv -f "$TMP/new.img" "$VMUX_HOME/images/pimg.img"
+	}
+	mk_image first || return 1
+	echo "pool 1 image pimg" >"$CONF"
+	vmux pool fill 2>/dev/null || return 1
+	old=$(pool_ids)
+	mk_image second || return 1 # imported again, same name
+	vmux new ri --image pimg >/dev/null || return 1
+	expect_match "cold" "$(session_field ri dir)" "/sessions/ri\$" || return 1
+	expect_eq "the new image" "$(vmux exec ri -- cat /etc/vmux-test)" second || return 1
+	wait_for 180 eval '[[ $(pool_ready) == 1 && $(pool_ids) != "$old" ]]' ||
+		fail "the old image's VM was not replaced: $(vmux pool ls)" || return 1
+	vmux rm -f ri >/dev/null
+	echo "pool 2" >"$CONF"
+}
+
 t_drain_stops_the_pool() {
 	local id ids
 	ids=$(vmux pool ls --json | jq -r '.vms[].id')
@@ -243,4 +271,5 @@ check "a request the pool cannot meet boots cold" t_other_requests_boot_cold
 check "a pool VM that died, or whose claimer died, is replaced; a claim under way is not" t_dead_pool_vm_is_replaced
 check "rm removes a claimed VM whole" t_rm_removes_a_claimed_vm_whole
 check "a pool VM of a replaced initrd is never handed out, and is replaced" t_replaced_image_is_not_handed_out
+check "an image imported again under its name: not handed out, replaced" t_reimported_image_is_noticed
 check "drain stops the pool, claimed VMs stay" t_drain_stops_the_pool

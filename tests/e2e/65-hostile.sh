@@ -184,7 +184,7 @@ t_recorder_bounded() {
 	expect_eq "files at the cap" "$files" 512 || return 1
 	expect_eq "said once" "$(grep -c 'no new shell is recorded' "$dir/recorder.log")" 1 || return 1
 	vmux restart hmany >/dev/null || return 1
-	wait_for 60 test "$(grep -c 'no new shell is recorded' "$dir/recorder.log")" -ge 2 ||
+	wait_for 60 eval '(( $(grep -c "no new shell is recorded" "$dir/recorder.log") >= 2 ))' ||
 		fail "the next boot's recorder did not see the cap: $(cat "$dir/recorder.log" "$dir/recorder.exit" 2>&1)" || return 1
 	expect_eq "files after a boot" "$(find "$dir/recordings" -name '*.cast' | wc -l)" 512 || return 1
 	bytes=$(du -sb "$dir/recordings" | cut -f1)
