@@ -163,14 +163,22 @@ t_unprivileged_room() {
 	local h=$TMP/room out
 	# a room under an account of its own (nobody here): new, exec, shell,
 	# grant all work, and the grant runs vmux with that account's home
-	mkdir -p "$h" && cp "$TMP/student.pub" "$h/"
+	local f bin=$(dirname "$VMUX") vmux
+	mkdir -p "$h/inst/bin" "$h/inst/guest" && cp "$TMP/student.pub" "$h/"
+	# vmux as that account installs it: a copy it can reach, beside its
+	# guest (the checkout may be in a folder only root enters)
+	for f in vmux vmux-bridge vmux-console vmux-fsd vmux-netguard.so; do
+		[[ -e $bin/$f ]] && cp "$bin/$f" "$h/inst/bin/"
+	done
+	cp "$BUILD/guest/vmlinux" "$BUILD/guest/initrd.img" "$h/inst/guest/" || return 1
+	vmux=$h/inst/bin/vmux
 	# (the test's folders let it through, no more; leftovers still match
 	# the cleanup's $VMUX_HOME)
 	[[ $(id -u) -eq 0 ]] && chown -R 65534:65534 "$h" && chmod o+x "$VMUX_HOME" "$TMP"
 	as_nobody() {
-		[[ $(id -u) -ne 0 ]] && { HOME=$h VMUX_HOME=$h/state "$VMUX" "$@"; return; }
+		[[ $(id -u) -ne 0 ]] && { HOME=$h VMUX_HOME=$h/state "$vmux" "$@"; return; }
 		setpriv --reuid=65534 --regid=65534 --clear-groups \
-			env -i PATH=/usr/bin:/bin HOME="$h" VMUX_HOME="$h/state" "$VMUX" "$@"
+			env -i PATH=/usr/bin:/bin HOME="$h" VMUX_HOME="$h/state" "$vmux" "$@"
 	}
 	as_nobody new room1 --memory 128 >/dev/null || return 1
 	expect_eq "exec" "$(as_nobody exec room1 -- echo in-room)" in-room || return 1
