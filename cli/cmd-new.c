@@ -415,6 +415,12 @@ cmd_new_exec(struct args *a)
 			cause = xstrdup("NAME, or --count/--roster, not both");
 			goto usage;
 		}
+		if (args_get(a, "hostname") != NULL) {
+			cause =
+			    xstrdup("--hostname names one guest: not with "
+			            "--count/--roster (each takes its name)");
+			goto usage;
+		}
 		if (new_parse(a, &o, &p, &allow, &mounts, &cause) != 0)
 			goto usage;
 		free(allow);

@@ -136,6 +136,13 @@ run_conflict(struct args *a, const struct session_record *r,
 		snprintf(have, size, "no network");
 		return "net";
 	}
+	if (o->hostname != NULL &&
+	    strcmp(o->hostname, r->hostname != NULL ? r->hostname : r->name) !=
+	        0) {
+		snprintf(have, size, "%s",
+		    r->hostname != NULL ? r->hostname : r->name);
+		return "hostname";
+	}
 	if (o->nallow_hosts > 0) {
 		int same = o->nallow_hosts == r->nallow_hosts;
 		for (i = 0; same && i < r->nallow_hosts; i++)

@@ -129,19 +129,20 @@ option_number(const char *what, const char *s, long long min, long long max,
 }
 
 /*
- * A number with an optional one-letter unit from units (each a letter and
- * its multiple; the first is the default); NULL or -1 for none.
+ * A number with an optional one-letter unit from letters (each with its
+ * multiple; the first is the default), in either case if fold; -1 if s is
+ * not one.
  */
 static long long
-with_unit(const char *s, const char *letters, const long long *mult)
+with_unit(const char *s, const char *letters, const long long *mult, int fold)
 {
 	size_t len = strlen(s), digits = strspn(s, "0123456789");
 	const char *u;
 	long long v, m = 1;
 
 	if (len > 0 && digits == len - 1) {
-		if ((u = strchr(letters, tolower((unsigned char)s[len - 1]))) ==
-		    NULL)
+		int c = (unsigned char)s[len - 1];
+		if ((u = strchr(letters, fold ? tolower(c) : c)) == NULL)
 			return -1;
 		m = mult[u - letters];
 	} else if (digits != len || len == 0)
@@ -161,7 +162,7 @@ option_size_mb(const char *what, const char *s, long long min_mb,
     long long max_mb, long long *out, char **cause)
 {
 	static const long long mult[] = {1, 1024, 1024 * 1024};
-	long long v = with_unit(s, "mgt", mult);
+	long long v = with_unit(s, "mgt", mult, 1); /* 512M, 512m alike */
 
 	if (v < 0 || v < min_mb || v > max_mb) {
 		if (min_mb > 0)
@@ -188,7 +189,7 @@ int
 option_duration(const char *what, const char *s, long long *out, char **cause)
 {
 	static const long long mult[] = {1, 60, 3600, 86400};
-	long long v = with_unit(s, "smhd", mult);
+	long long v = with_unit(s, "smhd", mult, 0); /* 30M is no duration */
 
 	if (v < 1 || v > 365LL * 86400) {
 		xasprintf(cause,

@@ -95,6 +95,9 @@ step_shell(struct tui *t, int delta)
 				break;
 		i = (i + t->npanes + (size_t)(delta + (int)t->npanes)) %
 		    t->npanes;
+		if (t->panes[i]->shell_id == NULL)
+			return; /* can't happen: local mode has no other kinds
+			         */
 		free(t->cur_shell);
 		t->cur_shell = xstrdup(t->panes[i]->shell_id);
 		pane_resize(t->panes[i], t->lay.pane.w, t->lay.pane.h);

@@ -419,7 +419,7 @@ tui_replay_open(struct tui *t, const char *file)
 		tui_set_aside(t, NULL);
 		return;
 	}
-	if (t->cur_session == NULL) {
+	if (t->cur_session == NULL || t->opts.local != NULL) {
 		tui_message(t, 1, "no session selected");
 		return;
 	}
