@@ -469,4 +469,8 @@ TEST(options_parse_one_size_parser)
 	CHECK(option_parse(h, "--hostname", "a..b", &v, &cause) == -1);
 	free(cause);
 	CHECK(session_option_find("no-such") == NULL);
+	/* durations: lowercase units only (30M would be a size) */
+	CHECK(option_duration("--ttl", "30m", &v, &cause) == 0 && v == 1800);
+	CHECK(option_duration("--ttl", "30M", &v, &cause) == -1);
+	free(cause);
 }
