@@ -337,13 +337,20 @@ option_str(void *base, size_t off)
 cJSON *
 option_to_json(const struct session_option *o, const struct session_record *r)
 {
-	long long v;
-
 	if (o->type == SOPT_HOSTNAME_TEXT) {
 		const char *s = *option_str((void *)r, o->rec_off);
 		return s != NULL ? cJSON_CreateString(s) : cJSON_CreateNull();
 	}
-	v = option_get(r, o->rec_off, o->rec_size);
+	return option_value_json(o, option_get(r, o->rec_off, o->rec_size));
+}
+
+/*
+ * A number row's value v as JSON, the one way records, ls --json and
+ * profiles show it: a number, true/false or on/off, a choice's name.
+ */
+cJSON *
+option_value_json(const struct session_option *o, long long v)
+{
 	if (o->type == SOPT_BOOL && (o->flags & SOPT_ONOFF))
 		return cJSON_CreateString(v ? "on" : "off");
 	if (o->type == SOPT_BOOL)

@@ -247,14 +247,7 @@ profile_json(const struct profile *p)
 		if (!(so->flags & SOPT_PROFILE))
 			continue;
 		v = option_get(p, so->prof_off, so->prof_size);
-		if (so->type == SOPT_BOOL && (so->flags & SOPT_ONOFF))
-			cJSON_AddStringToObject(o, so->key, v ? "on" : "off");
-		else if (so->type == SOPT_BOOL)
-			cJSON_AddBoolToObject(o, so->key, v != 0);
-		else if (so->type == SOPT_CHOICE)
-			cJSON_AddStringToObject(o, so->key, so->choices[v]);
-		else
-			cJSON_AddNumberToObject(o, so->key, (double)v);
+		cJSON_AddItemToObject(o, so->key, option_value_json(so, v));
 	}
 	locked = cJSON_AddArrayToObject(o, "locked");
 	for (i = 0; i < SOPT_N; i++) {

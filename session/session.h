@@ -132,6 +132,7 @@ char **option_str(void *base, size_t off);
 struct session_record;
 cJSON *option_to_json(
     const struct session_option *, const struct session_record *);
+cJSON *option_value_json(const struct session_option *, long long);
 int option_from_json(const struct session_option *, const cJSON *,
     struct session_record *, char **cause);
 
