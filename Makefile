@@ -48,7 +48,8 @@ UNIT_TESTS :=
 GUEST      :=
 
 COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
-               common/printable.c common/json_bound.c
+               common/printable.c common/json_bound.c \
+               common/headtail.c
 
 .PHONY: all run test unit unit-asan e2e bench bench-tui fuzz install clean deps image-debian \
         format check-format
@@ -60,6 +61,7 @@ all:
 -include session/session.mk
 -include session/bridge/bridge.mk
 -include tui/tui.mk
+-include mcp/mcp.mk
 -include cli/cli.mk
 -include guest/guest.mk
 -include tests/tests.mk

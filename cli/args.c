@@ -333,3 +333,20 @@ args_signal(const char *s, char **cause)
 	    s);
 	return NULL;
 }
+
+/* A terminal size "COLSxROWS" (each 1-4096); 0, or -1 with *cause. */
+int
+args_size(const char *s, int *cols, int *rows, char **cause)
+{
+	char *safe;
+	int n = -1;
+
+	if (sscanf(s, "%dx%d%n", cols, rows, &n) == 2 && n == (int)strlen(s) &&
+	    *cols >= 1 && *cols <= 4096 && *rows >= 1 && *rows <= 4096)
+		return 0;
+	safe = str_printable(s, 0);
+	xasprintf(
+	    cause, "invalid size '%s': COLSxROWS, each 1-4096 (80x24)", safe);
+	free(safe);
+	return -1;
+}

@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/common.h"
 #include "session/session.h"
 
 #define EXIT_USAGE      2
@@ -115,6 +116,7 @@ const char *args_get(const struct args *, const char *name);
 char **args_values(const struct args *, const char *name, int *n);
 int args_env_valid(const char *kv, char **cause);
 int args_shell_id_valid(const char *id, char **cause);
+int args_size(const char *s, int *cols, int *rows, char **cause);
 const char *args_signal(const char *s, char **cause);
 
 /* output.c: --json: one document on stdout, errors included. */
@@ -122,6 +124,7 @@ struct cJSON;
 void cli_output_start(
     const struct cmd_entry *, const struct args *, int argc, char **argv);
 int cli_json(void);
+void cli_json_compact(void);
 void cli_result(struct cJSON *);
 int cli_output_error(const char *msg);
 void cli_notice(const char *msg);
@@ -190,12 +193,25 @@ int remote_route(const struct cmd_entry *, struct args *, int argc, char **argv,
 struct session_entry;
 struct cJSON *ls_session_json(const struct session_entry *);
 
+/* keys.c: send-keys' key names */
+#define KEY_BYTES_MAX 16
+int key_bytes(const char *word, char *out);
+char *keys_input(char *const *words, size_t n, int literal, size_t *len);
+
+/* cmd-capture.c: a terminal's screen as text, rendered by libvterm */
+char *screen_text(const char *bytes, size_t len, int cols, int rows);
+
 /* cmd-shells.c: a shell record's times as RFC 3339. */
 void shells_times(struct cJSON *);
 
 /* The commands (cmd-*.c). */
 extern const struct cmd_entry cmd_new_entry;
 extern const struct cmd_entry cmd_exec_entry;
+extern const struct cmd_entry cmd_keys_entry;
+extern const struct cmd_entry cmd_capture_entry;
+extern const struct cmd_entry cmd_open_entry;
+extern const struct cmd_entry cmd_resize_entry;
+extern const struct cmd_entry cmd_mcp_entry;
 extern const struct cmd_entry cmd_check_entry;
 extern const struct cmd_entry cmd_ls_entry;
 extern const struct cmd_entry cmd_rm_entry;
@@ -394,16 +410,13 @@ void cp_restore_times(const char *dir, const struct stat *);
 /* exec-stream.c: `vmux exec`'s side of the agent's exec_stream. */
 /* --json keeps this much of each of stdout and stderr. */
 #define EXEC_CAPTURE_MAX (16 * 1024 * 1024)
-struct exec_capture {
-	char *data; /* NUL-terminated for convenience; len bytes */
-	size_t len, cap;
-	uint64_t total; /* bytes the command printed, kept or not */
-};
 struct exec_outcome {
 	int capture; /* keep the output (--json) instead of writing it */
-	struct exec_capture out, err;
+	int lines;   /* --json-lines: and print each piece as it comes */
+	struct headtail out, err; /* what is kept of each: head and tail */
 	int code, sig, timed_out;
-	int broken_pipe; /* our stdout's reader left */
+	int broken_pipe;      /* our stdout's reader left */
+	uint64_t duration_ms; /* from the request to the exit status */
 };
 int exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
     int forward_stdin, struct exec_outcome *, char **cause);

@@ -8,8 +8,9 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/progress.c cli/output.c cli/exec-stream.c cli/cmd-tui.c \
             cli/cmd-stop.c cli/cmd-start.c cli/cmd-logs.c cli/cmd-console.c cli/cmd-gdb.c cli/cmd-rescue.c cli/cmd-grant.c cli/grant-logins.c cli/cmd-record.c cli/cmd-run.c \
             cli/cmd-status.c cli/cmd-images.c cli/cmd-host.c cli/remote.c \
-            cli/pool.c cli/cmd-pool.c \
-            agent/signame.c
+            cli/pool.c cli/cmd-pool.c cli/keys.c cli/cmd-keys.c \
+            cli/cmd-capture.c cli/cmd-open.c cli/cmd-resize.c \
+            agent/signame.c cli/cmd-mcp.c $(MCP_SRCS)
 
 PROGRAMS += $(BIN)/vmux
 

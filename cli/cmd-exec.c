@@ -8,6 +8,7 @@
  * 126 when it could not run, 127 when it was not found, 128+N when signal
  * N killed it, 125 for vmux's own errors. The agent enforces the timeout.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,10 @@
 
 static int cmd_exec_exec(struct args *);
 
+/* --max-output and --json-lines, for exec_in_session. */
+static size_t exec_max_output = EXEC_CAPTURE_MAX;
+static int exec_json_lines;
+
 static const struct cmd_opt cmd_exec_opts[] = {
     {"timeout", 't', "S", 0,
         "kill the command after S seconds, exit 124 (default 300)"},
@@ -37,7 +42,16 @@ static const struct cmd_opt cmd_exec_opts[] = {
     {"json", 0, NULL, 0,
         "keep the output and print one JSON object at the end: exit_code, "
         "signal, timed_out, stdout, stderr (*_base64 when not UTF-8; at "
-        "most 16 MiB each, past it *_truncated and *_bytes)"},
+        "most 16 MiB each (--max-output), past it the head and the tail "
+        "around a notice of the bytes left out, with *_truncated and "
+        "*_bytes), duration_ms"},
+    {"max-output", 0, "BYTES", 0,
+        "with --json: keep at most BYTES of each stream, head and tail "
+        "(1K to 16M; default 16M)"},
+    {"json-lines", 0, NULL, 0,
+        "with --json: print each piece of output as it comes as one JSON "
+        "line, {\"stdout\": TEXT} or {\"stderr\": TEXT} (*_base64 when "
+        "not UTF-8), then the result object as the last line"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -244,6 +258,7 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 	uint8_t *rest = NULL;
 	size_t rest_len = 0;
 	int rc, sock;
+	uint64_t started;
 
 	*result = NULL;
 	*timed_out = 0;
@@ -268,6 +283,7 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 		return EXIT_VMUX;
 	}
 	cJSON_AddStringToObject(req, "action", "exec_stream");
+	started = mono_ms();
 	sock = transport_connect(
 	    &t, VMUX_AGENT_PORT, mono_ms() + EXEC_CONNECT_MS, &cause);
 	rc = sock < 0 ? EXIT_VMUX
@@ -283,6 +299,9 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 
 	memset(&o, 0, sizeof o);
 	o.capture = cli_json();
+	o.lines = o.capture && exec_json_lines;
+	headtail_init(&o.out, exec_max_output);
+	headtail_init(&o.err, exec_max_output);
 	fflush(stdout);
 	rc = exec_stream_run(sock, rest, rest_len, forward, &o, &cause);
 	free(rest);
@@ -295,6 +314,7 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 		rc = EXIT_VMUX;
 	} else {
 		rc = exec_status(&o);
+		o.duration_ms = mono_ms() - started;
 		*timed_out = o.timed_out;
 		if (o.capture)
 			*result = exec_capture_json(&o);
@@ -305,9 +325,47 @@ exec_in_session(const char *name, cJSON *req, int *timeout_s, int given,
 			rc = EXIT_VMUX;
 	}
 	record_free(&r);
-	free(o.out.data);
-	free(o.err.data);
+	headtail_free(&o.out);
+	headtail_free(&o.err);
 	return rc;
+}
+
+/* --max-output BYTES and --json-lines (both only with --json); 0 or -1
+ * with *cause. */
+static int
+exec_output_opts(const struct args *a, char **cause)
+{
+	const char *s = args_get(a, "max-output");
+	unsigned long long v, mult = 1;
+	char *end;
+
+	if ((s != NULL || args_has(a, "json-lines")) && !cli_json()) {
+		xasprintf(cause, "--%s needs --json",
+		    s != NULL ? "max-output" : "json-lines");
+		return -1;
+	}
+	exec_json_lines = args_has(a, "json-lines");
+	if (exec_json_lines)
+		cli_json_compact();
+	if (s == NULL)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		mult = 1024, end++;
+	else if (*end == 'M' || *end == 'm')
+		mult = 1024 * 1024, end++;
+	if (errno != 0 || end == s || *end != '\0' || *s == '-' ||
+	    v > EXEC_CAPTURE_MAX || v * mult < 1024 ||
+	    v * mult > EXEC_CAPTURE_MAX) {
+		xasprintf(cause,
+		    "--max-output %s: give bytes from 1K to 16M (1024, 64K, "
+		    "1M)",
+		    s);
+		return -1;
+	}
+	exec_max_output = (size_t)(v * mult);
+	return 0;
 }
 
 /* vmux exec: build the request from the flags and run it. */
@@ -323,6 +381,12 @@ cmd_exec_exec(struct args *a)
 	one.argv += skip;
 	one.argc -= skip;
 	if (cmd_exec_request(&one, &timeout_s, &req, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if (exec_output_opts(a, &cause) != 0) {
+		cJSON_Delete(req);
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;

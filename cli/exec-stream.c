@@ -35,28 +35,29 @@ exec_on_signal(int sig)
 	exec_signal = sig;
 }
 
-/*
- * Keep bytes for --json, at most EXEC_CAPTURE_MAX of each stream (a command
- * printing without end must not grow vmux without end); the rest is counted
- * and dropped.
- */
-static void
-capture_add(struct exec_capture *c, const void *p, size_t n)
+static void bytes_json(cJSON *, const char *name, const void *, size_t);
+
+/* --json-lines: print one piece of output as {"stdout": TEXT} (or
+ * "stdout_base64" when not UTF-8) on its own line, at once. */
+static int
+exec_line(const char *name, const struct attach_frame *f,
+    struct exec_outcome *o, char **cause)
 {
-	c->total += n;
-	if (c->len + n > EXEC_CAPTURE_MAX)
-		n = EXEC_CAPTURE_MAX - c->len;
-	if (n == 0)
-		return;
-	if (c->len + n + 1 > c->cap) {
-		c->cap = (c->len + n + 1) * 2;
-		if (c->cap > EXEC_CAPTURE_MAX + 1)
-			c->cap = EXEC_CAPTURE_MAX + 1;
-		c->data = xrealloc(c->data, c->cap);
+	cJSON *obj = cJSON_CreateObject();
+	char *line;
+	int rc = 0;
+
+	bytes_json(obj, name, f->payload, f->len);
+	line = cJSON_PrintUnformatted(obj);
+	cJSON_Delete(obj);
+	if (printf("%s\n", line) < 0 || fflush(stdout) != 0) {
+		o->broken_pipe = errno == EPIPE;
+		xasprintf(
+		    cause, "writing the command's output: %s", strerror(errno));
+		rc = -1;
 	}
-	memcpy(c->data + c->len, p, n);
-	c->len += n;
-	c->data[c->len] = '\0';
+	free(line);
+	return rc;
 }
 
 /* Write one output frame to fd or its capture; 0, or -1 with *cause. */
@@ -64,10 +65,13 @@ static int
 exec_output(const struct attach_frame *f, struct exec_outcome *o, char **cause)
 {
 	int out = f->type == VMUX_EXEC_STDOUT;
-	struct exec_capture *cap = out ? &o->out : &o->err;
+	struct headtail *cap = out ? &o->out : &o->err;
 
 	if (o->capture) {
-		capture_add(cap, f->payload, f->len);
+		headtail_add(cap, f->payload, f->len);
+		if (o->lines && f->len > 0)
+			return exec_line(
+			    out ? "stdout" : "stderr", f, o, cause);
 		return 0;
 	}
 	if (f->len > 0 &&
@@ -197,59 +201,36 @@ out:
 	return rc;
 }
 
-/* Is p[0..n) well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF)? */
-static int
-utf8_valid(const unsigned char *p, size_t n)
-{
-	size_t i = 0, k, len;
-	unsigned cp;
-
-	while (i < n) {
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if ((p[i] & 0xe0) == 0xc0)
-			len = 2, cp = p[i] & 0x1f;
-		else if ((p[i] & 0xf0) == 0xe0)
-			len = 3, cp = p[i] & 0x0f;
-		else if ((p[i] & 0xf8) == 0xf0)
-			len = 4, cp = p[i] & 0x07;
-		else
-			return 0;
-		if (n - i < len)
-			return 0;
-		for (k = 1; k < len; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-		    (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += len;
-	}
-	return 1;
-}
-
-/* Add a captured stream as "name" (UTF-8 text) or "name_base64". */
+/* Add bytes as "name" (UTF-8 text) or "name_base64". */
 static void
-capture_json(cJSON *obj, const char *name, const struct exec_capture *c)
+bytes_json(cJSON *obj, const char *name, const void *p, size_t n)
 {
-	char key[32], *b64;
-	const char *text = c->data != NULL ? c->data : "";
+	char key[32], *b64, *text;
 
-	if (utf8_valid((const unsigned char *)text, c->len) &&
-	    memchr(text, '\0', c->len) == NULL)
+	if (utf8_valid(p, n) && memchr(p, '\0', n) == NULL) {
+		text = xstrndup(p, n);
 		cJSON_AddStringToObject(obj, name, text);
-	else {
+		free(text);
+	} else {
 		snprintf(key, sizeof key, "%s_base64", name);
-		b64 = base64_encode((const unsigned char *)text, c->len);
+		b64 = base64_encode(p, n);
 		cJSON_AddStringToObject(obj, key, b64);
 		free(b64);
 	}
-	if (c->total > c->len) {
+}
+
+/* Add a captured stream as bytes_json does; one that was cut (its middle
+ * left out, headtail.c) adds "name_truncated": true and "name_bytes". */
+static void
+capture_json(cJSON *obj, const char *name, const struct headtail *c)
+{
+	char key[32], *kept;
+	size_t len;
+
+	kept = headtail_result(c, &len, NULL);
+	bytes_json(obj, name, kept, len);
+	free(kept);
+	if (headtail_cut(c)) {
 		snprintf(key, sizeof key, "%s_truncated", name);
 		cJSON_AddBoolToObject(obj, key, 1);
 		snprintf(key, sizeof key, "%s_bytes", name);
@@ -259,9 +240,10 @@ capture_json(cJSON *obj, const char *name, const struct exec_capture *c)
 
 /*
  * The --json result of a run: {"exit_code", "signal", "timed_out",
- * "stdout", "stderr"}, each stream as text or, when it is not valid UTF-8
- * (or holds NUL), as "stdout_base64" / "stderr_base64"; a stream cut at
- * EXEC_CAPTURE_MAX adds "stdout_truncated": true and "stdout_bytes" (all
+ * "duration_ms", "stdout", "stderr"}, each stream as text or, when it is
+ * not valid UTF-8 (or holds NUL), as "stdout_base64" / "stderr_base64"; a
+ * stream past its limit keeps its head and tail around a notice of the
+ * bytes left out, and adds "stdout_truncated": true and "stdout_bytes" (all
  * it printed).
  */
 cJSON *
@@ -278,6 +260,7 @@ exec_capture_json(const struct exec_outcome *o)
 	else
 		cJSON_AddNullToObject(obj, "signal");
 	cJSON_AddBoolToObject(obj, "timed_out", o->timed_out);
+	cJSON_AddNumberToObject(obj, "duration_ms", (double)o->duration_ms);
 	capture_json(obj, "stdout", &o->out);
 	capture_json(obj, "stderr", &o->err);
 	return obj;

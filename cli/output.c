@@ -24,6 +24,7 @@
 /* The running command's output state (one command per process). */
 static struct {
 	int json;
+	int compact; /* the document on one line (exec --json-lines) */
 	cJSON *result;
 	char *error; /* every error so far, "; "-joined */
 } output;
@@ -84,6 +85,13 @@ cli_result(cJSON *result)
 	}
 	cJSON_Delete(output.result);
 	output.result = result;
+}
+
+/* Print the --json document on one line: it ends a stream of lines. */
+void
+cli_json_compact(void)
+{
+	output.compact = 1;
 }
 
 /* Under --json keep an error message for the final document: 1; else 0. */
@@ -149,7 +157,7 @@ cli_output_finish(FILE *f, int rc)
 		output.result = NULL;
 	}
 	if (doc != NULL) {
-		cli_json_print(f, doc, 1);
+		cli_json_print(f, doc, !output.compact);
 		cJSON_Delete(doc);
 	}
 	cJSON_Delete(output.result);

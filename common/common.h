@@ -28,6 +28,21 @@ char *json_printable(const char *);
 /* json_bound.c */
 size_t json_values(const char *, size_t max);
 
+/* headtail.c: output kept within a limit, its head and its tail. */
+struct headtail {
+	size_t limit;        /* the most bytes headtail_result gives */
+	unsigned char *head; /* the first bytes, up to limit */
+	size_t head_len;
+	unsigned char *tail; /* a ring of the last bytes past the head */
+	size_t tail_pos, tail_len;
+	uint64_t total; /* every byte added */
+};
+void headtail_init(struct headtail *, size_t limit);
+void headtail_add(struct headtail *, const void *, size_t);
+int headtail_cut(const struct headtail *);
+char *headtail_result(const struct headtail *, size_t *len, uint64_t *dropped);
+void headtail_free(struct headtail *);
+
 /* xmalloc.c */
 void *xmalloc(size_t);
 void *xcalloc(size_t, size_t);
@@ -57,6 +72,8 @@ ssize_t read_full(int fd, void *buf, size_t len);
 int file_replace(const char *path, const void *data, size_t len, mode_t mode);
 int oom_score_adj(const char *value);
 char *base64_encode(const void *, size_t);
+unsigned char *base64_decode(const char *, size_t *len);
+int utf8_valid(const void *, size_t);
 ssize_t getline_max(char **, size_t *, FILE *, size_t max, int *cut);
 
 #endif

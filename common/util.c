@@ -241,3 +241,98 @@ base64_encode(const void *data, size_t n)
 	*o = '\0';
 	return out;
 }
+
+/* The value of base64 character c, or -1. */
+static int
+base64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Decode base64 text (RFC 4648, padding optional, no other characters;
+ * whitespace skipped). The bytes (NUL-terminated for convenience, *len
+ * long; caller frees), or NULL when s is not base64.
+ */
+unsigned char *
+base64_decode(const char *s, size_t *len)
+{
+	size_t n = strlen(s), k = 0, pad = 0;
+	unsigned char *out = xmalloc(n / 4 * 3 + 4);
+	unsigned acc = 0;
+	int bits = 0, v;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')
+			continue;
+		if (s[i] == '=') {
+			pad++;
+			continue;
+		}
+		if (pad > 0 || (v = base64_value((unsigned char)s[i])) < 0) {
+			free(out);
+			return NULL; /* data after padding, or not base64 */
+		}
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[k++] = (unsigned char)(acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	if (pad > 2 || bits >= 6 || (acc != 0)) {
+		free(out); /* a lone character, or bits left that say more */
+		return NULL;
+	}
+	out[k] = '\0';
+	*len = k;
+	return out;
+}
+
+/* Is p[0..n) well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF)? */
+int
+utf8_valid(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	size_t i = 0, k, len;
+	unsigned cp;
+
+	while (i < n) {
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((p[i] & 0xe0) == 0xc0)
+			len = 2, cp = p[i] & 0x1f;
+		else if ((p[i] & 0xf0) == 0xe0)
+			len = 3, cp = p[i] & 0x0f;
+		else if ((p[i] & 0xf8) == 0xf0)
+			len = 4, cp = p[i] & 0x07;
+		else
+			return 0;
+		if (n - i < len)
+			return 0;
+		for (k = 1; k < len; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+		    (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}

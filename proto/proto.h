@@ -35,15 +35,16 @@ int vsock_listen(unsigned port);
  * What went wrong, in an error reply's "code" (beside the "error" text for
  * people): the host switches on these, never on the English text.
  */
-#define VMUX_E_FAILED       "failed"       /* anything else */
-#define VMUX_E_BAD_REQUEST  "bad_request"  /* the request is malformed */
-#define VMUX_E_NO_SHELL     "no_shell"     /* no shell of that id */
-#define VMUX_E_SHELL_EXISTS "shell_exists" /* open_shell: the id is taken */
-#define VMUX_E_NOT_RUNNING  "not_running"  /* the shell has ended */
-#define VMUX_E_LIMIT        "limit"        /* too many shells, clients */
-#define VMUX_E_NOT_FOUND    "not_found"    /* exec: no such command */
-#define VMUX_E_CANNOT_RUN   "cannot_run"   /* exec: found, cannot run */
-#define VMUX_E_CODE_MAX     32             /* a code's length, at most */
+#define VMUX_E_FAILED       "failed"        /* anything else */
+#define VMUX_E_BAD_REQUEST  "bad_request"   /* the request is malformed */
+#define VMUX_E_NO_SHELL     "no_shell"      /* no shell of that id */
+#define VMUX_E_SHELL_EXISTS "shell_exists"  /* open_shell: the id is taken */
+#define VMUX_E_NOT_RUNNING  "not_running"   /* the shell has ended */
+#define VMUX_E_LIMIT        "limit"         /* too many shells, clients */
+#define VMUX_E_NOT_FOUND    "not_found"     /* exec: no such command */
+#define VMUX_E_CANNOT_RUN   "cannot_run"    /* exec: found, cannot run */
+#define VMUX_E_KEYBOARD     "keyboard_held" /* another client took it */
+#define VMUX_E_CODE_MAX     32              /* a code's length, at most */
 
 /* Exit status of `vmux exec` when the command timed out, as timeout(1). */
 #define VMUX_EXIT_TIMEOUT 124

@@ -332,6 +332,48 @@ agent_req_open_shell(const char *id, int cols, int rows)
 	return req;
 }
 
+/* write_shell: n bytes of input for shell id (raw: keys as typed). */
+cJSON *
+agent_req_write_shell(const char *id, const char *input, size_t n)
+{
+	cJSON *req = agent_req("write_shell");
+	char *text = xstrndup(input, n);
+
+	cJSON_AddStringToObject(req, "shell_id", id);
+	cJSON_AddStringToObject(req, "input", text);
+	free(text);
+	return req;
+}
+
+/* read_shell: output of shell id from cursor (< 0: the oldest kept), at
+ * most max_chars, waiting up to wait_ms at the end for more. */
+cJSON *
+agent_req_read_shell(const char *id, int64_t cursor, int max_chars, int wait_ms)
+{
+	cJSON *req = agent_req("read_shell");
+
+	cJSON_AddStringToObject(req, "shell_id", id);
+	if (cursor >= 0)
+		cJSON_AddNumberToObject(req, "cursor", (double)cursor);
+	if (max_chars > 0)
+		cJSON_AddNumberToObject(req, "max_chars", max_chars);
+	if (wait_ms > 0)
+		cJSON_AddNumberToObject(req, "wait_ms", wait_ms);
+	return req;
+}
+
+/* resize_shell: shell id's terminal to cols x rows. */
+cJSON *
+agent_req_resize_shell(const char *id, int cols, int rows)
+{
+	cJSON *req = agent_req("resize_shell");
+
+	cJSON_AddStringToObject(req, "shell_id", id);
+	cJSON_AddNumberToObject(req, "cols", cols);
+	cJSON_AddNumberToObject(req, "rows", rows);
+	return req;
+}
+
 /* close_shell: end shell id. */
 cJSON *
 agent_req_close_shell(const char *id)

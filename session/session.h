@@ -573,6 +573,10 @@ cJSON *agent_req_list_shells(void);
 cJSON *agent_req_shutdown(void);
 cJSON *agent_req_open_shell(const char *id, int cols, int rows);
 cJSON *agent_req_close_shell(const char *id);
+cJSON *agent_req_write_shell(const char *id, const char *input, size_t n);
+cJSON *agent_req_read_shell(
+    const char *id, int64_t cursor, int max_chars, int wait_ms);
+cJSON *agent_req_resize_shell(const char *id, int cols, int rows);
 cJSON *agent_req_signal_shell(const char *id, const char *sig);
 cJSON *agent_req_exec(const char *const *argv, int timeout_s);
 cJSON *agent_call(const struct vsock_target *, const cJSON *req,

@@ -234,7 +234,8 @@ TEST(usage_line_from_table)
 	u = cmd_usage(&cmd_exec_entry);
 	CHECK_STR(u,
 	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] [-i] "
-	    "[--json] [--selector SELECTOR] "
+	    "[--json] [--max-output BYTES] [--json-lines] [--selector "
+	    "SELECTOR] "
 	    "-- CMD [ARG...]");
 	free(u);
 }

@@ -200,3 +200,106 @@ TEST(getline_max_keeps_at_most_max)
 	free(buf);
 	fclose(f);
 }
+
+/* Feed s to h in pieces of step bytes. */
+static void
+headtail_feed(struct headtail *h, const char *s, size_t n, size_t step)
+{
+	for (size_t i = 0; i < n; i += step)
+		headtail_add(h, s + i, n - i < step ? n - i : step);
+}
+
+TEST(headtail_keeps_output_within_the_limit_exactly)
+{
+	struct headtail h;
+	char *out;
+	size_t len;
+	uint64_t gone;
+
+	headtail_init(&h, 200);
+	for (int i = 0; i < 200; i++)
+		headtail_add(&h, "a", 1);
+	CHECK(!headtail_cut(&h));
+	out = headtail_result(&h, &len, &gone);
+	CHECK_INT(len, 200);
+	CHECK_INT(gone, 0);
+	CHECK(strspn(out, "a") == 200);
+	free(out);
+	headtail_free(&h);
+}
+
+TEST(headtail_keeps_head_and_tail_and_says_what_was_left_out)
+{
+	static const size_t steps[] = {1, 7, 100, 4096};
+	char big[600], *out;
+	size_t len;
+	uint64_t gone;
+
+	memset(big, 'x', sizeof big);
+	memcpy(big, "HEAD_START|", 11);
+	memcpy(big + sizeof big - 9, "|TAIL_END", 9);
+	for (size_t k = 0; k < nitems(steps); k++) {
+		struct headtail h;
+
+		headtail_init(&h, 100);
+		headtail_feed(&h, big, sizeof big, steps[k]);
+		CHECK(headtail_cut(&h));
+		out = headtail_result(&h, &len, &gone);
+		CHECK(len <= 100);
+		CHECK_INT(strlen(out), len);
+		CHECK(strncmp(out, "HEAD_START|", 11) == 0);
+		CHECK(strcmp(out + len - 9, "|TAIL_END") == 0);
+		CHECK(strstr(out, "bytes truncated") != NULL);
+		/* what is kept plus what it says was left out is all */
+		{
+			char want[64];
+			snprintf(want, sizeof want, "[... %llu bytes truncated",
+			    (unsigned long long)gone);
+			CHECK(strstr(out, want) != NULL);
+			CHECK_INT(len - strlen(strstr(out, "\n[...")) +
+			        strlen(strstr(out, "...]\n") + 5) + gone,
+			    sizeof big);
+		}
+		free(out);
+		headtail_free(&h);
+	}
+}
+
+TEST(headtail_just_past_the_limit_takes_the_tail_from_the_head)
+{
+	struct headtail h;
+	char in[110], *out;
+	size_t len;
+	uint64_t gone;
+
+	for (size_t i = 0; i < sizeof in; i++)
+		in[i] = (char)('a' + i % 26);
+	headtail_init(&h, 100);
+	headtail_add(&h, in, sizeof in);
+	out = headtail_result(&h, &len, &gone);
+	CHECK(len <= 100);
+	/* the tail is the input's last bytes, though most were in the head */
+	CHECK(memcmp(out + len - 20, in + sizeof in - 20, 20) == 0);
+	CHECK(memcmp(out, in, 20) == 0);
+	free(out);
+	headtail_free(&h);
+}
+
+TEST(headtail_cuts_on_character_boundaries)
+{
+	struct headtail h;
+	char *out;
+	size_t len;
+
+	headtail_init(&h, 64);
+	for (int i = 0; i < 100; i++)
+		headtail_add(&h, "\xc3\xa9", 2); /* é */
+	out = headtail_result(&h, &len, NULL);
+	CHECK(len <= 64);
+	CHECK((unsigned char)out[0] == 0xc3);
+	CHECK((unsigned char)out[strcspn(out, "\n") - 1] == 0xa9);
+	CHECK((unsigned char)out[strlen(out) - 1] == 0xa9);
+	CHECK((unsigned char)*(strstr(out, "...]\n") + 5) == 0xc3);
+	free(out);
+	headtail_free(&h);
+}

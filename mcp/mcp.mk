@@ -1,0 +1,8 @@
+# mcp.mk: vmux mcp, the MCP server (mcp/), linked into vmux (cli/cli.mk).
+MCP_SRCS := mcp/jsonrpc.c mcp/server.c mcp/tools.c mcp/jobs.c \
+            mcp/policy.c mcp/stdio.c
+
+# The JSON-RPC layer is pure: its unit tests need only cJSON.
+UNIT_TESTS += mcp
+UNIT_mcp_SRCS := tests/unit/test_mcp_jsonrpc.c mcp/jsonrpc.c
+UNIT_mcp_LIBS := -lcjson
