@@ -86,7 +86,8 @@ static cJSON *
 capture_read(const struct vsock_target *t, const char *id, int64_t cursor,
     int max_chars, int wait_ms, char **cause)
 {
-	return cli_agent(t, agent_req_read_shell(id, cursor, max_chars, wait_ms),
+	return cli_agent(t,
+	    agent_req_read_shell(id, cursor, max_chars, wait_ms),
 	    CAPTURE_REQUEST_S + wait_ms / 1000, cause);
 }
 
@@ -117,7 +118,9 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
 	for (;;) {
 		wait = idle_ms;
 		if (wait > 0 && mono_ms() + (uint64_t)wait > deadline)
-			wait = mono_ms() >= deadline ? 0 : (int)(deadline - mono_ms());
+			wait = mono_ms() >= deadline
+			    ? 0
+			    : (int)(deadline - mono_ms());
 		reply = capture_read(t, id, cursor,
 		    max_chars - (int)utf8_chars(c->out, c->len), wait, cause);
 		if (reply == NULL)
@@ -127,8 +130,8 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
 		if (first)
 			c->cursor = (int64_t)reply_num(reply, "cursor", 0);
 		first = 0;
-		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-		        reply, "truncated")))
+		if (cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(reply, "truncated")))
 			c->truncated = 1;
 		c->out = xrealloc(c->out, c->len + n + 1);
 		memcpy(c->out + c->len, n > 0 ? out->valuestring : "", n);
@@ -139,13 +142,15 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
 		cJSON_Delete(c->record);
 		c->record = reply;
 		state = cJSON_GetObjectItemCaseSensitive(reply, "state");
-		if (idle_ms <= 0 || utf8_chars(c->out, c->len) >= (size_t)max_chars)
+		if (idle_ms <= 0 ||
+		    utf8_chars(c->out, c->len) >= (size_t)max_chars)
 			return 0;
 		if (!cJSON_IsString(state) ||
 		    strcmp(state->valuestring, "running") != 0)
 			return 0;
-		if (n == 0 && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-		                  reply, "more"))) {
+		if (n == 0 &&
+		    !cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(reply, "more"))) {
 			c->idle = wait >= idle_ms;
 			return 0;
 		}
@@ -191,8 +196,8 @@ screen_text(const char *bytes, size_t len, int cols, int rows)
 
 /* The whole scrollback kept for shell id, read to its end (caller frees). */
 static char *
-capture_scrollback(const struct vsock_target *t, const char *id, size_t *len,
-    char **cause)
+capture_scrollback(
+    const struct vsock_target *t, const char *id, size_t *len, char **cause)
 {
 	struct capture all;
 	uint64_t deadline = mono_ms() + CAPTURE_REQUEST_S * 1000;
@@ -215,8 +220,9 @@ capture_scrollback(const struct vsock_target *t, const char *id, size_t *len,
 		memcpy(all.out + all.len, n > 0 ? out->valuestring : "", n);
 		all.len += n;
 		cursor = (int64_t)reply_num(reply, "next_cursor", 0);
-		more = n > 0 && cJSON_IsTrue(
-		    cJSON_GetObjectItemCaseSensitive(reply, "more"));
+		more = n > 0 &&
+		    cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(reply, "more"));
 		cJSON_Delete(reply);
 	}
 	if (all.out == NULL)
@@ -281,8 +287,8 @@ cmd_capture_exec(struct args *a)
 	if (rc == 0 && args_has(a, "plain")) {
 		cols = (int)reply_num(c.record, "cols", 80);
 		rows = (int)reply_num(c.record, "rows", 24);
-		if ((bytes = capture_scrollback(&t, a->argv[1], &blen, &cause)) ==
-		    NULL)
+		if ((bytes = capture_scrollback(
+		         &t, a->argv[1], &blen, &cause)) == NULL)
 			rc = -1;
 		else {
 			screen = screen_text(bytes, blen, cols, rows);
@@ -310,8 +316,10 @@ cmd_capture_exec(struct args *a)
 	cJSON_AddNumberToObject(res, "next_cursor", (double)c.next);
 	if (screen != NULL) {
 		cJSON_AddStringToObject(res, "screen", screen);
-		cJSON_AddNumberToObject(res, "cols", reply_num(c.record, "cols", 0));
-		cJSON_AddNumberToObject(res, "rows", reply_num(c.record, "rows", 0));
+		cJSON_AddNumberToObject(
+		    res, "cols", reply_num(c.record, "cols", 0));
+		cJSON_AddNumberToObject(
+		    res, "rows", reply_num(c.record, "rows", 0));
 	} else
 		cJSON_AddStringToObject(res, "output", c.out);
 	cJSON_AddBoolToObject(res, "truncated", c.truncated);

@@ -57,8 +57,8 @@ cmd_keys_exec(struct args *a)
 		free(cause);
 		return rc;
 	}
-	input = keys_input(a->argv + 2, (size_t)a->argc - 2,
-	    args_has(a, "literal"), &len);
+	input = keys_input(
+	    a->argv + 2, (size_t)a->argc - 2, args_has(a, "literal"), &len);
 	if (len == 0 || memchr(input, '\0', len) != NULL) {
 		free(input);
 		return cli_usage_error(a->entry, "no input to send");

@@ -99,7 +99,8 @@ mcp_policy_build(const struct args *a, struct mcp_policy *p, char **cause)
 			    strerror(errno));
 			return -1;
 		}
-		p->roots = xreallocarray(p->roots, p->nroots + 1, sizeof *p->roots);
+		p->roots =
+		    xreallocarray(p->roots, p->nroots + 1, sizeof *p->roots);
 		p->roots[p->nroots++] = xstrdup(real);
 	}
 	return 0;

@@ -68,7 +68,8 @@ open_request(const struct args *a, char **cause)
 			char *key = xstrndup(
 			    env[i], (size_t)(strchr(env[i], '=') - env[i]));
 			cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-			cJSON_AddStringToObject(o, key, strchr(env[i], '=') + 1);
+			cJSON_AddStringToObject(
+			    o, key, strchr(env[i], '=') + 1);
 			free(key);
 		}
 	}

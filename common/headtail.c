@@ -51,8 +51,9 @@ tail_add(struct headtail *h, const unsigned char *p, size_t n)
 		memcpy(h->tail + h->tail_pos, p, k);
 		h->tail_pos = (h->tail_pos + k) % h->limit;
 		if (h->tail_len < h->limit)
-			h->tail_len = h->tail_len + k > h->limit ? h->limit
-			                                         : h->tail_len + k;
+			h->tail_len = h->tail_len + k > h->limit
+			    ? h->limit
+			    : h->tail_len + k;
 		p += k;
 		n -= k;
 	}
@@ -100,7 +101,7 @@ headtail_cut(const struct headtail *h)
 static unsigned char
 tail_byte(const struct headtail *h, size_t n, size_t i)
 {
-	uint64_t j = h->total - n + i;         /* its place in the stream */
+	uint64_t j = h->total - n + i; /* its place in the stream */
 	uint64_t ring_from = h->total - h->tail_len; /* the ring's first */
 
 	if (j < ring_from)

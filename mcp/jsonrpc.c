@@ -25,6 +25,17 @@ invalid(struct jsonrpc_msg *m, int code, const char *why)
 	return -1;
 }
 
+/* Is v a whole number a double holds exactly (MCP's ids are strings or
+ * integers; 1e400 or 0.5 could not be sent back as they came)? */
+static int
+id_integer(const cJSON *v)
+{
+	double d = v->valuedouble;
+
+	return cJSON_IsNumber(v) && d == d && d >= -9007199254740991.0 &&
+	    d <= 9007199254740991.0 && d == (double)(long long)d;
+}
+
 /*
  * Parse one message of len bytes. Returns 0 with m filled (its kind says
  * what it is), or -1 with m->kind JSONRPC_INVALID, m->error the code to
@@ -58,7 +69,7 @@ jsonrpc_parse(const char *text, size_t len, struct jsonrpc_msg *m)
 		        : "invalid request: a message is a JSON object");
 	/* The id first, so that an error about the rest can carry it. */
 	id = cJSON_GetObjectItemCaseSensitive(m->root, "id");
-	if (id != NULL && (cJSON_IsString(id) || cJSON_IsNumber(id)))
+	if (id != NULL && (cJSON_IsString(id) || id_integer(id)))
 		m->id = id;
 	v = cJSON_GetObjectItemCaseSensitive(m->root, "jsonrpc");
 	if (!cJSON_IsString(v) || strcmp(v->valuestring, "2.0") != 0)
@@ -66,7 +77,7 @@ jsonrpc_parse(const char *text, size_t len, struct jsonrpc_msg *m)
 		    "invalid request: \"jsonrpc\" must be \"2.0\"");
 	if (id != NULL && m->id == NULL)
 		return invalid(m, JSONRPC_INVALID_REQUEST,
-		    "invalid request: \"id\" must be a string or a number");
+		    "invalid request: \"id\" must be a string or an integer");
 	v = cJSON_GetObjectItemCaseSensitive(m->root, "method");
 	if (v == NULL) {
 		if (m->id != NULL &&

@@ -31,7 +31,7 @@
 
 /* The most one message may be (a file written through it is 16 MiB,
  * base64 makes that 22 MiB). */
-#define MCP_MESSAGE_MAX (24u << 20)
+#define MCP_MESSAGE_MAX     (24u << 20)
 #define MCP_PROTOCOL_LATEST "2025-11-25"
 
 /* jsonrpc.c: JSON-RPC 2.0 error codes. */
@@ -52,9 +52,9 @@ enum jsonrpc_kind {
 /* One message as received. */
 struct jsonrpc_msg {
 	enum jsonrpc_kind kind;
-	cJSON *root;        /* the parsed message (owned) */
-	const cJSON *id;    /* in root; NULL for a notification */
-	const char *method; /* in root */
+	cJSON *root;         /* the parsed message (owned) */
+	const cJSON *id;     /* in root; NULL for a notification */
+	const char *method;  /* in root */
 	const cJSON *params; /* in root; NULL when absent */
 	int error;           /* JSONRPC_INVALID: the code to answer */
 	char *message;       /* ... and why (owned) */
@@ -68,8 +68,8 @@ char *jsonrpc_notification(const char *method, cJSON *params);
 
 /* policy.c */
 struct mcp_policy {
-	char *name;     /* the label value its sessions carry (vmux.mcp=) */
-	char *profile;  /* sessions are made under it; NULL: new's default */
+	char *name;    /* the label value its sessions carry (vmux.mcp=) */
+	char *profile; /* sessions are made under it; NULL: new's default */
 	int max_sessions;
 	long long max_memory_mb; /* its sessions' memory together; 0: no cap */
 	int see_all;             /* sees sessions it did not make */
@@ -78,15 +78,15 @@ struct mcp_policy {
 	int no_net; /* sessions may not have a network */
 	char *home; /* VMUX_HOME */
 };
-#define MCP_LABEL_KEY       "vmux.mcp"
-#define MCP_MAX_SESSIONS    8
-#define MCP_NAME_DEFAULT    "agent"
+#define MCP_LABEL_KEY    "vmux.mcp"
+#define MCP_MAX_SESSIONS 8
+#define MCP_NAME_DEFAULT "agent"
 int policy_session_visible(
     const struct mcp_policy *, const char *name, char **cause);
-int policy_may_create(const struct mcp_policy *, long long memory_mb,
-    char **cause);
-int policy_host_path(const struct mcp_policy *, const char *path,
-    int for_write, char **resolved, char **cause);
+int policy_may_create(
+    const struct mcp_policy *, long long memory_mb, char **cause);
+int policy_host_path(const struct mcp_policy *, const char *path, int for_write,
+    char **resolved, char **cause);
 char *policy_selector(const struct mcp_policy *, const char *given);
 void policy_free(struct mcp_policy *);
 
@@ -103,10 +103,10 @@ struct mcp_job {
 	size_t err_len;
 	char *in; /* stdin still to write */
 	size_t in_len, in_off;
-	int status;       /* waitpid's, once reaped */
+	int status; /* waitpid's, once reaped */
 	int reaped;
-	int cancelled;    /* killed by notifications/cancelled */
-	size_t line_from; /* job_line_fn: stdout consumed up to here */
+	int cancelled;       /* killed by notifications/cancelled */
+	size_t line_from;    /* job_line_fn: stdout consumed up to here */
 	job_line_fn on_line; /* each stdout line as it comes, or NULL */
 	job_done_fn on_done; /* called once, when it ended and its pipes did */
 	void *data;          /* the call it runs for */
@@ -114,8 +114,8 @@ struct mcp_job {
 };
 #define JOB_OUT_MAX (80u << 20)
 #define JOB_ERR_MAX (64u << 10)
-struct mcp_job *mcp_job_start(char *const argv[], const void *in, size_t in_len,
-    char **cause);
+struct mcp_job *mcp_job_start(
+    char *const argv[], const void *in, size_t in_len, char **cause);
 void mcp_job_cancel(struct mcp_job *, int sig);
 size_t mcp_job_pollfds(struct pollfd *, size_t max);
 void mcp_job_service(const struct pollfd *, size_t n);
@@ -154,11 +154,11 @@ cJSON *mcp_tools_list(void);
 struct mcp_call {
 	struct mcp_server *server;
 	const struct mcp_tool *tool;
-	cJSON *id;         /* the request's id */
-	cJSON *progress;   /* its progressToken, or NULL */
-	void *conn;        /* whom to answer */
+	cJSON *id;       /* the request's id */
+	cJSON *progress; /* its progressToken, or NULL */
+	void *conn;      /* whom to answer */
 	mcp_send_fn send;
-	char *session;     /* the session it acts on, for the log */
+	char *session;       /* the session it acts on, for the log */
 	struct mcp_job *job; /* the command it runs, or NULL */
 	uint64_t progress_n; /* progress notifications sent */
 	uint64_t last_progress_ms;

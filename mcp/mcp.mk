@@ -6,3 +6,7 @@ MCP_SRCS := mcp/jsonrpc.c mcp/server.c mcp/tools.c mcp/jobs.c \
 UNIT_TESTS += mcp
 UNIT_mcp_SRCS := tests/unit/test_mcp_jsonrpc.c mcp/jsonrpc.c
 UNIT_mcp_LIBS := -lcjson
+
+# fuzz/fuzz_jsonrpc.c: the JSON-RPC layer and the head-and-tail keeper.
+FUZZ_fuzz_jsonrpc_SRCS := mcp/jsonrpc.c
+FUZZ_fuzz_jsonrpc_LIBS := -lcjson

@@ -62,8 +62,7 @@ policy_session_visible(
  * its workspace and may start again). 0, or -1 with *cause.
  */
 int
-policy_may_create(
-    const struct mcp_policy *p, long long memory_mb, char **cause)
+policy_may_create(const struct mcp_policy *p, long long memory_mb, char **cause)
 {
 	struct session_entry *list;
 	size_t n, i;
@@ -136,8 +135,8 @@ policy_host_path(const struct mcp_policy *p, const char *path, int for_write,
 		}
 		if (realpath(*parent ? parent : "/", real) == NULL) {
 			free(parent);
-			xasprintf(cause, "host path '%s': %s", path,
-			    strerror(errno));
+			xasprintf(
+			    cause, "host path '%s': %s", path, strerror(errno));
 			return -1;
 		}
 		xasprintf(&full, "%s/%s", strcmp(real, "/") ? real : "",

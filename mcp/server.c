@@ -21,8 +21,8 @@
 #include "session/session.h"
 #include "mcp.h"
 
-#define MCP_LOG        "mcp.log"
-#define MCP_LOG_MAX    (4 << 20)
+#define MCP_LOG         "mcp.log"
+#define MCP_LOG_MAX     (4 << 20)
 #define MCP_PROGRESS_MS 200 /* at most one progress note this often */
 
 /* The protocol versions spoken, newest first. */
@@ -98,7 +98,8 @@ call_log(struct mcp_call *c, const char *outcome, const char *message)
 
 	cJSON_AddStringToObject(o, "time", when != NULL ? when : "");
 	cJSON_AddStringToObject(o, "server", c->server->policy->name);
-	cJSON_AddStringToObject(o, "tool", c->tool != NULL ? c->tool->name : "");
+	cJSON_AddStringToObject(
+	    o, "tool", c->tool != NULL ? c->tool->name : "");
 	if (c->session != NULL)
 		cJSON_AddStringToObject(o, "session", c->session);
 	cJSON_AddStringToObject(o, "outcome", outcome);
@@ -188,7 +189,8 @@ mcp_call_progress(struct mcp_call *c, const char *message)
 		return;
 	c->last_progress_ms = now;
 	p = cJSON_CreateObject();
-	cJSON_AddItemToObject(p, "progressToken", cJSON_Duplicate(c->progress, 0));
+	cJSON_AddItemToObject(
+	    p, "progressToken", cJSON_Duplicate(c->progress, 0));
 	cJSON_AddNumberToObject(p, "progress", (double)++c->progress_n);
 	if (message != NULL)
 		cJSON_AddStringToObject(p, "message", message);
@@ -251,7 +253,8 @@ send_result(mcp_send_fn send, void *conn, const cJSON *id, cJSON *result)
 static cJSON *
 do_initialize(const cJSON *params)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
+	const cJSON *v =
+	    cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
 	const char *version = mcp_versions[0];
 	cJSON *res = cJSON_CreateObject(), *caps, *info;
 
@@ -283,9 +286,12 @@ do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
     void *conn)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(m->params, "name");
-	const cJSON *args = cJSON_GetObjectItemCaseSensitive(m->params, "arguments");
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
-	const cJSON *tok = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+	const cJSON *args =
+	    cJSON_GetObjectItemCaseSensitive(m->params, "arguments");
+	const cJSON *meta =
+	    cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
+	const cJSON *tok =
+	    cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
 	const struct mcp_tool *t;
 	struct mcp_call *c;
 	char *cause = NULL, *why;
@@ -351,8 +357,8 @@ do_cancel(struct mcp_server *s, const cJSON *params, void *conn)
  * through send(conn, text) now or when its command ends.
  */
 void
-mcp_handle(struct mcp_server *s, const char *text, size_t len,
-    mcp_send_fn send, void *conn)
+mcp_handle(struct mcp_server *s, const char *text, size_t len, mcp_send_fn send,
+    void *conn)
 {
 	struct jsonrpc_msg m;
 	const char *meth;

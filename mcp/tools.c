@@ -111,10 +111,12 @@ arg_int(const cJSON *args, const char *key, long long min, long long max,
 	*out = def;
 	if (v == NULL || cJSON_IsNull(v))
 		return 0;
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long long)v->valuedouble ||
+	if (!cJSON_IsNumber(v) ||
+	    v->valuedouble != (double)(long long)v->valuedouble ||
 	    v->valuedouble < (double)min || v->valuedouble > (double)max) {
-		xasprintf(cause, "argument \"%s\" must be a whole number from "
-		                 "%lld to %lld",
+		xasprintf(cause,
+		    "argument \"%s\" must be a whole number from "
+		    "%lld to %lld",
 		    key, min, max);
 		return -1;
 	}
@@ -141,8 +143,8 @@ arg_bool(const cJSON *args, const char *key, int def, int *out, char **cause)
 /* The session argument ("session"), checked against the policy; its name
  * is kept on the call for the log. */
 static int
-arg_session(struct mcp_call *c, const cJSON *args, const char **name,
-    char **cause)
+arg_session(
+    struct mcp_call *c, const cJSON *args, const char **name, char **cause)
 {
 	if (arg_str(args, "session", 1, name, cause) != 0 ||
 	    policy_session_visible(mcp_call_policy(c), *name, cause) != 0)
@@ -171,8 +173,8 @@ arg_pairs(const cJSON *args, const char *key, const char *flag,
 	if (o == NULL || cJSON_IsNull(o))
 		return 0;
 	if (!cJSON_IsObject(o)) {
-		xasprintf(cause, "argument \"%s\" must be an object of strings",
-		    key);
+		xasprintf(
+		    cause, "argument \"%s\" must be an object of strings", key);
 		return -1;
 	}
 	cJSON_ArrayForEach(v, o)
@@ -212,7 +214,8 @@ mcp_job_json(struct mcp_call *c, char **cause)
 		if (j->err_len > 0) {
 			xasprintf(cause, "%.*s", (int)j->err_len, j->err);
 			if (strncmp(*cause, "vmux: ", 6) == 0)
-				memmove(*cause, *cause + 6, strlen(*cause + 6) + 1);
+				memmove(
+				    *cause, *cause + 6, strlen(*cause + 6) + 1);
 			(*cause)[strcspn(*cause, "\n")] = '\0';
 		} else
 			xasprintf(cause, "vmux %s failed (exit status %d)",
@@ -281,8 +284,7 @@ finish_shells(struct mcp_call *c)
 		return;
 	}
 	/* vmux shells --json: {"shells": [...]} or a bare list */
-	list = cJSON_IsArray(o) ? o
-	                        : cJSON_DetachItemFromObject(o, "shells");
+	list = cJSON_IsArray(o) ? o : cJSON_DetachItemFromObject(o, "shells");
 	if (!cJSON_IsArray(list)) {
 		cJSON_Delete(list);
 		list = cJSON_CreateArray();
@@ -315,16 +317,17 @@ create_memory(const char *profile, long long given)
 
 /* A host mount {"host", "guest", "read_only"} as --mount's value. */
 static int
-create_mount(const struct mcp_policy *p, const cJSON *m, struct argv_b *a,
-    char **cause)
+create_mount(
+    const struct mcp_policy *p, const cJSON *m, struct argv_b *a, char **cause)
 {
 	const char *host, *guest;
 	char *real;
 	int ro;
 
 	if (!cJSON_IsObject(m)) {
-		xasprintf(cause, "each of \"mounts\" is {\"host\", \"guest\", "
-		                 "\"read_only\"}");
+		xasprintf(cause,
+		    "each of \"mounts\" is {\"host\", \"guest\", "
+		    "\"read_only\"}");
 		return -1;
 	}
 	if (arg_str(m, "host", 1, &host, cause) != 0 ||
@@ -334,8 +337,9 @@ create_mount(const struct mcp_policy *p, const cJSON *m, struct argv_b *a,
 		return -1;
 	if (strchr(guest, ':') != NULL || guest[0] != '/') {
 		free(real);
-		xasprintf(cause, "mount guest path '%s' must be absolute, "
-		                 "without ':'",
+		xasprintf(cause,
+		    "mount guest path '%s' must be absolute, "
+		    "without ':'",
 		    guest);
 		return -1;
 	}
@@ -367,7 +371,7 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	if (name == NULL) {
 		snprintf(gen, sizeof gen, "agent-%08x",
 		    (unsigned)(hash_fnv1a(p->name) ^ (uint64_t)wall_time() ^
-		               (uint64_t)getpid() ^ mono_ms()));
+		        (uint64_t)getpid() ^ mono_ms()));
 		name = gen;
 	}
 	if (session_name_valid(name, cause) != 0)
@@ -382,8 +386,9 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	if (p->profile != NULL)
 		profile = p->profile;
 	if (net && p->no_net) {
-		xasprintf(cause, "this server's sessions may not have a "
-		                 "network (vmux mcp --no-net)");
+		xasprintf(cause,
+		    "this server's sessions may not have a "
+		    "network (vmux mcp --no-net)");
 		return -1;
 	}
 	if (policy_may_create(p, create_memory(profile, mem), cause) != 0)
@@ -471,7 +476,8 @@ finish_status(struct mcp_call *c)
 	cJSON_ArrayForEach(e, o)
 	{
 		n = cJSON_GetObjectItemCaseSensitive(e, "name");
-		if (cJSON_IsString(n) && strcmp(n->valuestring, c->session) == 0) {
+		if (cJSON_IsString(n) &&
+		    strcmp(n->valuestring, c->session) == 0) {
 			cJSON_DetachItemViaPointer(o, e);
 			cJSON_Delete(o);
 			mcp_call_ok(c, e, NULL);
@@ -495,8 +501,8 @@ t_session_status(struct mcp_call *c, const cJSON *args, char **cause)
 
 /* session_stop, _start, _remove: vmux VERB NAME --json. */
 static int
-session_verb(struct mcp_call *c, const cJSON *args, const char *verb,
-    char **cause)
+session_verb(
+    struct mcp_call *c, const cJSON *args, const char *verb, char **cause)
 {
 	const char *name;
 	struct argv_b a = {0};
@@ -598,8 +604,9 @@ exec_text(const cJSON *o)
 	xasprintf(&text, "%s%s%s%s%s",
 	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "timed_out"))
 	        ? "timed out"
-	        : (cJSON_IsNumber(code) && code->valueint == 0 ? "exit 0"
-	                                                       : "exit non-zero"),
+	        : (cJSON_IsNumber(code) && code->valueint == 0
+	                  ? "exit 0"
+	                  : "exit non-zero"),
 	    cJSON_IsString(out) && *out->valuestring ? "\n--- stdout\n" : "",
 	    cJSON_IsString(out) ? out->valuestring : "",
 	    cJSON_IsString(err) && *err->valuestring ? "\n--- stderr\n" : "",
@@ -607,7 +614,8 @@ exec_text(const cJSON *o)
 	if (cJSON_IsNumber(code) && code->valueint != 0) {
 		char *t;
 
-		xasprintf(&t, "exit %d%s", code->valueint, strchr(text, '\n') ? strchr(text, '\n') : "");
+		xasprintf(&t, "exit %d%s", code->valueint,
+		    strchr(text, '\n') ? strchr(text, '\n') : "");
 		free(text);
 		text = t;
 	}
@@ -650,8 +658,8 @@ finish_exec(struct mcp_call *c)
 	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "timed_out"))) {
 		text = exec_text(o);
 		cJSON_Delete(o);
-		mcp_call_fail(c, "the command timed out and was killed; %s",
-		    text);
+		mcp_call_fail(
+		    c, "the command timed out and was killed; %s", text);
 		free(text);
 		return;
 	}
@@ -663,7 +671,8 @@ finish_exec(struct mcp_call *c)
 static int
 t_exec(struct mcp_call *c, const cJSON *args, char **cause)
 {
-	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(args, "command"), *w;
+	const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(args, "command"),
+	            *w;
 	const char *name, *stdin_s, *cwd;
 	long long timeout, max;
 	struct argv_b a = {0};
@@ -677,8 +686,9 @@ t_exec(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	if (!(cJSON_IsString(cmd) && *cmd->valuestring) &&
 	    !(cJSON_IsArray(cmd) && cJSON_GetArraySize(cmd) > 0)) {
-		xasprintf(cause, "argument \"command\" must be a shell line (a "
-		                 "string) or an argv (a list of strings)");
+		xasprintf(cause,
+		    "argument \"command\" must be a shell line (a "
+		    "string) or an argv (a list of strings)");
 		return -1;
 	}
 	av_add(&a, "vmux");
@@ -704,8 +714,9 @@ t_exec(struct mcp_call *c, const cJSON *args, char **cause)
 		cJSON_ArrayForEach(w, cmd)
 		{
 			if (!cJSON_IsString(w)) {
-				xasprintf(cause, "argument \"command\": an "
-				                 "argv holds strings only");
+				xasprintf(cause,
+				    "argument \"command\": an "
+				    "argv holds strings only");
 				av_free(&a);
 				return -1;
 			}
@@ -780,8 +791,9 @@ t_shell_write(struct mcp_call *c, const cJSON *args, char **cause)
 	    arg_bool(args, "enter", 0, &enter, cause) != 0)
 		return -1;
 	if (keys != NULL && !cJSON_IsNull(keys) && !cJSON_IsArray(keys)) {
-		xasprintf(cause, "argument \"keys\" must be a list of key "
-		                 "names");
+		xasprintf(cause,
+		    "argument \"keys\" must be a list of key "
+		    "names");
 		return -1;
 	}
 	if (text != NULL) {
@@ -814,8 +826,9 @@ t_shell_write(struct mcp_call *c, const cJSON *args, char **cause)
 	}
 	if (len == 0) {
 		free(input);
-		xasprintf(cause, "nothing to write: give \"text\", \"keys\" "
-		                 "or \"enter\"");
+		xasprintf(cause,
+		    "nothing to write: give \"text\", \"keys\" "
+		    "or \"enter\"");
 		return -1;
 	}
 	input[len] = '\0';
@@ -968,14 +981,14 @@ file_scratch_free(void *p)
 
 /* A guest path: absolute, no NUL (JSON cannot hold one anyway). */
 static int
-arg_guest_path(const cJSON *args, const char *key, const char **path,
-    char **cause)
+arg_guest_path(
+    const cJSON *args, const char *key, const char **path, char **cause)
 {
 	if (arg_str(args, key, 1, path, cause) != 0)
 		return -1;
 	if ((*path)[0] != '/') {
-		xasprintf(cause, "argument \"%s\" must be an absolute guest path",
-		    key);
+		xasprintf(cause,
+		    "argument \"%s\" must be an absolute guest path", key);
 		return -1;
 	}
 	return 0;
@@ -1010,7 +1023,8 @@ file_exec_result(struct mcp_call *c, char **cause)
 	unsigned char *err;
 	size_t n;
 
-	if (o == NULL && mcp_job_exit_code(c->job) != 125 && c->job->out != NULL) {
+	if (o == NULL && mcp_job_exit_code(c->job) != 125 &&
+	    c->job->out != NULL) {
 		/* the command failed: its result is there all the same */
 		free(*cause);
 		*cause = NULL;
@@ -1026,7 +1040,8 @@ file_exec_result(struct mcp_call *c, char **cause)
 		err = exec_stream_bytes(o, "stderr", &n);
 		while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == '\r'))
 			err[--n] = '\0';
-		xasprintf(cause, "%s", n > 0 ? (char *)err : "the command failed");
+		xasprintf(
+		    cause, "%s", n > 0 ? (char *)err : "the command failed");
 		free(err);
 		cJSON_Delete(o);
 		return NULL;
@@ -1056,7 +1071,8 @@ finish_file_read(struct mcp_call *c)
 		n = f->max;
 	res = cJSON_CreateObject();
 	cJSON_AddStringToObject(res, "path", f->path);
-	cJSON_AddStringToObject(res, "encoding", f->base64 ? "base64" : "utf-8");
+	cJSON_AddStringToObject(
+	    res, "encoding", f->base64 ? "base64" : "utf-8");
 	if (f->base64) {
 		b64 = base64_encode(data, n);
 		cJSON_AddStringToObject(res, "content", b64);
@@ -1071,8 +1087,9 @@ finish_file_read(struct mcp_call *c)
 		if (memchr(data, '\0', n) != NULL || !utf8_valid(data, n)) {
 			free(data);
 			cJSON_Delete(res);
-			mcp_call_fail(c, "%s is not UTF-8 text: read it with "
-			                 "\"encoding\": \"base64\"",
+			mcp_call_fail(c,
+			    "%s is not UTF-8 text: read it with "
+			    "\"encoding\": \"base64\"",
 			    f->path);
 			return;
 		}
@@ -1082,7 +1099,9 @@ finish_file_read(struct mcp_call *c)
 	cJSON_AddBoolToObject(res, "truncated", cut);
 	free(data);
 	mcp_call_ok(c, res,
-	    f->base64 ? NULL : cJSON_GetObjectItemCaseSensitive(res, "content")->valuestring);
+	    f->base64 ? NULL
+	              : cJSON_GetObjectItemCaseSensitive(res, "content")
+	                    ->valuestring);
 }
 
 static int
@@ -1101,8 +1120,9 @@ t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	if (enc != NULL && strcmp(enc, "utf-8") != 0 &&
 	    strcmp(enc, "base64") != 0) {
-		xasprintf(cause, "argument \"encoding\" is \"utf-8\" or "
-		                 "\"base64\"");
+		xasprintf(cause,
+		    "argument \"encoding\" is \"utf-8\" or "
+		    "\"base64\"");
 		return -1;
 	}
 	f = xcalloc(1, sizeof *f);
@@ -1120,9 +1140,10 @@ t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
 	av_add(&a, "/bin/sh");
 	av_add(&a, "-c");
 	/* a directory or a device is refused before it is read */
-	av_add(&a, "[ -f \"$2\" ] || { [ -e \"$2\" ] && echo \"$2: not a "
-	           "regular file\" >&2 && exit 1; }; exec head -c \"$1\" -- "
-	           "\"$2\"");
+	av_add(&a,
+	    "[ -f \"$2\" ] || { [ -e \"$2\" ] && echo \"$2: not a "
+	    "regular file\" >&2 && exit 1; }; exec head -c \"$1\" -- "
+	    "\"$2\"");
 	av_add(&a, "sh");
 	av_addf(&a, "%lld", max + 1);
 	av_add(&a, path);
@@ -1167,8 +1188,9 @@ t_file_write(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	if (enc != NULL && strcmp(enc, "utf-8") != 0 &&
 	    strcmp(enc, "base64") != 0) {
-		xasprintf(cause, "argument \"encoding\" is \"utf-8\" or "
-		                 "\"base64\"");
+		xasprintf(cause,
+		    "argument \"encoding\" is \"utf-8\" or "
+		    "\"base64\"");
 		return -1;
 	}
 	if (enc != NULL && strcmp(enc, "base64") == 0) {
@@ -1182,7 +1204,8 @@ t_file_write(struct mcp_call *c, const cJSON *args, char **cause)
 	}
 	if (n > FILE_MAX) {
 		free(data);
-		xasprintf(cause, "a file written is at most %d bytes", FILE_MAX);
+		xasprintf(
+		    cause, "a file written is at most %d bytes", FILE_MAX);
 		return -1;
 	}
 	f = xcalloc(1, sizeof *f);
@@ -1243,7 +1266,7 @@ finish_file_list(struct mcp_call *c)
 		cJSON_AddStringToObject(e, "name", nm);
 		free(nm);
 		cJSON_AddStringToObject(e, "type",
-		    strcmp(line, "directory") == 0       ? "directory"
+		    strcmp(line, "directory") == 0           ? "directory"
 		        : strcmp(line, "symbolic link") == 0 ? "symlink"
 		        : strncmp(line, "regular", 7) == 0   ? "file"
 		                                             : "other");
@@ -1277,10 +1300,11 @@ t_file_list(struct mcp_call *c, const cJSON *args, char **cause)
 	av_add(&a, "--");
 	av_add(&a, "/bin/sh");
 	av_add(&a, "-c");
-	av_add(&a, "cd -- \"$1\" || exit 1; for f in * .*; do "
-	           "[ \"$f\" = . ] || [ \"$f\" = .. ] && continue; "
-	           "[ -e \"$f\" ] || [ -L \"$f\" ] || continue; "
-	           "stat -c '%F|%s|%Y|%n' -- \"$f\"; done");
+	av_add(&a,
+	    "cd -- \"$1\" || exit 1; for f in * .*; do "
+	    "[ \"$f\" = . ] || [ \"$f\" = .. ] && continue; "
+	    "[ -e \"$f\" ] || [ -L \"$f\" ] || continue; "
+	    "stat -c '%F|%s|%Y|%n' -- \"$f\"; done");
 	av_add(&a, "sh");
 	av_add(&a, path);
 	return run(c, &a, NULL, 0, finish_file_list, cause);
@@ -1336,9 +1360,11 @@ finish_logs(struct mcp_call *c)
 	cJSON *res;
 
 	if (mcp_job_exit_code(j) != 0) {
-		err = j->err != NULL ? xstrdup(j->err) : xstrdup("vmux logs failed");
+		err = j->err != NULL ? xstrdup(j->err)
+		                     : xstrdup("vmux logs failed");
 		err[strcspn(err, "\n")] = '\0';
-		mcp_call_fail(c, "%s", strncmp(err, "vmux: ", 6) == 0 ? err + 6 : err);
+		mcp_call_fail(
+		    c, "%s", strncmp(err, "vmux: ", 6) == 0 ? err + 6 : err);
 		free(err);
 		return;
 	}
@@ -1380,8 +1406,8 @@ static void
 finish_check(struct mcp_call *c)
 {
 	struct mcp_job *j = c->job;
-	cJSON *o = j->out != NULL ? cJSON_ParseWithLength(j->out, j->out_len)
-	                          : NULL;
+	cJSON *o =
+	    j->out != NULL ? cJSON_ParseWithLength(j->out, j->out_len) : NULL;
 	cJSON *res;
 
 	/* check's status is that of its scripts: a list is the answer */
@@ -1437,12 +1463,23 @@ t_check(struct mcp_call *c, const cJSON *args, char **cause)
 
 /* ---- the table ---- */
 
-#define S_SESSION "\"session\":{\"type\":\"string\",\"description\":\"the session's name\"}"
-#define S_SHELL "\"shell_id\":{\"type\":\"string\",\"description\":\"the shell's id (shell_open's)\"}"
-#define SCHEMA(props, req) "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req "]}"
+#define S_SESSION                                                              \
+	"\"session\":{\"type\":\"string\",\"description\":\"the session's "    \
+	"name\"}"
+#define S_SHELL                                                                \
+	"\"shell_id\":{\"type\":\"string\",\"description\":\"the shell's id "  \
+	"(shell_open's)\"}"
+#define SCHEMA(props, req)                                                     \
+	"{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req   \
+	"]}"
 #define OPEN_OBJECT "{\"type\":\"object\",\"additionalProperties\":true}"
-#define SESSION_OUT "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"}},\"required\":[\"name\"]}"
-#define LIST_OUT(key) "{\"type\":\"object\",\"properties\":{\"" key "\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},\"required\":[\"" key "\"]}"
+#define SESSION_OUT                                                            \
+	"{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}," \
+	"\"state\":{\"type\":\"string\"}},\"required\":[\"name\"]}"
+#define LIST_OUT(key)                                                          \
+	"{\"type\":\"object\",\"properties\":{\"" key                          \
+	"\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"            \
+	"\"required\":[\"" key "\"]}"
 
 const struct mcp_tool mcp_tools[] = {
     {"session_create", "Create a session",
@@ -1473,8 +1510,8 @@ const struct mcp_tool mcp_tools[] = {
         SCHEMA("\"selector\":{\"type\":\"string\"}", ""), LIST_OUT("sessions"),
         1, t_session_list},
     {"session_status", "A session's status",
-        "One session as session_list shows it.", SCHEMA(S_SESSION, "\"session\""),
-        SESSION_OUT, 1, t_session_status},
+        "One session as session_list shows it.",
+        SCHEMA(S_SESSION, "\"session\""), SESSION_OUT, 1, t_session_status},
     {"session_stop", "Stop a session",
         "Power a session off, keeping its workspace for session_start.",
         SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_stop},
@@ -1534,9 +1571,9 @@ const struct mcp_tool mcp_tools[] = {
         "PageUp, PageDown, Delete, F1-F12, C-c, C-d, M-x), then Enter if "
         "enter is true. Fails while a person holds the keyboard.",
         SCHEMA(S_SESSION "," S_SHELL ",\"text\":{\"type\":\"string\"},"
-                                     "\"keys\":{\"type\":\"array\","
-                                     "\"items\":{\"type\":\"string\"}},"
-                                     "\"enter\":{\"type\":\"boolean\"}",
+                         "\"keys\":{\"type\":\"array\","
+                         "\"items\":{\"type\":\"string\"}},"
+                         "\"enter\":{\"type\":\"boolean\"}",
             "\"session\",\"shell_id\""),
         "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":"
         "\"number\"}},\"required\":[\"bytes\"]}",
@@ -1548,11 +1585,11 @@ const struct mcp_tool mcp_tools[] = {
         "wait_for_idle_ms first waits until the output has been quiet "
         "that long (at most timeout_s).",
         SCHEMA(S_SESSION "," S_SHELL ",\"cursor\":{\"type\":\"integer\"},"
-                                     "\"plain\":{\"type\":\"boolean\"},"
-                                     "\"wait_for_idle_ms\":{\"type\":"
-                                     "\"integer\"},\"timeout_s\":{\"type\":"
-                                     "\"integer\"},\"max_chars\":{\"type\":"
-                                     "\"integer\"}",
+                         "\"plain\":{\"type\":\"boolean\"},"
+                         "\"wait_for_idle_ms\":{\"type\":"
+                         "\"integer\"},\"timeout_s\":{\"type\":"
+                         "\"integer\"},\"max_chars\":{\"type\":"
+                         "\"integer\"}",
             "\"session\",\"shell_id\""),
         "{\"type\":\"object\",\"properties\":{\"cursor\":{\"type\":"
         "\"number\"},\"next_cursor\":{\"type\":\"number\"},\"output\":{"
@@ -1566,10 +1603,9 @@ const struct mcp_tool mcp_tools[] = {
         SCHEMA(S_SESSION "," S_SHELL ",\"signal\":{\"type\":\"string\"}",
             "\"session\",\"shell_id\",\"signal\""),
         OPEN_OBJECT, 0, t_shell_signal},
-    {"shell_resize", "Resize a shell",
-        "Set a shell's terminal size.",
+    {"shell_resize", "Resize a shell", "Set a shell's terminal size.",
         SCHEMA(S_SESSION "," S_SHELL ",\"cols\":{\"type\":\"integer\"},"
-                                     "\"rows\":{\"type\":\"integer\"}",
+                         "\"rows\":{\"type\":\"integer\"}",
             "\"session\",\"shell_id\",\"cols\",\"rows\""),
         OPEN_OBJECT, 0, t_shell_resize},
     {"shell_close", "Close a shell", "End a shell and forget it.",

@@ -27,3 +27,12 @@ $(BUILD)/tests/vsock-hold: $(BUILD)/obj/tests/tools/vsock-hold.o
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -o $@ $^
+
+# The MCP tests' clients (tests/mcp: the official SDK client), pinned by
+# their lockfile and installed with npm ci when it changes.
+MCP_NODE_STAMP := tests/mcp/node_modules/.package-lock.json
+$(MCP_NODE_STAMP): tests/mcp/package-lock.json tests/mcp/package.json
+	$(if $(V),,@echo "  NPM     tests/mcp")
+	$(Q)cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	$(Q)touch $@
+TEST_EXTRA += $(MCP_NODE_STAMP)

@@ -37,10 +37,12 @@ TEST(jsonrpc_sorts_requests_notifications_and_responses)
 	                  "\"notifications/initialized\"}",
 	              &code),
 	    JSONRPC_NOTIFICATION);
-	CHECK_INT(kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", &code),
+	CHECK_INT(
+	    kind_of("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", &code),
 	    JSONRPC_RESPONSE);
-	CHECK_INT(kind_of(" {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\"}\r\n",
-	              &code),
+	CHECK_INT(
+	    kind_of(
+	        " {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\"}\r\n", &code),
 	    JSONRPC_REQUEST);
 }
 
@@ -63,6 +65,10 @@ TEST(jsonrpc_answers_bad_messages_with_the_right_code)
 	    {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"p\"}",
 	        JSONRPC_INVALID_REQUEST},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"p\"}",
+	        JSONRPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"p\"}",
+	        JSONRPC_INVALID_REQUEST},
+	    {"{\"jsonrpc\":\"2.0\",\"id\":0.5,\"method\":\"p\"}",
 	        JSONRPC_INVALID_REQUEST},
 	    {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":7}",
 	        JSONRPC_INVALID_REQUEST},
@@ -120,7 +126,8 @@ TEST(jsonrpc_replies_are_one_line_objects)
 	cJSON_Delete(o);
 	free(s);
 	s = jsonrpc_notification("notifications/progress", NULL);
-	CHECK(strcmp(s, "{\"jsonrpc\":\"2.0\",\"method\":"
-	                "\"notifications/progress\"}") == 0);
+	CHECK(strcmp(s,
+	          "{\"jsonrpc\":\"2.0\",\"method\":"
+	          "\"notifications/progress\"}") == 0);
 	free(s);
 }
