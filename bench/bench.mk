@@ -21,6 +21,12 @@ bench: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/workspace
 	@BUILD=$(BUILD) bench/class
 	@BUILD=$(BUILD) bench/remote
+	@BUILD=$(BUILD) bench/mcp
+
+.PHONY: bench-mcp
+# The MCP server's figures alone.
+bench-mcp: all $(BENCH_TOOLS)
+	@BUILD=$(BUILD) bench/mcp
 
 # The TUI's figures alone.
 bench-tui: all $(BENCH_TOOLS)
