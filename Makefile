@@ -15,7 +15,7 @@ DESTDIR   ?=
 CC        ?= cc
 BIN        = $(BUILD)/bin
 
-PKGS      := libcjson libuv vterm ncursesw zlib
+PKGS      := libcjson libuv vterm ncursesw zlib libwebsockets
 # Asked per package: one missing package must not empty the others' flags.
 PKG_CFLAGS := $(strip $(foreach p,$(PKGS),$(shell pkg-config --cflags $(p) 2>/dev/null)))
 WARN       = -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wformat-security

@@ -3,12 +3,17 @@
  * Protocol (mcp/mcp.h), on stdio. The flags are the server's policy: an
  * agent gets what they give and nothing more.
  */
+#include <sys/stat.h>
+
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session/session.h"
@@ -34,13 +39,24 @@ static const struct cmd_opt cmd_mcp_opts[] = {
     {"allow-root", 0, "DIR", 1,
         "host folder copies and mounts may use (default: none)"},
     {"no-net", 0, NULL, 0, "sessions may not have a network"},
+    {"http", 0, "ADDR:PORT", 0,
+        "serve the Streamable HTTP transport on http://ADDR:PORT/mcp "
+        "instead of stdio (ADDR an IPv4 address, 127.0.0.1 for this "
+        "machine only)"},
+    {"token-file", 0, "FILE", 0,
+        "with --http: requests need Authorization: Bearer and the token in "
+        "FILE (mode 0600, 16 characters or more); required off loopback"},
+    {"allow-origin", 0, "ORIGIN", 1,
+        "with --http: a browser Origin allowed beside this machine's "
+        "(https://example.org)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
 const struct cmd_entry cmd_mcp_entry = {
     .name = "mcp",
     .summary = "Serve vmux to AI agents over the Model Context Protocol on "
-               "stdin and stdout (claude mcp add vmux -- vmux mcp): tools "
+               "stdin and stdout (claude mcp add vmux -- vmux mcp), or over "
+               "HTTP with --http: tools "
                "for sessions, exec, shells, files, logs and check, each a "
                "vmux command. Every call is logged in $VMUX_HOME/mcp.log.",
     .flags = CMD_STDIN | CMD_OWN_TERMINAL,
@@ -106,17 +122,125 @@ mcp_policy_build(const struct args *a, struct mcp_policy *p, char **cause)
 	return 0;
 }
 
-/* Serve on stdio until stdin ends. */
+static volatile sig_atomic_t mcp_stop; /* SIGTERM or SIGINT came */
+
+/* Stop serving; the commands under way are ended. */
+static void
+mcp_on_signal(int sig)
+{
+	(void)sig;
+	mcp_stop = 1;
+}
+
+/* The token in file (0600, trimmed): caller frees; NULL with *cause. */
+static char *
+mcp_token_read(const char *file, char **cause)
+{
+	struct stat st;
+	char buf[512];
+	ssize_t n;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		xasprintf(cause, "--token-file %s: %s", file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
+		close(fd);
+		xasprintf(cause,
+		    "--token-file %s: must be a file only its owner can read "
+		    "(chmod 600)",
+		    file);
+		return NULL;
+	}
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	if (strlen(buf) < 16 || strchr(buf, ' ') != NULL) {
+		xasprintf(cause,
+		    "--token-file %s: the token is one line of 16 characters "
+		    "or more, no spaces",
+		    file);
+		return NULL;
+	}
+	return xstrdup(buf);
+}
+
+/* --http ADDR:PORT and what goes with it; 0 or -1 with *cause. */
+static int
+mcp_http_build(const struct args *a, struct mcp_http_opts *o, char **addr,
+    char **token, char **cause)
+{
+	const char *s = args_get(a, "http"), *colon;
+	struct in_addr in;
+	long long port;
+	int n;
+
+	memset(o, 0, sizeof *o);
+	*addr = *token = NULL;
+	if (s == NULL) {
+		if (args_get(a, "token-file") != NULL ||
+		    args_has(a, "allow-origin")) {
+			xasprintf(cause,
+			    "--token-file and --allow-origin go "
+			    "with --http");
+			return -1;
+		}
+		return 0;
+	}
+	if ((colon = strrchr(s, ':')) == NULL) {
+		xasprintf(
+		    cause, "--http %s: give ADDR:PORT (127.0.0.1:8808)", s);
+		return -1;
+	}
+	*addr = xstrndup(s, (size_t)(colon - s));
+	if (inet_pton(AF_INET, *addr, &in) != 1) {
+		xasprintf(cause, "--http %s: ADDR is an IPv4 address", s);
+		return -1;
+	}
+	if (option_number("--http's PORT", colon + 1, 1, 65535, &port, cause) !=
+	    0)
+		return -1;
+	o->addr = *addr;
+	o->port = (int)port;
+	o->loopback = (ntohl(in.s_addr) >> 24) == 127;
+	if (args_get(a, "token-file") != NULL &&
+	    (*token = mcp_token_read(args_get(a, "token-file"), cause)) == NULL)
+		return -1;
+	if (!o->loopback && *token == NULL) {
+		xasprintf(cause,
+		    "--http on %s, not loopback: give --token-file "
+		    "(a bearer token every request must carry)",
+		    *addr);
+		return -1;
+	}
+	o->token = *token;
+	o->origins = args_values(a, "allow-origin", &n);
+	o->norigins = (size_t)n;
+	return 0;
+}
+
+/* Serve on stdio until stdin ends, or on HTTP until a signal. */
 static int
 cmd_mcp_exec(struct args *a)
 {
 	struct mcp_policy p;
+	struct mcp_http_opts http;
 	struct mcp_server *s;
-	char *cause = NULL;
+	struct sigaction sa;
+	char *cause = NULL, *addr = NULL, *token = NULL;
 	int rc;
 
-	if (mcp_policy_build(a, &p, &cause) != 0) {
+	if (mcp_policy_build(a, &p, &cause) != 0 ||
+	    mcp_http_build(a, &http, &addr, &token, &cause) != 0) {
 		policy_free(&p);
+		free(addr);
+		free(token);
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;
@@ -127,12 +251,22 @@ cmd_mcp_exec(struct args *a)
 	}
 	/* a client that left must not kill us mid-answer: writes fail */
 	signal(SIGPIPE, SIG_IGN);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = mcp_on_signal; /* no SA_RESTART: poll wakes */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
 	s = mcp_server_new(&p);
-	rc = mcp_stdio_run(s);
+	if (addr != NULL)
+		rc = mcp_http_run(s, &http, &mcp_stop, &cause);
+	else if ((rc = mcp_stdio_run(s, &mcp_stop)) != 0)
+		xasprintf(&cause, "reading stdin: %s", strerror(errno));
 	mcp_server_free(s);
 	policy_free(&p);
+	free(addr);
+	free(token);
 	if (rc != 0) {
-		cli_error("reading stdin: %s", strerror(errno));
+		cli_error("%s", cause);
+		free(cause);
 		return EXIT_VMUX;
 	}
 	return 0;

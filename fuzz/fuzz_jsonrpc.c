@@ -31,7 +31,8 @@ fuzz_message(const char *text, size_t size)
 	if (rc == 0) {
 		if (m.kind == JSONRPC_INVALID || m.root == NULL)
 			abort();
-		if (m.kind == JSONRPC_REQUEST && (m.id == NULL || m.method == NULL))
+		if (m.kind == JSONRPC_REQUEST &&
+		    (m.id == NULL || m.method == NULL))
 			abort();
 		if (m.kind == JSONRPC_NOTIFICATION && m.id != NULL)
 			abort();
@@ -47,7 +48,8 @@ fuzz_message(const char *text, size_t size)
 	back = cJSON_Parse(reply);
 	if (back == NULL)
 		abort();
-	if (m.id != NULL && !cJSON_Compare(cJSON_GetObjectItem(back, "id"), m.id, 1))
+	if (m.id != NULL &&
+	    !cJSON_Compare(cJSON_GetObjectItem(back, "id"), m.id, 1))
 		abort();
 	cJSON_Delete(back);
 	free(reply);
@@ -71,8 +73,9 @@ fuzz_headtail(const uint8_t *data, size_t size)
 	out = headtail_result(&h, &len, &gone);
 	if (len > limit || h.total != size)
 		abort();
-	if (!headtail_cut(&h) && (len != size || gone != 0 ||
-	                             (size > 0 && memcmp(out, data, size) != 0)))
+	if (!headtail_cut(&h) &&
+	    (len != size || gone != 0 ||
+	        (size > 0 && memcmp(out, data, size) != 0)))
 		abort();
 	if (headtail_cut(&h) && (gone == 0 || gone > size))
 		abort();

@@ -17,6 +17,8 @@
  *              and how much memory, which sessions it sees (its own, by
  *              label), the host folders copies may touch, the network.
  *   stdio.c    the stdio transport: one message a line on stdin/stdout.
+ *   http.c     the Streamable HTTP transport (libwebsockets): POST, SSE,
+ *              sessions, Host/Origin checks and a bearer token.
  * The caller (cli/cmd-mcp.c) owns the server and its policy.
  */
 #ifndef VMUX_MCP_H
@@ -24,6 +26,7 @@
 
 #include <sys/types.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -131,7 +134,7 @@ typedef void (*mcp_send_fn)(void *conn, const char *msg);
 struct mcp_server *mcp_server_new(struct mcp_policy *);
 void mcp_server_free(struct mcp_server *);
 void mcp_handle(struct mcp_server *, const char *text, size_t len,
-    mcp_send_fn send, void *conn);
+    mcp_send_fn send, void *conn, uint64_t client);
 void mcp_conn_gone(struct mcp_server *, void *conn);
 
 /* tools.c */
@@ -157,6 +160,7 @@ struct mcp_call {
 	cJSON *id;       /* the request's id */
 	cJSON *progress; /* its progressToken, or NULL */
 	void *conn;      /* whom to answer */
+	uint64_t client; /* who asked: its cancellations reach it */
 	mcp_send_fn send;
 	char *session;       /* the session it acts on, for the log */
 	struct mcp_job *job; /* the command it runs, or NULL */
@@ -176,6 +180,18 @@ int mcp_call_run(struct mcp_call *, char *const argv[], const void *in,
     size_t in_len, void (*finish)(struct mcp_call *), char **cause);
 
 /* stdio.c */
-int mcp_stdio_run(struct mcp_server *);
+int mcp_stdio_run(struct mcp_server *, volatile sig_atomic_t *stop);
+
+/* http.c: the Streamable HTTP transport */
+struct mcp_http_opts {
+	const char *addr; /* an IPv4 address to listen on */
+	int port;
+	int loopback;      /* addr is 127.x: Host and Origin must be local */
+	const char *token; /* needed as Authorization: Bearer; NULL: none */
+	char **origins;    /* Origins allowed beside this machine's */
+	size_t norigins;
+};
+int mcp_http_run(struct mcp_server *, const struct mcp_http_opts *,
+    volatile sig_atomic_t *stop, char **cause);
 
 #endif

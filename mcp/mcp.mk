@@ -1,6 +1,6 @@
 # mcp.mk: vmux mcp, the MCP server (mcp/), linked into vmux (cli/cli.mk).
 MCP_SRCS := mcp/jsonrpc.c mcp/server.c mcp/tools.c mcp/jobs.c \
-            mcp/policy.c mcp/stdio.c
+            mcp/policy.c mcp/stdio.c mcp/http.c
 
 # The JSON-RPC layer is pure: its unit tests need only cJSON.
 UNIT_TESTS += mcp
@@ -10,3 +10,6 @@ UNIT_mcp_LIBS := -lcjson
 # fuzz/fuzz_jsonrpc.c: the JSON-RPC layer and the head-and-tail keeper.
 FUZZ_fuzz_jsonrpc_SRCS := mcp/jsonrpc.c
 FUZZ_fuzz_jsonrpc_LIBS := -lcjson
+
+# libwebsockets serves the HTTP transport (the browser issue shares it).
+MCP_LIBS := $(shell pkg-config --libs libwebsockets 2>/dev/null || echo -lwebsockets) -lpthread

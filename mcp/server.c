@@ -283,7 +283,7 @@ do_initialize(const cJSON *params)
 /* tools/call: check the name and arguments' shape, start the tool. */
 static void
 do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
-    void *conn)
+    void *conn, uint64_t client)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(m->params, "name");
 	const cJSON *args =
@@ -322,6 +322,7 @@ do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
 	if (cJSON_IsString(tok) || cJSON_IsNumber(tok))
 		c->progress = cJSON_Duplicate(tok, 0);
 	c->conn = conn;
+	c->client = client;
 	c->send = send;
 	c->next = s->calls;
 	s->calls = c;
@@ -334,16 +335,16 @@ do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
 	}
 }
 
-/* notifications/cancelled: end the call with that request id. */
+/* notifications/cancelled: end the client's call with that request id. */
 static void
-do_cancel(struct mcp_server *s, const cJSON *params, void *conn)
+do_cancel(struct mcp_server *s, const cJSON *params, uint64_t client)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(params, "requestId");
 
 	if (id == NULL)
 		return;
 	for (struct mcp_call *c = s->calls; c != NULL; c = c->next) {
-		if (c->conn != conn || !cJSON_Compare(c->id, id, 1))
+		if (c->client != client || !cJSON_Compare(c->id, id, 1))
 			continue;
 		if (c->job != NULL)
 			mcp_job_cancel(c->job,
@@ -354,11 +355,13 @@ do_cancel(struct mcp_server *s, const cJSON *params, void *conn)
 
 /*
  * Handle one message from conn: its answer, if it has one, goes out
- * through send(conn, text) now or when its command ends.
+ * through send(conn, text) now or when its command ends. client says who
+ * sent it (stdio: 0; HTTP: its session), so that a cancellation, which
+ * may come on another conn, reaches that client's calls only.
  */
 void
 mcp_handle(struct mcp_server *s, const char *text, size_t len, mcp_send_fn send,
-    void *conn)
+    void *conn, uint64_t client)
 {
 	struct jsonrpc_msg m;
 	const char *meth;
@@ -373,7 +376,7 @@ mcp_handle(struct mcp_server *s, const char *text, size_t len, mcp_send_fn send,
 		/* we send no requests that wait for one: dropped */
 	} else if (m.kind == JSONRPC_NOTIFICATION) {
 		if (strcmp(meth, "notifications/cancelled") == 0)
-			do_cancel(s, m.params, conn);
+			do_cancel(s, m.params, client);
 		/* initialized, roots/list_changed, ...: nothing to do */
 	} else if (strcmp(meth, "initialize") == 0)
 		send_result(send, conn, m.id, do_initialize(m.params));
@@ -385,7 +388,7 @@ mcp_handle(struct mcp_server *s, const char *text, size_t len, mcp_send_fn send,
 		cJSON_AddItemToObject(res, "tools", mcp_tools_list());
 		send_result(send, conn, m.id, res);
 	} else if (strcmp(meth, "tools/call") == 0)
-		do_call(s, &m, send, conn);
+		do_call(s, &m, send, conn, client);
 	else if (strcmp(meth, "logging/setLevel") == 0)
 		send_result(send, conn, m.id, cJSON_CreateObject());
 	else {

@@ -6,7 +6,7 @@
  * cancellation that ends it. A line longer than MCP_MESSAGE_MAX is
  * answered with an error and skipped to its end. At the end of stdin the
  * calls under way are still answered (a client may close its side after
- * its last request); SIGTERM or SIGINT ends them at once.
+ * its last request); SIGTERM or SIGINT (the caller's *stop) ends them.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,16 +20,6 @@
 #include "mcp.h"
 
 #define STDIO_POLL_MAX 256 /* descriptors polled: stdin and the jobs' */
-
-static volatile sig_atomic_t stdio_stop; /* SIGTERM or SIGINT came */
-
-/* Stop serving (the caller ends the commands under way). */
-static void
-stdio_on_signal(int sig)
-{
-	(void)sig;
-	stdio_stop = 1;
-}
 
 /* Write one message and its newline to stdout. A client that left ends
  * nothing here: the loop sees stdin's end. */
@@ -54,7 +44,7 @@ stdio_lines(struct mcp_server *s, char *buf, size_t *len, int *skipping)
 		if (*skipping)
 			*skipping = 0; /* the end of an oversized line */
 		else if (n > 0 && !(n == 1 && buf[from] == '\r'))
-			mcp_handle(s, buf + from, n, stdio_send, NULL);
+			mcp_handle(s, buf + from, n, stdio_send, NULL, 0);
 		from += n + 1;
 	}
 	memmove(buf, buf + from, *len - from);
@@ -70,23 +60,19 @@ stdio_lines(struct mcp_server *s, char *buf, size_t *len, int *skipping)
 	}
 }
 
-/* Serve until stdin ends. 0, or -1 when reading stdin failed. */
+/* Serve until stdin ends and the calls under way are answered, or *stop
+ * is set (SIGTERM, SIGINT). 0, or -1 when reading stdin failed. */
 int
-mcp_stdio_run(struct mcp_server *s)
+mcp_stdio_run(struct mcp_server *s, volatile sig_atomic_t *stop)
 {
 	struct pollfd pfd[STDIO_POLL_MAX];
-	struct sigaction sa;
 	size_t len = 0, cap = 65536, n;
 	char *buf = xmalloc(cap);
 	int open = 1, skipping = 0, rc = 0;
 	ssize_t got;
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = stdio_on_signal; /* no SA_RESTART: poll wakes */
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
 	set_nonblock(STDIN_FILENO, 1);
-	while (!stdio_stop && (open || mcp_job_count() > 0)) {
+	while (!*stop && (open || mcp_job_count() > 0)) {
 		pfd[0] = (struct pollfd){open ? STDIN_FILENO : -1, POLLIN, 0};
 		n = 1 + mcp_job_pollfds(pfd + 1, STDIO_POLL_MAX - 1);
 		/* a job is reaped once its pipes close (poll wakes then) */
@@ -112,7 +98,7 @@ mcp_stdio_run(struct mcp_server *s)
 				rc = -1;
 			/* a last line without its newline is a message too */
 			if (len > 0 && !skipping)
-				mcp_handle(s, buf, len, stdio_send, NULL);
+				mcp_handle(s, buf, len, stdio_send, NULL, 0);
 			continue;
 		}
 		len += (size_t)got;

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# 48-mcp-http: `vmux mcp --http`, MCP's Streamable HTTP transport. The MCP
+# conformance suite (@modelcontextprotocol/conformance 0.1.13, pinned in
+# tests/mcp) runs every server scenario that applies to a server of tools
+# alone; the official SDK client drives a real guest through it (exec cut
+# head and tail, a shell across clients, files, cancellation, progress over
+# an SSE stream, bad arguments); and the HTTP edges are checked with curl:
+# sessions (400 without, 404 after DELETE), 405 for GET, DNS rebinding and
+# Origin refused, a bearer token (401 without it; a token file others can
+# read refused; no token off loopback refused), oversized and bad bodies.
+source "$(dirname "$0")/lib.sh"
+
+MCPDIR=$ROOT/tests/mcp
+CLIENT=$MCPDIR/client.mjs
+CONFORMANCE=$MCPDIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
+[[ -f $CONFORMANCE && -d $MCPDIR/node_modules/@modelcontextprotocol/sdk ]] || {
+	echo "FAIL the MCP test clients are not installed (make test runs npm ci in tests/mcp)"
+	exit 1
+}
+export VMUX
+SHARE=$TMP/share
+mkdir -p "$SHARE"
+
+# serve LOG ARGS...: start vmux mcp --http on a free loopback port with
+# ARGS; sets PORT and URL once it listens.
+serve() {
+	local log=$1 pid tries
+	shift
+	for tries in 1 2 3 4 5; do
+		PORT=$(shuf -i 20000-60000 -n 1)
+		"$VMUX" mcp --http "127.0.0.1:$PORT" "$@" 2>"$log" &
+		pid=$!
+		bg_track "$pid"
+		if wait_for 10 grep -q 'listening on' "$log"; then
+			URL=http://127.0.0.1:$PORT/mcp
+			return 0
+		fi
+		kill "$pid" 2>/dev/null
+	done
+	echo "vmux mcp --http never listened: $(cat "$log")"
+	return 1
+}
+serve "$TMP/http.err" --allow-root "$SHARE" || { echo "FAIL start the server"; exit 1; }
+
+# post [CURL ARGS...] BODY: POST a message; prints "STATUS BODY".
+post() {
+	local body=${!#}
+	curl -s -o "$TMP/resp" -w '%{http_code}' -X POST "$URL" \
+		-H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' "${@:1:$#-1}" \
+		--data-binary "$body"
+	echo " $(cat "$TMP/resp")"
+}
+INIT='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
+PING='{"jsonrpc":"2.0","id":2,"method":"ping"}'
+
+# session: initialize and print the Mcp-Session-Id.
+session() {
+	curl -s -D - -o /dev/null -X POST "$URL" -H 'Content-Type: application/json' \
+		-H 'Accept: application/json, text/event-stream' --data-binary "$INIT" |
+		tr -d '\r' | sed -n 's/^mcp-session-id: //Ip'
+}
+
+t_conformance() {
+	local sc out
+	for sc in server-initialize ping tools-list logging-set-level \
+		dns-rebinding-protection server-sse-multiple-streams; do
+		out=$(cd "$MCPDIR" && timeout 120 node "$CONFORMANCE" server --url "$URL" --scenario "$sc" 2>&1)
+		[[ $out =~ Passed:\ ([0-9]+)/([0-9]+),\ 0\ failed ]] &&
+			((BASH_REMATCH[1] == BASH_REMATCH[2] && BASH_REMATCH[1] > 0)) ||
+			fail "scenario $sc: $(tail -n 12 <<<"$out")" || return 1
+		echo "figure: conformance $sc: ${BASH_REMATCH[0]}"
+	done
+}
+
+t_sessions() {
+	local sid r
+	sid=$(session)
+	[[ $sid =~ ^[0-9a-f]{32}$ ]] || fail "session id '$sid'" || return 1
+	r=$(post "$PING")
+	expect_match "no session" "$r" '^400 .*Mcp-Session-Id' || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" "$PING")
+	expect_match "ping" "$r" '^200 \{"jsonrpc":"2.0","id":2,"result":\{\}\}$' || return 1
+	r=$(post -H "Mcp-Session-Id: nosuchsession" "$PING")
+	expect_match "unknown session" "$r" '^404 ' || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" '{"jsonrpc":"2.0","method":"notifications/initialized"}')
+	expect_match "notification" "$r" '^202 ' || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 1999-01-01' "$PING")
+	expect_match "protocol version" "$r" '^400 ' || return 1
+	expect_eq "GET" "$(curl -s -o /dev/null -w '%{http_code}' -H "Mcp-Session-Id: $sid" "$URL")" 405 || return 1
+	expect_eq "DELETE" "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Mcp-Session-Id: $sid" "$URL")" 200 || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" "$PING")
+	expect_match "after DELETE" "$r" '^404 ' || return 1
+	expect_eq "other path" "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary "$INIT" "http://127.0.0.1:$PORT/other")" 404
+}
+
+t_refusals() {
+	local sid r
+	sid=$(session)
+	r=$(post -H "Mcp-Session-Id: $sid" -H 'Origin: http://evil.example' "$PING")
+	expect_match "foreign Origin" "$r" '^403 ' || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" -H 'Host: evil.example' "$PING")
+	expect_match "foreign Host" "$r" '^403 ' || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" -H "Origin: http://localhost:$PORT" "$PING")
+	expect_match "local Origin" "$r" '^200 ' || return 1
+	grep -q 'refused (403): Origin not allowed' "$TMP/http.err" ||
+		fail "no log line for the refusal" || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" 'not json')
+	expect_match "bad JSON" "$r" '^400 .*-32700' || return 1
+	head -c $((25 << 20)) /dev/zero | tr '\0' ' ' >"$TMP/big"
+	expect_eq "oversized" "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Mcp-Session-Id: $sid" \
+		-H 'Content-Type: application/json' --data-binary @"$TMP/big" "$URL")" 413 || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" "$PING")
+	expect_match "served after" "$r" '^200 '
+}
+
+t_token() {
+	local log=$TMP/token.err out
+	printf 'a-secret-of-enough-length\n' >"$TMP/token"
+	chmod 644 "$TMP/token"
+	out=$("$VMUX" mcp --http 127.0.0.1:1 --token-file "$TMP/token" 2>&1)
+	expect_match "readable token file" "$out" 'chmod 600' || return 1
+	out=$("$VMUX" mcp --http 0.0.0.0:1 2>&1)
+	expect_match "no token off loopback" "$out" 'give --token-file' || return 1
+	chmod 600 "$TMP/token"
+	local url0=$URL port0=$PORT
+	serve "$log" --token-file "$TMP/token" || return 1
+	expect_match "no token" "$(post "$INIT")" '^401 ' || return 1
+	expect_match "wrong token" "$(post -H 'Authorization: Bearer a-secret-of-enough-lengtX' "$INIT")" '^401 ' || return 1
+	expect_match "token" "$(post -H 'Authorization: Bearer a-secret-of-enough-length' "$INIT")" '^200 .*"protocolVersion"' || return 1
+	VMUX_MCP_URL=$URL VMUX_MCP_TOKEN=a-secret-of-enough-length node "$CLIENT" tools || return 1
+	URL=$url0 PORT=$port0
+}
+
+# mcp SCENARIO ARGS...: the SDK client over HTTP.
+mcp() { VMUX_MCP_URL=$URL node "$CLIENT" "$@"; }
+
+t_create() { mcp create h1; }
+t_exec() { mcp bigexec h1; }
+t_shell() { mcp shell h1 open && mcp shell h1 use; }
+t_files() { mcp files h1 "$SHARE"; }
+t_cancel() { mcp cancel h1; }
+t_progress() { mcp progress h1; }
+t_badargs() { mcp badargs h1; }
+
+check "conformance suite: every server scenario that applies passes" t_conformance
+check "sessions: Mcp-Session-Id, 400, 404, 202, 405, DELETE" t_sessions
+check "DNS rebinding, Origin, bad and oversized bodies refused" t_refusals
+check "a bearer token: 401 without it; a readable file or none off loopback refused" t_token
+check "SDK client over HTTP: session_create" t_create
+check "SDK client over HTTP: exec cut head and tail, stdin, env, timeout" t_exec
+check "SDK client over HTTP: a shell across clients" t_shell
+check "SDK client over HTTP: binary files and copies" t_files
+check "SDK client over HTTP: cancellation ends the command" t_cancel
+check "SDK client over HTTP: progress as an SSE stream" t_progress
+check "SDK client over HTTP: bad arguments" t_badargs
