@@ -220,7 +220,8 @@ static int
 session_end(const char *id)
 {
 	for (int i = 0; i < HTTP_SESSIONS; i++)
-		if (h.sessions[i][0] != '\0' && strcmp(h.sessions[i], id) == 0) {
+		if (h.sessions[i][0] != '\0' &&
+		    strcmp(h.sessions[i], id) == 0) {
 			h.sessions[i][0] = '\0';
 			return 1;
 		}
@@ -238,8 +239,8 @@ http_reply(struct lws *wsi, int status, const char *type, const char *body,
 	unsigned char *end = start + HTTP_HEADER_ROOM;
 	int rc = 0;
 
-	if (lws_add_http_common_headers(wsi, (unsigned)status, type,
-	        (lws_filepos_t)n, &p, end) ||
+	if (lws_add_http_common_headers(
+	        wsi, (unsigned)status, type, (lws_filepos_t)n, &p, end) ||
 	    (session != NULL && session[0] != '\0' &&
 	        lws_add_http_header_by_name(wsi,
 	            (const unsigned char *)"mcp-session-id:",
@@ -334,8 +335,8 @@ http_write_out(struct lws *wsi, struct http_pss *p)
 			/* the answer alone: plain JSON */
 			p->out = NULL;
 			p->done = 1;
-			final = http_reply(wsi, 200, "application/json", m->text,
-			    p->initialize ? p->session : NULL);
+			final = http_reply(wsi, 200, "application/json",
+			    m->text, p->initialize ? p->session : NULL);
 			free(m->text);
 			free(m);
 			return final;
@@ -367,8 +368,8 @@ http_write_out(struct lws *wsi, struct http_pss *p)
 	final = is_answer(m->text);
 	n = strlen(m->text);
 	buf = xmalloc(LWS_PRE + n + 32);
-	n = (size_t)snprintf(
-	    (char *)buf + LWS_PRE, n + 32, "event: message\ndata: %s\n\n", m->text);
+	n = (size_t)snprintf((char *)buf + LWS_PRE, n + 32,
+	    "event: message\ndata: %s\n\n", m->text);
 	free(m->text);
 	free(m);
 	if (lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_HTTP) != (int)n) {
@@ -424,8 +425,8 @@ http_body_done(struct lws *wsi, struct http_pss *p)
 	int kind;
 
 	if (p->too_big)
-		return http_error(wsi, 413, JSONRPC_INVALID_REQUEST,
-		    "message too large");
+		return http_error(
+		    wsi, 413, JSONRPC_INVALID_REQUEST, "message too large");
 	if (jsonrpc_parse(p->body != NULL ? p->body : "", p->len, &m) != 0) {
 		char *body = jsonrpc_error(m.id, m.error, m.message);
 		int rc = http_reply(wsi, 400, "application/json", body, NULL);
@@ -435,8 +436,8 @@ http_body_done(struct lws *wsi, struct http_pss *p)
 		return rc;
 	}
 	kind = m.kind;
-	p->initialize = kind == JSONRPC_REQUEST &&
-	    strcmp(m.method, "initialize") == 0;
+	p->initialize =
+	    kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
 	jsonrpc_msg_free(&m);
 	if (p->initialize && p->session[0] == '\0')
 		session_new(p->session);
@@ -478,11 +479,13 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	case LWS_CALLBACK_HTTP:
 		memset(p, 0, sizeof *p);
 		if ((status = http_allowed(wsi, &why)) != 0)
-			return http_error(wsi, status, JSONRPC_INVALID_REQUEST, why);
+			return http_error(
+			    wsi, status, JSONRPC_INVALID_REQUEST, why);
 		if (strcmp((const char *)in, HTTP_PATH) != 0)
 			return http_error(wsi, 404, JSONRPC_INVALID_REQUEST,
 			    "not found: the endpoint is " HTTP_PATH);
-		header_custom(wsi, "mcp-session-id:", p->session, sizeof p->session);
+		header_custom(
+		    wsi, "mcp-session-id:", p->session, sizeof p->session);
 		header_custom(wsi, "mcp-protocol-version:", ver, sizeof ver);
 		if (ver[0] != '\0' && strcmp(ver, "2025-11-25") != 0 &&
 		    strcmp(ver, "2025-06-18") != 0 &&
@@ -491,9 +494,11 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 			    "unsupported MCP-Protocol-Version");
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0) {
 			if (!session_end(p->session))
-				return http_error(wsi, 404, JSONRPC_INVALID_REQUEST,
+				return http_error(wsi, 404,
+				    JSONRPC_INVALID_REQUEST,
 				    "Session not found");
-			return http_reply(wsi, 200, "application/json", NULL, NULL);
+			return http_reply(
+			    wsi, 200, "application/json", NULL, NULL);
 		}
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) <= 0)
 			return http_error(wsi, 405, JSONRPC_INVALID_REQUEST,
@@ -585,7 +590,8 @@ http_take_in(void)
 	for (; m != NULL; m = next) {
 		next = m->next;
 		/* A stream's conn is its number: the server compares conns,
-		 * and an answer for a stream that went is dropped over there. */
+		 * and an answer for a stream that went is dropped over there.
+		 */
 		void *c = (void *)(uintptr_t)m->stream;
 
 		if (m->text == NULL)

@@ -13,3 +13,9 @@ FUZZ_fuzz_jsonrpc_LIBS := -lcjson
 
 # libwebsockets serves the HTTP transport (the browser issue shares it).
 MCP_LIBS := $(shell pkg-config --libs libwebsockets 2>/dev/null || echo -lwebsockets) -lpthread
+
+# The policy against real folders and session records.
+UNIT_TESTS += mcp_policy
+UNIT_mcp_policy_SRCS := tests/unit/test_mcp_policy.c mcp/policy.c \
+                        $(SESSION_UNIT_SRCS)
+UNIT_mcp_policy_LIBS := $(SESSION_LIBS)

@@ -112,6 +112,28 @@ t_json_output_capped() {
 	echo "figure: vmux exec --json peak RSS facing cat /dev/zero: ${hwm} KiB"
 	((hwm > 0 && hwm < 131072)) || fail "peak RSS ${hwm} KiB"
 }
+# Past --max-output the middle goes: the head and the tail stay, around a
+# notice of how many bytes were left out (what an agent needs: how it
+# began, how it ended). --json-lines streams pieces, the result last.
+t_json_head_and_tail() {
+	local out n kept
+	out=$("$VMUX" exec st --json --max-output 1K -- sh -c \
+		'echo START; head -c 100000 /dev/zero | tr "\0" x; echo; echo END' </dev/null) ||
+		fail "exec: $?" || return 1
+	kept=$(jq -r .stdout <<<"$out")
+	expect_match head "$kept" '^START' || return 1
+	expect_match tail "$kept" $'xxx\nEND$' || return 1
+	[[ $kept =~ \[\.\.\.\ ([0-9]+)\ bytes\ truncated\ \.\.\.\] ]] || fail "no notice" || return 1
+	n=${BASH_REMATCH[1]}
+	expect_eq bytes "$(jq -r .stdout_bytes <<<"$out")" 100011 || return 1
+	(($(jq -r '.stdout | utf8bytelength' <<<"$out") <= 1024)) || fail "kept more than 1K" || return 1
+	expect_eq "kept + left out" $(($(jq -r '.stdout | utf8bytelength' <<<"$out") - ${#BASH_REMATCH[0]} - 2 + n)) 100011 || return 1
+	jq -e '.duration_ms >= 0' <<<"$out" >/dev/null || fail "no duration_ms" || return 1
+	out=$("$VMUX" exec st --json --json-lines -- sh -c 'echo one; sleep 0.3; echo two >&2' </dev/null)
+	expect_eq "pieces" "$(head -n -1 <<<"$out" | jq -c . | tr '\n' ' ')" '{"stdout":"one\n"} {"stderr":"two\n"} ' || return 1
+	expect_eq "result last" "$(tail -n 1 <<<"$out" | jq -c '[.stdout, .stderr, .exit_code]')" '["one\n","two\n",0]' || return 1
+	expect_status 2 vmux exec st --max-output 1K -- true </dev/null 2>/dev/null
+}
 t_seed_json_exec() {
 	local out
 	out=$(printf '%s\n' '{"command":["sh","-c","echo hi; exit 5"]}' | timeout 30 "$VMUX" connect st 5005)
@@ -130,4 +152,5 @@ check "a full disk on the host: 125 and a message" t_full_disk_fails
 check "256 MiB guest to host in constant memory" t_256m_constant_memory
 check "--json: one object, base64 for non-UTF-8" t_json
 check "--json keeps 16 MiB of endless output, says so, keeps it on timeout" t_json_output_capped
+check "--json past --max-output keeps head and tail; --json-lines streams" t_json_head_and_tail
 check "seed 001's JSON exec still answered" t_seed_json_exec

@@ -23,6 +23,8 @@ export VMUX
 SHARE=$TMP/share
 mkdir -p "$SHARE"
 export VMUX_MCP_ARGS="--allow-root $SHARE"
+# a host secret in the server's environment: no guest may see it
+export MCP_CANARY=host-secret-$RANDOM$RANDOM
 
 # mcp SCENARIO ARGS...: one run of the SDK client.
 mcp() { node "$CLIENT" "$@"; }
@@ -96,7 +98,7 @@ t_takeover() {
 t_stop_start() { mcp stopstart m1; }
 
 t_limits() {
-	VMUX_MCP_ARGS="--max-sessions 1 --no-net" mcp limit
+	VMUX_MCP_ARGS="--max-sessions 1 --no-net --profile offline_readonly" mcp limit
 }
 
 t_call_log() {
@@ -129,6 +131,6 @@ check "bad arguments are the tool's errors, one sentence each" t_badargs
 check "a person takes the agent's shell in the TUI: writes refused, then back" t_takeover
 check "escapes, invalid UTF-8 and floods reach the client as valid JSON" t_hostile
 check "stop and start keep the workspace; the console log" t_stop_start
-check "the server's limits: sessions and network" t_limits
+check "the server's limits: profile, sessions and network" t_limits
 check "every call is a line in the call log" t_call_log
 check "session_remove" t_remove

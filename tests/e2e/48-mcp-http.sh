@@ -18,6 +18,8 @@ CONFORMANCE=$MCPDIR/node_modules/@modelcontextprotocol/conformance/dist/index.js
 	exit 1
 }
 export VMUX
+# a host secret in the server's environment: no guest may see it
+export MCP_CANARY=host-secret-$RANDOM$RANDOM
 SHARE=$TMP/share
 mkdir -p "$SHARE"
 

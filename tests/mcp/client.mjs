@@ -143,6 +143,11 @@ const scenarios = {
       stdin: "in\n", cwd: "/tmp", env: { FOO: "bar" },
     });
     assert(a.exit_code === 7 && a.stdout === "in bar /tmp\n", JSON.stringify(a));
+    // the server's environment (a host secret in it) reaches no guest
+    assert(process.env.MCP_CANARY, "MCP_CANARY is not set (the test sets it)");
+    const e = await ok(client, "exec", { session: s, command: "env; cat /proc/1/environ | tr '\\0' '\\n'" });
+    assert(e.stdout.includes("PATH=") && !e.stdout.includes(process.env.MCP_CANARY),
+      "the host's environment reached the guest");
     const t = await call(client, "exec", { session: s, command: "sleep 30", timeout_s: 1 });
     assert(t.isError && /timed out/.test(t.content[0].text), JSON.stringify(t));
   },
@@ -317,6 +322,8 @@ const scenarios = {
   },
 
   async limit(client) {
+    const pr = await err(client, "session_create", { name: "other-profile", profile: "network_extended" });
+    assert(/under profile 'offline_readonly' only/.test(pr), pr);
     const m = await err(client, "session_create", { name: "toomany" });
     assert(/at most 1 sessions/.test(m), m);
     const n = await err(client, "session_create", { name: "withnet", net: true });
