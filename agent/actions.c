@@ -239,15 +239,15 @@ actions_dispatch(struct agent *a, struct conn *c, struct agent_request *req)
 		return;
 	}
 	/* A client that took the keyboard (TAKE) has the terminal to itself:
-	 * input, signals and resizes by request wait until it hands it back,
-	 * as other attached clients' do. */
+	 * input and resizes by request wait until it hands it back, as other
+	 * attached clients' do. A signal (vmux kill) still goes, as close
+	 * does: the way to stop a runaway job whoever types. */
 	if (s->keyboard != NULL &&
 	    (req->action == ACTION_WRITE_SHELL ||
-	        req->action == ACTION_SIGNAL_SHELL ||
 	        req->action == ACTION_RESIZE_SHELL)) {
 		reply_errorf(a, c, VMUX_E_KEYBOARD,
-		    "shell \"%s\": %s%s%s has taken the keyboard; input, "
-		    "signals and resizes are refused until it is handed back",
+		    "shell \"%s\": %s%s%s has taken the keyboard; input and "
+		    "resizes are refused until it is handed back",
 		    s->id, s->keyboard->as != NULL ? "\"" : "",
 		    s->keyboard->as != NULL ? s->keyboard->as
 		                            : "another client",

@@ -285,8 +285,11 @@ cmd_capture_exec(struct args *a)
 	rc = capture_gather(&t, a->argv[1], cursor, (int)max, (int)idle,
 	    mono_ms() + (uint64_t)timeout * 1000, &c, &cause);
 	if (rc == 0 && args_has(a, "plain")) {
+		/* the guest's numbers: kept to what a terminal can be */
 		cols = (int)reply_num(c.record, "cols", 80);
 		rows = (int)reply_num(c.record, "rows", 24);
+		if (cols < 1 || cols > 4096 || rows < 1 || rows > 4096)
+			cols = 80, rows = 24;
 		if ((bytes = capture_scrollback(
 		         &t, a->argv[1], &blen, &cause)) == NULL)
 			rc = -1;

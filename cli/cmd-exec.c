@@ -377,6 +377,9 @@ cmd_exec_exec(struct args *a)
 	int timeout_s, rc, timed_out, skip = a->nnames > 1 ? a->nnames - 1 : 0;
 	struct args one = *a;
 
+	/* whatever ends the run, --json-lines' last line is its document */
+	if (args_has(a, "json-lines"))
+		cli_json_compact();
 	/* checked as for one session: the last name, then the command */
 	one.argv += skip;
 	one.argc -= skip;

@@ -37,15 +37,16 @@
 #include "mcp.h"
 
 #define HTTP_PATH        "/mcp"
-#define HTTP_SESSIONS    64
+#define HTTP_SESSIONS    1024
 #define HTTP_HEADER_ROOM 2048
 #define HTTP_ID_LEN      32 /* hex of a 128-bit session id */
+#define HTTP_QUEUE_MAX   64 /* messages waiting for one stream */
 
 /* A message between the threads. */
 struct http_msg {
 	uint64_t stream; /* the request's number */
 	uint64_t client; /* its session, hashed */
-	char *text;      /* NULL in: the stream went */
+	char *text;
 	struct http_msg *next;
 };
 
@@ -276,12 +277,24 @@ http_error(struct lws *wsi, int status, int code, const char *why)
 	return rc;
 }
 
+/* Is text a JSON-RPC answer (it ends its request's stream)? */
+static int
+is_answer(const char *text)
+{
+	cJSON *o = cJSON_Parse(text);
+	int answer = o != NULL && !cJSON_HasObjectItem(o, "method");
+
+	cJSON_Delete(o);
+	return answer;
+}
+
 /* Take the messages queued for the main thread's answers: each goes to
  * its waiting stream (dropped when the stream went). */
 static void
 http_take_out(void)
 {
 	struct http_msg *m, *next, **tail;
+	size_t n;
 
 	pthread_mutex_lock(&h.lock);
 	m = h.out;
@@ -300,22 +313,19 @@ http_take_out(void)
 			free(m);
 			continue;
 		}
+		n = 0;
 		for (tail = &p->out; *tail != NULL; tail = &(*tail)->next)
-			;
+			n++;
+		/* a reader that does not keep up loses progress notes, never
+		 * its answer */
+		if (n >= HTTP_QUEUE_MAX && !is_answer(m->text)) {
+			free(m->text);
+			free(m);
+			continue;
+		}
 		*tail = m;
 		lws_callback_on_writable(p->wsi);
 	}
-}
-
-/* Is text a JSON-RPC answer (it ends its request's stream)? */
-static int
-is_answer(const char *text)
-{
-	cJSON *o = cJSON_Parse(text);
-	int answer = o != NULL && !cJSON_HasObjectItem(o, "method");
-
-	cJSON_Delete(o);
-	return answer;
 }
 
 /* Write what is queued for a waiting request. -1: close. */
@@ -386,8 +396,9 @@ http_write_out(struct lws *wsi, struct http_pss *p)
 	return 0;
 }
 
-/* Take p off the waiting list; tell the main thread it went if its
- * answer had not. */
+/* Take p off the waiting list. Its call goes on: a dropped connection is
+ * not a cancellation (the specification's rule; a client cancels with
+ * notifications/cancelled), and its answer is dropped when it comes. */
 static void
 http_gone(struct http_pss *p)
 {
@@ -396,17 +407,8 @@ http_gone(struct http_pss *p)
 
 	while (*pp != NULL && *pp != p)
 		pp = &(*pp)->next_live;
-	if (*pp == p) {
+	if (*pp == p)
 		*pp = p->next_live;
-		if (!p->done) {
-			pthread_mutex_lock(&h.lock);
-			queue(&h.in_tail, p->stream, NULL);
-			pthread_mutex_unlock(&h.lock);
-			if (write(h.wake[1], "g", 1) < 0) {
-				/* the main loop reads the queue anyway */
-			}
-		}
-	}
 	for (m = p->out; m != NULL; m = next) {
 		next = m->next;
 		free(m->text);
@@ -594,11 +596,8 @@ http_take_in(void)
 		 */
 		void *c = (void *)(uintptr_t)m->stream;
 
-		if (m->text == NULL)
-			mcp_conn_gone(h.server, c);
-		else
-			mcp_handle(h.server, m->text, strlen(m->text),
-			    http_send, c, m->client);
+		mcp_handle(h.server, m->text, strlen(m->text), http_send, c,
+		    m->client);
 		free(m->text);
 		free(m);
 	}

@@ -165,19 +165,33 @@ drain(int *fd, char **buf, size_t *len, size_t max)
 	}
 }
 
-/* Hand complete stdout lines to on_line. */
+/*
+ * Hand complete stdout lines to on_line. They are not kept, but the last
+ * one (a --json-lines result): a command streaming output for hours holds
+ * one line at a time, never all it printed.
+ */
 static void
 lines(struct mcp_job *j)
 {
-	char *nl;
+	char *nl, *line;
+	size_t from = 0, n;
 
-	while (j->on_line != NULL && j->line_from < j->out_len &&
-	    (nl = memchr(j->out + j->line_from, '\n',
-	         j->out_len - j->line_from)) != NULL) {
-		j->on_line(j, j->out + j->line_from,
-		    (size_t)(nl - (j->out + j->line_from)));
-		j->line_from = (size_t)(nl - j->out) + 1;
+	if (j->on_line == NULL)
+		return;
+	while (from < j->out_len &&
+	    (nl = memchr(j->out + from, '\n', j->out_len - from)) != NULL) {
+		line = j->out + from;
+		n = (size_t)(nl - line);
+		j->on_line(j, line, n);
+		free(j->last_line);
+		j->last_line = xstrndup(line, n);
+		j->last_len = n;
+		from += n + 1;
 	}
+	memmove(j->out, j->out + from, j->out_len - from);
+	j->out_len -= from;
+	if (j->out != NULL)
+		j->out[j->out_len] = '\0';
 }
 
 /* Serve the ready descriptors among pfd[0..n). */
@@ -293,6 +307,7 @@ mcp_job_free(struct mcp_job *j)
 	free(j->out);
 	free(j->err);
 	free(j->in);
+	free(j->last_line);
 	free(j);
 }
 

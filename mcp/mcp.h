@@ -36,6 +36,8 @@
  * base64 makes that 22 MiB). */
 #define MCP_MESSAGE_MAX     (24u << 20)
 #define MCP_PROTOCOL_LATEST "2025-11-25"
+/* Tool calls under way at once (each a vmux child process). */
+#define MCP_CALLS_MAX 32
 
 /* jsonrpc.c: JSON-RPC 2.0 error codes. */
 #define JSONRPC_PARSE_ERROR      -32700
@@ -78,8 +80,15 @@ struct mcp_policy {
 	int see_all;             /* sees sessions it did not make */
 	char **roots;            /* host folders copies may touch */
 	size_t nroots;
-	int no_net; /* sessions may not have a network */
-	char *home; /* VMUX_HOME */
+	int no_net;                  /* sessions may not have a network */
+	char *home;                  /* VMUX_HOME */
+	int pending_sessions;        /* session_create calls under way */
+	long long pending_memory_mb; /* ... and their memory */
+};
+/* One session_create under way, counted by the policy. */
+struct mcp_pending {
+	struct mcp_policy *policy;
+	long long memory_mb;
 };
 #define MCP_LABEL_KEY    "vmux.mcp"
 #define MCP_MAX_SESSIONS 8
@@ -108,8 +117,9 @@ struct mcp_job {
 	size_t in_len, in_off;
 	int status; /* waitpid's, once reaped */
 	int reaped;
-	int cancelled;       /* killed by notifications/cancelled */
-	size_t line_from;    /* job_line_fn: stdout consumed up to here */
+	int cancelled;   /* killed by notifications/cancelled */
+	char *last_line; /* on_line set: the last whole line (not in out) */
+	size_t last_len;
 	job_line_fn on_line; /* each stdout line as it comes, or NULL */
 	job_done_fn on_done; /* called once, when it ended and its pipes did */
 	void *data;          /* the call it runs for */
@@ -135,7 +145,6 @@ struct mcp_server *mcp_server_new(struct mcp_policy *);
 void mcp_server_free(struct mcp_server *);
 void mcp_handle(struct mcp_server *, const char *text, size_t len,
     mcp_send_fn send, void *conn, uint64_t client);
-void mcp_conn_gone(struct mcp_server *, void *conn);
 
 /* tools.c */
 struct mcp_call;
@@ -172,6 +181,7 @@ struct mcp_call {
 	struct mcp_call *next;
 };
 const struct mcp_policy *mcp_call_policy(const struct mcp_call *);
+struct mcp_policy *mcp_call_policy_rw(const struct mcp_call *);
 void mcp_call_ok(struct mcp_call *, cJSON *structured, const char *text);
 void mcp_call_fail(struct mcp_call *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

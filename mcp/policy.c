@@ -78,6 +78,8 @@ policy_may_create(const struct mcp_policy *p, long long memory_mb, char **cause)
 		mem += list[i].rec.memory_mb;
 	}
 	session_list_free(list, n);
+	count += p->pending_sessions; /* being made now */
+	mem += p->pending_memory_mb;
 	if (count >= p->max_sessions) {
 		xasprintf(cause,
 		    "this server may hold at most %d sessions and holds %d: "
@@ -151,6 +153,17 @@ policy_host_path(const struct mcp_policy *p, const char *path, int for_write,
 		    "host path '%s' is outside the folders this server may "
 		    "use",
 		    path);
+		free(full);
+		return -1;
+	}
+	/* Named as it is, with no symlink or .. on the way: what was checked
+	 * is what vmux cp opens by name (a path through a link could be
+	 * pointed elsewhere between the two). */
+	if (strcmp(full, path) != 0) {
+		xasprintf(cause,
+		    "host path '%s' goes through a symlink or '..': name it "
+		    "as it is, %s",
+		    path, full);
 		free(full);
 		return -1;
 	}

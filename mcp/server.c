@@ -88,6 +88,13 @@ mcp_call_policy(const struct mcp_call *c)
 	return c->server->policy;
 }
 
+/* The same, for the counts a call keeps in it (session_create). */
+struct mcp_policy *
+mcp_call_policy_rw(const struct mcp_call *c)
+{
+	return c->server->policy;
+}
+
 /* One line in the call log: time, tool, session, outcome. */
 static void
 call_log(struct mcp_call *c, const char *outcome, const char *message)
@@ -295,6 +302,7 @@ do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
 	const struct mcp_tool *t;
 	struct mcp_call *c;
 	char *cause = NULL, *why;
+	int n = 0;
 
 	if (!cJSON_IsString(name)) {
 		send_error(send, conn, m->id, JSONRPC_INVALID_PARAMS,
@@ -315,6 +323,8 @@ do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
 		    "tools/call: \"arguments\" must be an object");
 		return;
 	}
+	for (struct mcp_call *o = s->calls; o != NULL; o = o->next)
+		n++;
 	c = xcalloc(1, sizeof *c);
 	c->server = s;
 	c->tool = t;
@@ -326,6 +336,13 @@ do_call(struct mcp_server *s, const struct jsonrpc_msg *m, mcp_send_fn send,
 	c->send = send;
 	c->next = s->calls;
 	s->calls = c;
+	if (n >= MCP_CALLS_MAX) {
+		mcp_call_fail(c,
+		    "%d calls are under way, the most this server runs at "
+		    "once: wait for one to end",
+		    n);
+		return;
+	}
 	/* A bad argument, a refusal or a command that cannot start is the
 	 * tool's error (isError): the agent reads it and corrects itself.
 	 * args may be NULL (no arguments): lookups in it find nothing. */
@@ -400,14 +417,4 @@ mcp_handle(struct mcp_server *s, const char *text, size_t len, mcp_send_fn send,
 		free(safe);
 	}
 	jsonrpc_msg_free(&m);
-}
-
-/* A connection went: its calls' commands are ended, nothing is sent. */
-void
-mcp_conn_gone(struct mcp_server *s, void *conn)
-{
-	for (struct mcp_call *c = s->calls; c != NULL; c = c->next) {
-		if (c->conn == conn && c->job != NULL)
-			mcp_job_cancel(c->job, 15);
-	}
 }

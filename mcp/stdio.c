@@ -71,7 +71,9 @@ mcp_stdio_run(struct mcp_server *s, volatile sig_atomic_t *stop)
 	int open = 1, skipping = 0, rc = 0;
 	ssize_t got;
 
-	set_nonblock(STDIN_FILENO, 1);
+	/* stdin stays blocking: it may share its file with stdout (a tty, a
+	 * socket), and answers must not be cut by EAGAIN; poll says when a
+	 * read will not wait. */
 	while (!*stop && (open || mcp_job_count() > 0)) {
 		pfd[0] = (struct pollfd){open ? STDIN_FILENO : -1, POLLIN, 0};
 		n = 1 + mcp_job_pollfds(pfd + 1, STDIO_POLL_MAX - 1);
@@ -90,7 +92,7 @@ mcp_stdio_run(struct mcp_server *s, volatile sig_atomic_t *stop)
 			buf = xrealloc(buf, cap);
 		}
 		got = read(STDIN_FILENO, buf + len, cap - len);
-		if (got < 0 && (errno == EAGAIN || errno == EINTR))
+		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0) {
 			open = 0;

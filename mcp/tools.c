@@ -27,6 +27,7 @@
 #define FILE_MAX            ((16 << 20) - 1)
 #define PROGRESS_TEXT_MAX   4096
 #define LIST_ENTRIES_MAX    10000
+#define MCP_ARG_MAX         65536 /* a command or a write: argv's room */
 
 /* An argv being built. */
 struct argv_b {
@@ -298,21 +299,71 @@ finish_shells(struct mcp_call *c)
 
 /* ---- sessions ---- */
 
-/* session_create's memory as policy counts it: the argument, else the
- * profile's, else vmux's default. */
-static long long
-create_memory(const char *profile, long long given)
+/*
+ * The profile session_create makes a session under, as vmux new would
+ * pick it (the one asked, else the settings' default, else "default"),
+ * into *prof: what the policy checks (its network, its memory). 0, or -1
+ * with *cause.
+ */
+static int
+create_profile(const char *asked, struct profile *prof, char **cause)
 {
-	struct profile p;
-	char *cause = NULL;
+	struct settings st;
+	char *why = NULL;
+	int rc;
 
-	if (given > 0)
-		return given;
-	if (profile != NULL && profile_get(profile, &p, &cause) == 0 &&
-	    p.memory_mb > 0)
-		return p.memory_mb;
-	free(cause);
-	return 512;
+	memset(&st, 0, sizeof st);
+	if (asked == NULL && settings_load(&st, &why) != 0) {
+		xasprintf(cause, "settings: %s", why);
+		free(why);
+		return -1;
+	}
+	rc = profile_get(asked != NULL ? asked
+	        : st.profile != NULL   ? st.profile
+	                               : "default",
+	    prof, cause);
+	settings_free(&st);
+	return rc;
+}
+
+/* The path of image name among vmux images' (caller frees), or NULL with
+ * *cause: an agent names an image, never a host path vmux would build a
+ * root from. */
+static char *
+create_image(const char *home, const char *name, char **cause)
+{
+	cJSON *list = image_list(home), *e;
+	const cJSON *n, *path;
+	char *out = NULL;
+
+	cJSON_ArrayForEach(e, list)
+	{
+		n = cJSON_GetObjectItemCaseSensitive(e, "name");
+		path = cJSON_GetObjectItemCaseSensitive(e, "path");
+		if (cJSON_IsString(n) && cJSON_IsString(path) &&
+		    strcmp(n->valuestring, name) == 0) {
+			out = xstrdup(path->valuestring);
+			break;
+		}
+	}
+	cJSON_Delete(list);
+	if (out == NULL)
+		xasprintf(cause,
+		    "no guest image named '%.64s' (vmux images "
+		    "lists them)",
+		    name);
+	return out;
+}
+
+/* A create under way is counted by the policy until its vmux new ends. */
+static void
+create_done(void *p)
+{
+	struct mcp_pending *pend = p;
+
+	pend->policy->pending_sessions--;
+	pend->policy->pending_memory_mb -= pend->memory_mb;
+	free(pend);
 }
 
 /* A host mount {"host", "guest", "read_only"} as --mount's value. */
@@ -332,9 +383,21 @@ create_mount(
 	}
 	if (arg_str(m, "host", 1, &host, cause) != 0 ||
 	    arg_str(m, "guest", 1, &guest, cause) != 0 ||
-	    arg_bool(m, "read_only", 0, &ro, cause) != 0 ||
+	    arg_bool(m, "read_only", 1, &ro, cause) != 0 ||
 	    policy_host_path(p, host, 0, &real, cause) != 0)
 		return -1;
+	/* Read-only, always: a guest that could write in a folder the
+	 * server's copies use could swap a checked folder for a symlink
+	 * between the check and the copy. copy_out is how an agent writes
+	 * to the host. */
+	if (!ro) {
+		free(real);
+		xasprintf(cause,
+		    "mounts are read-only for an agent "
+		    "(\"read_only\": true); write to the host "
+		    "with copy_out");
+		return -1;
+	}
 	if (strchr(guest, ':') != NULL || guest[0] != '/') {
 		free(real);
 		xasprintf(cause,
@@ -352,12 +415,14 @@ create_mount(
 static int
 t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 {
-	const struct mcp_policy *p = mcp_call_policy(c);
+	struct mcp_policy *p = mcp_call_policy_rw(c);
 	const char *name, *profile, *image;
 	const cJSON *mounts, *m;
+	struct profile prof;
+	struct mcp_pending *pend;
 	long long cpus, mem;
 	int net;
-	char gen[32];
+	char gen[32], *img = NULL;
 	struct argv_b a = {0};
 
 	if (arg_str(args, "name", 0, &name, cause) != 0 ||
@@ -385,13 +450,21 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	}
 	if (p->profile != NULL)
 		profile = p->profile;
-	if (net && p->no_net) {
+	if (create_profile(profile, &prof, cause) != 0)
+		return -1;
+	if ((net || prof.net) && p->no_net) {
 		xasprintf(cause,
 		    "this server's sessions may not have a "
-		    "network (vmux mcp --no-net)");
+		    "network (vmux mcp --no-net)%s",
+		    prof.net ? "; the profile gives one" : "");
 		return -1;
 	}
-	if (policy_may_create(p, create_memory(profile, mem), cause) != 0)
+	if (mem == 0)
+		mem = prof.memory_mb > 0 ? prof.memory_mb : 512;
+	if (policy_may_create(p, mem, cause) != 0)
+		return -1;
+	if (image != NULL &&
+	    (img = create_image(p->home, image, cause)) == NULL)
 		return -1;
 	c->session = xstrdup(name);
 	av_add(&a, "vmux");
@@ -404,13 +477,14 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 		av_add(&a, "--profile");
 		av_add(&a, profile);
 	}
-	if (image != NULL) {
+	if (img != NULL) {
 		av_add(&a, "--image");
-		av_add(&a, image);
+		av_add(&a, img);
+		free(img);
 	}
 	if (cpus > 0)
 		av_addf(&a, "--cpus=%lld", cpus);
-	if (mem > 0)
+	if (cJSON_GetObjectItemCaseSensitive(args, "memory_mb") != NULL)
 		av_addf(&a, "--memory=%lldM", mem);
 	if (net)
 		av_add(&a, "--net");
@@ -434,7 +508,18 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 		if (create_mount(p, m, &a, cause) != 0)
 			goto bad;
 	}
-	return run(c, &a, NULL, 0, finish_object, cause);
+	if (run(c, &a, NULL, 0, finish_object, cause) != 0)
+		return -1;
+	/* counted until it ends, so that calls at once cannot pass the
+	 * limits together */
+	pend = xcalloc(1, sizeof *pend);
+	pend->policy = p;
+	pend->memory_mb = mem;
+	p->pending_sessions++;
+	p->pending_memory_mb += mem;
+	c->scratch = pend;
+	c->scratch_free = create_done;
+	return 0;
 bad:
 	av_free(&a);
 	return -1;
@@ -583,7 +668,9 @@ exec_line(struct mcp_job *j, const char *line, size_t len)
 			x->len = PROGRESS_TEXT_MAX;
 		}
 		uint64_t before = c->progress_n;
-		safe = json_printable(x->pending);
+		/* parsed JSON: valid UTF-8 already; a cut above may split a
+		 * character, which printable mends */
+		safe = str_printable(x->pending, STR_KEEP_NL);
 		mcp_call_progress(c, safe);
 		free(safe);
 		if (c->progress_n != before)
@@ -626,19 +713,18 @@ static void
 finish_exec(struct mcp_call *c)
 {
 	struct mcp_job *j = c->job;
-	char *last, *cause = NULL, *text;
-	size_t end = j->out_len, start;
+	char *cause = NULL, *text;
 	cJSON *o;
 	const cJSON *err;
 
-	/* the result is the last line */
-	while (end > 0 && j->out[end - 1] == '\n')
-		end--;
-	start = end;
-	while (start > 0 && j->out[start - 1] != '\n')
-		start--;
-	last = j->out != NULL ? j->out + start : NULL;
-	o = last != NULL ? cJSON_ParseWithLength(last, end - start) : NULL;
+	/* the result is the last line (the lines before went as they came;
+	 * one without its newline is still in out) */
+	if (j->out_len > 0)
+		o = cJSON_ParseWithLength(j->out, j->out_len);
+	else
+		o = j->last_line != NULL
+		    ? cJSON_ParseWithLength(j->last_line, j->last_len)
+		    : NULL;
 	err = cJSON_GetObjectItemCaseSensitive(o, "error");
 	if (o == NULL || cJSON_IsString(err) ||
 	    !cJSON_HasObjectItem(o, "timed_out")) {
@@ -690,6 +776,19 @@ t_exec(struct mcp_call *c, const cJSON *args, char **cause)
 		    "argument \"command\" must be a shell line (a "
 		    "string) or an argv (a list of strings)");
 		return -1;
+	}
+	{
+		char *printed = cJSON_PrintUnformatted(cmd);
+		size_t n = strlen(printed);
+
+		free(printed);
+		if (n > MCP_ARG_MAX) {
+			xasprintf(cause,
+			    "the command is at most %d bytes: write a longer "
+			    "script with file_write and run that",
+			    MCP_ARG_MAX);
+			return -1;
+		}
 	}
 	av_add(&a, "vmux");
 	av_add(&a, "exec");
@@ -824,11 +923,17 @@ t_shell_write(struct mcp_call *c, const cJSON *args, char **cause)
 		input = xrealloc(input, len + 2);
 		input[len++] = '\r';
 	}
-	if (len == 0) {
+	if (len == 0 || len > MCP_ARG_MAX) {
 		free(input);
-		xasprintf(cause,
-		    "nothing to write: give \"text\", \"keys\" "
-		    "or \"enter\"");
+		if (len == 0)
+			xasprintf(cause,
+			    "nothing to write: give \"text\", "
+			    "\"keys\" or \"enter\"");
+		else
+			xasprintf(cause,
+			    "at most %d bytes a write; write the "
+			    "rest in another call",
+			    MCP_ARG_MAX);
 		return -1;
 	}
 	input[len] = '\0';
@@ -862,8 +967,6 @@ t_shell_read(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	av_add(&a, "vmux");
 	av_add(&a, "capture");
-	av_add(&a, name);
-	av_add(&a, id);
 	av_add(&a, "--json");
 	if (cursor >= 0)
 		av_addf(&a, "--cursor=%lld", cursor);
@@ -873,6 +976,9 @@ t_shell_read(struct mcp_call *c, const cJSON *args, char **cause)
 	av_addf(&a, "--max-chars=%lld", max);
 	if (plain)
 		av_add(&a, "--plain");
+	av_add(&a, "--"); /* a shell id may start with '-' */
+	av_add(&a, name);
+	av_add(&a, id);
 	return run(c, &a, NULL, 0, finish_object, cause);
 }
 
@@ -889,10 +995,11 @@ t_shell_signal(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	av_add(&a, "vmux");
 	av_add(&a, "kill");
-	av_add(&a, name);
-	av_add(&a, id);
 	av_add(&a, "--json");
 	av_addf(&a, "--signal=%s", sig);
+	av_add(&a, "--");
+	av_add(&a, name);
+	av_add(&a, id);
 	return run(c, &a, NULL, 0, finish_object, cause);
 }
 
@@ -914,10 +1021,11 @@ t_shell_resize(struct mcp_call *c, const cJSON *args, char **cause)
 	}
 	av_add(&a, "vmux");
 	av_add(&a, "resize");
+	av_add(&a, "--json");
+	av_add(&a, "--");
 	av_add(&a, name);
 	av_add(&a, id);
 	av_addf(&a, "%lldx%lld", cols, rows);
-	av_add(&a, "--json");
 	return run(c, &a, NULL, 0, finish_object, cause);
 }
 
@@ -938,9 +1046,10 @@ t_shell_close(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	av_add(&a, "vmux");
 	av_add(&a, "close");
+	av_add(&a, "--json");
+	av_add(&a, "--");
 	av_add(&a, name);
 	av_add(&a, id);
-	av_add(&a, "--json");
 	return run(c, &a, NULL, 0, finish_close, cause);
 }
 
@@ -977,6 +1086,37 @@ file_scratch_free(void *p)
 	if (f != NULL)
 		free(f->path);
 	free(f);
+}
+
+/*
+ * Run a file tool's shell script in session name: `vmux exec NAME --json
+ * -- /bin/sh -c SCRIPT sh PATH [ARG]`, the path (and arg) as the script's
+ * $1 (and $2), never parsed by a shell; in[0..in_len) on its stdin. f
+ * becomes the call's scratch.
+ */
+static int
+file_sh(struct mcp_call *c, const char *name, struct file_scratch *f,
+    const char *script, const char *arg, const void *in, size_t in_len,
+    void (*finish)(struct mcp_call *), char **cause)
+{
+	struct argv_b a = {0};
+
+	c->scratch = f;
+	c->scratch_free = file_scratch_free;
+	av_add(&a, "vmux");
+	av_add(&a, "exec");
+	av_add(&a, name);
+	av_add(&a, "--json");
+	av_add(&a, "--max-output=16M");
+	av_add(&a, "--");
+	av_add(&a, "/bin/sh");
+	av_add(&a, "-c");
+	av_add(&a, script);
+	av_add(&a, "sh");
+	av_add(&a, f->path);
+	if (arg != NULL)
+		av_add(&a, arg);
+	return run(c, &a, in, in_len, finish, cause);
 }
 
 /* A guest path: absolute, no NUL (JSON cannot hold one anyway). */
@@ -1110,7 +1250,7 @@ t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
 	const char *name, *path, *enc;
 	long long max;
 	struct file_scratch *f;
-	struct argv_b a = {0};
+	char n[32];
 
 	if (arg_session(c, args, &name, cause) != 0 ||
 	    arg_guest_path(args, "path", &path, cause) != 0 ||
@@ -1129,25 +1269,12 @@ t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
 	f->path = xstrdup(path);
 	f->base64 = enc != NULL && strcmp(enc, "base64") == 0;
 	f->max = (size_t)max;
-	c->scratch = f;
-	c->scratch_free = file_scratch_free;
-	av_add(&a, "vmux");
-	av_add(&a, "exec");
-	av_add(&a, name);
-	av_add(&a, "--json");
-	av_add(&a, "--max-output=16M");
-	av_add(&a, "--");
-	av_add(&a, "/bin/sh");
-	av_add(&a, "-c");
+	snprintf(n, sizeof n, "%lld", max + 1);
 	/* a directory or a device is refused before it is read */
-	av_add(&a,
-	    "[ -f \"$2\" ] || { [ -e \"$2\" ] && echo \"$2: not a "
-	    "regular file\" >&2 && exit 1; }; exec head -c \"$1\" -- "
-	    "\"$2\"");
-	av_add(&a, "sh");
-	av_addf(&a, "%lld", max + 1);
-	av_add(&a, path);
-	return run(c, &a, NULL, 0, finish_file_read, cause);
+	return file_sh(c, name, f,
+	    "[ -f \"$1\" ] || { [ -e \"$1\" ] && echo \"$1: not a regular "
+	    "file\" >&2 && exit 1; }; exec head -c \"$2\" -- \"$1\"",
+	    n, NULL, 0, finish_file_read, cause);
 }
 
 static void
@@ -1177,7 +1304,7 @@ t_file_write(struct mcp_call *c, const cJSON *args, char **cause)
 	size_t n;
 	int append, dirs, rc;
 	struct file_scratch *f;
-	struct argv_b a = {0};
+	char *script;
 
 	if (arg_session(c, args, &name, cause) != 0 ||
 	    arg_guest_path(args, "path", &path, cause) != 0 ||
@@ -1211,21 +1338,12 @@ t_file_write(struct mcp_call *c, const cJSON *args, char **cause)
 	f = xcalloc(1, sizeof *f);
 	f->path = xstrdup(path);
 	f->bytes = n;
-	c->scratch = f;
-	c->scratch_free = file_scratch_free;
-	av_add(&a, "vmux");
-	av_add(&a, "exec");
-	av_add(&a, name);
-	av_add(&a, "--json");
-	av_add(&a, "--");
-	av_add(&a, "/bin/sh");
-	av_add(&a, "-c");
-	av_addf(&a, "%s cat %s \"$1\"",
+	xasprintf(&script, "%s cat %s \"$1\"",
 	    dirs ? "mkdir -p -- \"$(dirname -- \"$1\")\" &&" : "",
 	    append ? ">>" : ">");
-	av_add(&a, "sh");
-	av_add(&a, path);
-	rc = run(c, &a, data, n, finish_file_write, cause);
+	rc = file_sh(
+	    c, name, f, script, NULL, data, n, finish_file_write, cause);
+	free(script);
 	free(data);
 	return rc;
 }
@@ -1262,7 +1380,7 @@ finish_file_list(struct mcp_call *c)
 			break;
 		}
 		e = cJSON_CreateObject();
-		char *nm = json_printable(p3 + 1);
+		char *nm = str_printable(p3 + 1, 0);
 		cJSON_AddStringToObject(e, "name", nm);
 		free(nm);
 		cJSON_AddStringToObject(e, "type",
@@ -1283,31 +1401,18 @@ t_file_list(struct mcp_call *c, const cJSON *args, char **cause)
 {
 	const char *name, *path;
 	struct file_scratch *f;
-	struct argv_b a = {0};
 
 	if (arg_session(c, args, &name, cause) != 0 ||
 	    arg_guest_path(args, "path", &path, cause) != 0)
 		return -1;
 	f = xcalloc(1, sizeof *f);
 	f->path = xstrdup(path);
-	c->scratch = f;
-	c->scratch_free = file_scratch_free;
-	av_add(&a, "vmux");
-	av_add(&a, "exec");
-	av_add(&a, name);
-	av_add(&a, "--json");
-	av_add(&a, "--max-output=16M");
-	av_add(&a, "--");
-	av_add(&a, "/bin/sh");
-	av_add(&a, "-c");
-	av_add(&a,
+	return file_sh(c, name, f,
 	    "cd -- \"$1\" || exit 1; for f in * .*; do "
 	    "[ \"$f\" = . ] || [ \"$f\" = .. ] && continue; "
 	    "[ -e \"$f\" ] || [ -L \"$f\" ] || continue; "
-	    "stat -c '%F|%s|%Y|%n' -- \"$f\"; done");
-	av_add(&a, "sh");
-	av_add(&a, path);
-	return run(c, &a, NULL, 0, finish_file_list, cause);
+	    "stat -c '%F|%s|%Y|%n' -- \"$f\"; done",
+	    NULL, NULL, 0, finish_file_list, cause);
 }
 
 /* copy_in, copy_out: vmux cp, the host side beneath the server's roots. */
@@ -1368,7 +1473,9 @@ finish_logs(struct mcp_call *c)
 		free(err);
 		return;
 	}
-	text = j->out != NULL ? json_printable(j->out) : xstrdup("");
+	/* the console's bytes: controls shown, bad UTF-8 replaced */
+	text =
+	    j->out != NULL ? str_printable(j->out, STR_KEEP_NL) : xstrdup("");
 	res = cJSON_CreateObject();
 	cJSON_AddStringToObject(res, "session", c->session);
 	cJSON_AddStringToObject(res, "text", text);
@@ -1499,8 +1606,9 @@ const struct mcp_tool mcp_tools[] = {
                "\"type\":\"string\"}},\"mounts\":{\"type\":\"array\","
                "\"items\":{\"type\":\"object\",\"properties\":{\"host\":{"
                "\"type\":\"string\"},\"guest\":{\"type\":\"string\"},"
-               "\"read_only\":{\"type\":\"boolean\"}},\"required\":["
-               "\"host\",\"guest\"]}}",
+               "\"read_only\":{\"type\":\"boolean\",\"description\":"
+               "\"true, the default: an agent's mounts are read-only\"}},"
+               "\"required\":[\"host\",\"guest\"]}}",
             ""),
         SESSION_OUT, 0, t_session_create},
     {"session_list", "List sessions",

@@ -98,7 +98,8 @@ t_takeover() {
 t_stop_start() { mcp stopstart m1; }
 
 t_limits() {
-	VMUX_MCP_ARGS="--max-sessions 1 --no-net --profile offline_readonly" mcp limit
+	VMUX_MCP_ARGS="--max-sessions 1 --no-net --profile offline_readonly" mcp limit &&
+		VMUX_MCP_ARGS="--no-net" mcp nonet
 }
 
 t_call_log() {

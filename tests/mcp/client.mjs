@@ -7,7 +7,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, symlinkSync, writeFileSync } from "node:fs";
 
 const VMUX = process.env.VMUX;
 const [scenario, ...rest] = process.argv.slice(2);
@@ -207,6 +207,15 @@ const scenarios = {
     assert(/outside the folders/.test(out), out);
     const dotdot = await err(client, "copy_out", { session: s, guest_path: "/etc/passwd", host_path: `${dir}/../stolen` });
     assert(/outside the folders/.test(dotdot), dotdot);
+    // a link inside the folder is refused too: named as it is, or not at all
+    symlinkSync(".", `${dir}/self`);
+    const link = await err(client, "copy_in", { session: s, host_path: `${dir}/self/up.bin`, guest_path: "/workspace/l" });
+    assert(/goes through a symlink/.test(link), link);
+    // an agent's mounts are read-only; its images are names, not host paths
+    const rw = await err(client, "session_create", { name: "rw", mounts: [{ host: dir, guest: "/mnt", read_only: false }] });
+    assert(/read-only/.test(rw), rw);
+    const img = await err(client, "session_create", { name: "img", image: "/etc" });
+    assert(/no guest image named/.test(img), img);
   },
 
   // cancelling a long exec ends it in the guest
@@ -328,6 +337,12 @@ const scenarios = {
     assert(/at most 1 sessions/.test(m), m);
     const n = await err(client, "session_create", { name: "withnet", net: true });
     assert(/network/.test(n), n);
+  },
+
+  // --no-net holds whatever the profile says
+  async nonet(client) {
+    const m = await err(client, "session_create", { name: "netted", profile: "network_basic" });
+    assert(/may not have a network.*the profile gives one/.test(m), m);
   },
 
   async remove(client, s) {

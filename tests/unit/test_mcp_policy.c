@@ -92,6 +92,25 @@ TEST(policy_host_paths_stay_beneath_the_roots)
 	r = host(&p, home, 0);
 	CHECK(strstr(r, "outside the folders") != NULL);
 	free(r);
+	/* beneath, but not named as it is: a link or .. on the way */
+	xasprintf(&path, "%s/self", root);
+	CHECK(symlink(".", path) == 0);
+	free(path);
+	xasprintf(&path, "%s/self/f", root);
+	r = host(&p, path, 0);
+	CHECK(strstr(r, "goes through a symlink or '..'") != NULL);
+	free(r);
+	free(path);
+	xasprintf(&path, "%s/etc/../f", root);
+	r = host(&p, path, 0);
+	CHECK(r[0] == '!');
+	free(r);
+	free(path);
+	xasprintf(&path, "%s/self/new", root);
+	r = host(&p, path, 1);
+	CHECK(strstr(r, "goes through a symlink or '..'") != NULL);
+	free(r);
+	free(path);
 	/* a copy's destination may be new; its folder must be beneath */
 	xasprintf(&path, "%s/new.bin", root);
 	r = host(&p, path, 1);
