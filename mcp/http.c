@@ -4,10 +4,11 @@
  * One endpoint, /mcp. POST carries one JSON-RPC message: a notification or
  * a response is taken with 202; a request is answered with its JSON, or,
  * when notifications for it (progress) come first, with an SSE stream that
- * ends with the answer. GET is 405 (the server starts nothing of its own),
- * DELETE ends a session. initialize makes a session and says its id in
- * Mcp-Session-Id; every later request must carry it (400 without, 404 for
- * an unknown one). Before anything is read, each request is checked: Host
+ * ends with the answer. GET opens the session's own stream (SSE, kept
+ * alive with a comment every 25 s: the server sends nothing on it yet),
+ * DELETE ends a session and its streams. initialize makes a session and says
+ * its id in Mcp-Session-Id; every later request must carry it (400 without, 404
+ * for an unknown one). Before anything is read, each request is checked: Host
  * and Origin name this machine when it listens on loopback (DNS
  * rebinding), an Origin elsewhere must be one --allow-origin gave, and
  * with a token (required off loopback) Authorization: Bearer must match.
@@ -36,11 +37,12 @@
 #include "session/session.h"
 #include "mcp.h"
 
-#define HTTP_PATH        "/mcp"
-#define HTTP_SESSIONS    1024
-#define HTTP_HEADER_ROOM 2048
-#define HTTP_ID_LEN      32 /* hex of a 128-bit session id */
-#define HTTP_QUEUE_MAX   64 /* messages waiting for one stream */
+#define HTTP_PATH         "/mcp"
+#define HTTP_SESSIONS     1024
+#define HTTP_HEADER_ROOM  2048
+#define HTTP_ID_LEN       32             /* hex of a 128-bit session id */
+#define HTTP_QUEUE_MAX    64             /* messages waiting for one stream */
+#define HTTP_KEEPALIVE_US (25 * 1000000) /* a GET stream's comment */
 
 /* A message between the threads. */
 struct http_msg {
@@ -64,6 +66,8 @@ struct http_pss {
 	struct http_msg *out;  /* queued for it, in order */
 	int headers_sent, sse; /* how it is answered */
 	int done;              /* the answer went */
+	int standalone;        /* a GET stream: kept open, comments only */
+	int closing;           /* ... its session ended: close it */
 	struct lws *wsi;
 	struct http_pss *next_live;
 };
@@ -369,6 +373,7 @@ http_write_out(struct lws *wsi, struct http_pss *p)
 		}
 		free(buf);
 		p->headers_sent = p->sse = 1;
+		lws_http_mark_sse(wsi);
 		lws_callback_on_writable(wsi);
 		return 0;
 	}
@@ -467,6 +472,55 @@ http_body_done(struct lws *wsi, struct http_pss *p)
 	return 0;
 }
 
+/* GET: the session's own SSE stream, open until its session ends. */
+static int
+http_get(struct lws *wsi, struct http_pss *p)
+{
+	unsigned char buf[LWS_PRE + HTTP_HEADER_ROOM];
+	unsigned char *start = buf + LWS_PRE, *q = start;
+	unsigned char *end = start + HTTP_HEADER_ROOM;
+	char accept[256];
+
+	header(wsi, WSI_TOKEN_HTTP_ACCEPT, accept, sizeof accept);
+	if (strstr(accept, "text/event-stream") == NULL)
+		return http_error(wsi, 406, JSONRPC_INVALID_REQUEST,
+		    "Not Acceptable: GET opens a text/event-stream");
+	if (p->session[0] == '\0')
+		return http_error(wsi, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: no Mcp-Session-Id (initialize first)");
+	if (!session_known(p->session))
+		return http_error(
+		    wsi, 404, JSONRPC_INVALID_REQUEST, "Session not found");
+	if (lws_add_http_common_headers(wsi, HTTP_STATUS_OK,
+	        "text/event-stream", LWS_ILLEGAL_HTTP_CONTENT_LEN, &q, end) ||
+	    lws_finalize_write_http_header(wsi, start, &q, end))
+		return -1;
+	lws_http_mark_sse(wsi);
+	p->standalone = 1;
+	p->wsi = wsi;
+	p->next_live = h.live;
+	h.live = p;
+	lws_callback_on_writable(wsi);
+	return 0;
+}
+
+/* A GET stream's turn: a comment that keeps proxies from closing it, or
+ * its end once its session ended. -1: close. */
+static int
+http_keepalive(struct lws *wsi, struct http_pss *p)
+{
+	unsigned char buf[LWS_PRE + 16];
+	size_t n = 3;
+
+	if (p->closing)
+		return -1;
+	memcpy(buf + LWS_PRE, ":\n\n", n);
+	if (lws_write(wsi, buf + LWS_PRE, n, LWS_WRITE_HTTP) != (int)n)
+		return -1;
+	lws_set_timer_usecs(wsi, HTTP_KEEPALIVE_US);
+	return 0;
+}
+
 /* libwebsockets' callback for the HTTP protocol. */
 static int
 http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
@@ -499,9 +553,18 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 				return http_error(wsi, 404,
 				    JSONRPC_INVALID_REQUEST,
 				    "Session not found");
+			for (struct http_pss *q = h.live; q != NULL;
+			     q = q->next_live)
+				if (q->standalone &&
+				    strcmp(q->session, p->session) == 0) {
+					q->closing = 1;
+					lws_callback_on_writable(q->wsi);
+				}
 			return http_reply(
 			    wsi, 200, "application/json", NULL, NULL);
 		}
+		if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0)
+			return http_get(wsi, p);
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) <= 0)
 			return http_error(wsi, 405, JSONRPC_INVALID_REQUEST,
 			    "Method Not Allowed: POST messages to " HTTP_PATH);
@@ -519,8 +582,14 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	case LWS_CALLBACK_HTTP_BODY_COMPLETION:
 		return http_body_done(wsi, p);
 	case LWS_CALLBACK_HTTP_WRITEABLE:
+		if (p->standalone)
+			return http_keepalive(wsi, p);
 		if (p->waiting)
 			return http_write_out(wsi, p);
+		return 0;
+	case LWS_CALLBACK_TIMER:
+		if (p->standalone)
+			lws_callback_on_writable(wsi);
 		return 0;
 	case LWS_CALLBACK_CLOSED_HTTP:
 	case LWS_CALLBACK_HTTP_DROP_PROTOCOL:

@@ -89,8 +89,21 @@ t_sessions() {
 	expect_match "notification" "$r" '^202 ' || return 1
 	r=$(post -H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 1999-01-01' "$PING")
 	expect_match "protocol version" "$r" '^400 ' || return 1
-	expect_eq "GET" "$(curl -s -o /dev/null -w '%{http_code}' -H "Mcp-Session-Id: $sid" "$URL")" 405 || return 1
+	expect_eq "GET, not SSE" "$(curl -s -o /dev/null -w '%{http_code}' -H "Mcp-Session-Id: $sid" "$URL")" 406 || return 1
+	expect_eq "PUT" "$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H "Mcp-Session-Id: $sid" "$URL")" 405 || return 1
+	# GET opens the session's stream; DELETE ends the session and it
+	curl -s -N -H "Mcp-Session-Id: $sid" -H 'Accept: text/event-stream' \
+		--max-time 60 -o "$TMP/get.out" -w '%{http_code}' "$URL" >"$TMP/get.code" &
+	local get=$!
+	wait_for 10 test -s "$TMP/get.out" || fail "the GET stream sent nothing" || return 1
+	expect_eq "GET stream" "$(od -An -c "$TMP/get.out" | tr -d ' ')" ':\n\n' || return 1
+	kill -0 "$get" 2>/dev/null || fail "the GET stream closed early" || return 1
 	expect_eq "DELETE" "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Mcp-Session-Id: $sid" "$URL")" 200 || return 1
+	wait_for 10 bash -c "! kill -0 $get 2>/dev/null" || fail "DELETE left the GET stream open" || return 1
+	wait "$get"
+	expect_eq "GET status" "$(cat "$TMP/get.code")" 200 || return 1
+	expect_eq "GET of an ended session" "$(curl -s -o /dev/null -w '%{http_code}' \
+		-H "Mcp-Session-Id: $sid" -H 'Accept: text/event-stream' "$URL")" 404 || return 1
 	r=$(post -H "Mcp-Session-Id: $sid" "$PING")
 	expect_match "after DELETE" "$r" '^404 ' || return 1
 	expect_eq "other path" "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data-binary "$INIT" "http://127.0.0.1:$PORT/other")" 404
@@ -139,6 +152,15 @@ mcp() { VMUX_MCP_URL=$URL node "$CLIENT" "$@"; }
 
 t_create() { mcp create h1; }
 t_exec() { mcp bigexec h1; }
+
+# A call longer than any idle timeout answers on its open POST.
+t_long_call() {
+	local sid r
+	sid=$(session)
+	r=$(post -H "Mcp-Session-Id: $sid" --max-time 90 \
+		'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"exec","arguments":{"session":"h1","command":"sleep 20; echo slept"}}}')
+	expect_match "20 s call" "$r" '^200 .*"stdout":"slept\\n"'
+}
 t_shell() { mcp shell h1 open && mcp shell h1 use; }
 t_files() { mcp files h1 "$SHARE"; }
 t_cancel() { mcp cancel h1; }
@@ -146,11 +168,12 @@ t_progress() { mcp progress h1; }
 t_badargs() { mcp badargs h1; }
 
 check "conformance suite: every server scenario that applies passes" t_conformance
-check "sessions: Mcp-Session-Id, 400, 404, 202, 405, DELETE" t_sessions
+check "sessions: Mcp-Session-Id, 400, 404, 202, 405, GET's stream, DELETE" t_sessions
 check "DNS rebinding, Origin, bad and oversized bodies refused" t_refusals
 check "a bearer token: 401 without it; a readable file or none off loopback refused" t_token
 check "SDK client over HTTP: session_create" t_create
 check "SDK client over HTTP: exec cut head and tail, stdin, env, timeout" t_exec
+check "a 20 s call is answered on its POST" t_long_call
 check "SDK client over HTTP: a shell across clients" t_shell
 check "SDK client over HTTP: binary files and copies" t_files
 check "SDK client over HTTP: cancellation ends the command" t_cancel
