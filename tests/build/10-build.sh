@@ -78,7 +78,7 @@ echo "-I/fake/$2"
 FAKE
 	chmod +x "$fake/pkg-config"
 	got=$(PATH="$fake:$PATH" make --no-print-directory print-PKG_CFLAGS)
-	want="-I/fake/libcjson -I/fake/libuv -I/fake/ncursesw -I/fake/zlib"
+	want="-I/fake/libcjson -I/fake/libuv -I/fake/ncursesw -I/fake/zlib -I/fake/libwebsockets"
 	[[ $got == "$want" ]] || { echo "got '$got', want '$want'"; return 1; }
 }
 

@@ -12,7 +12,8 @@
 # checked on the raw stream, without the SDK.
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/tests/tui/tmux.sh"
-trap 'tui_tmux_kill; e2e_cleanup' EXIT
+# the file's status survives the tmux server's end (gone already: 1)
+trap 'rc=$?; tui_tmux_kill; (exit $rc); e2e_cleanup' EXIT
 
 CLIENT=$ROOT/tests/mcp/client.mjs
 [[ -d $ROOT/tests/mcp/node_modules/@modelcontextprotocol/sdk ]] || {

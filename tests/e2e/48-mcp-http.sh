@@ -33,7 +33,7 @@ serve() {
 		"$VMUX" mcp --http "127.0.0.1:$PORT" "$@" 2>"$log" &
 		pid=$!
 		bg_track "$pid"
-		if wait_for 10 grep -q 'listening on' "$log"; then
+		if wait_for 10 grep -qs 'listening on' "$log"; then
 			URL=http://127.0.0.1:$PORT/mcp
 			return 0
 		fi
