@@ -33,6 +33,6 @@ $(BUILD)/tests/vsock-hold: $(BUILD)/obj/tests/tools/vsock-hold.o
 MCP_NODE_STAMP := tests/mcp/node_modules/.package-lock.json
 $(MCP_NODE_STAMP): tests/mcp/package-lock.json tests/mcp/package.json
 	$(if $(V),,@echo "  NPM     tests/mcp")
-	$(Q)cd tests/mcp && npm ci --no-audit --no-fund --loglevel=error >/dev/null
+	$(Q)cd tests/mcp && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >/dev/null
 	$(Q)touch $@
 TEST_EXTRA += $(MCP_NODE_STAMP)
