@@ -69,3 +69,14 @@ install-guest: $(GUEST)
 # QEMU command lines and acceleration detection (session/qemu.c, accel.c).
 UNIT_TESTS += qemu
 UNIT_qemu_SRCS := tests/unit/test_qemu.c session/qemu.c session/accel.c
+
+# vmux's own guest kernel (guest/lean.config over tinyconfig, from
+# linux-source-6.1), built on demand and kept under $(BUILD)/cache/lean-*;
+# not the default yet: `vmux new --kernel $(BUILD)/guest/vmlinux-lean`.
+.PHONY: guest-lean
+guest-lean: $(GUEST_OUT)/vmlinux-lean
+$(GUEST_OUT)/vmlinux-lean: guest/lean.config guest/kernel-lean
+	@scripts/install-deps --kernel
+	@mkdir -p $(@D)
+	$(if $(V),,@echo "  KERNEL  $@")
+	$(Q)guest/kernel-lean $(BUILD)/cache $@
