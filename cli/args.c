@@ -350,3 +350,20 @@ args_size(const char *s, int *cols, int *rows, char **cause)
 	free(safe);
 	return -1;
 }
+
+/*
+ * Add --env's K=V words (checked by args_env_valid) to obj as members; a
+ * later word for the same key wins, as in a shell.
+ */
+void
+args_env_add(cJSON *obj, char *const *env, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const char *eq = strchr(env[i], '=');
+		char *key = xstrndup(env[i], (size_t)(eq - env[i]));
+
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+		cJSON_AddStringToObject(obj, key, eq + 1);
+		free(key);
+	}
+}

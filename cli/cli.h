@@ -107,6 +107,7 @@ struct args {
 	size_t nowned;
 };
 
+struct cJSON;
 /* args.c */
 int args_parse(const struct cmd_entry *, int argc, char **argv, struct args *,
     char **cause);
@@ -115,6 +116,7 @@ int args_has(const struct args *, const char *name);
 const char *args_get(const struct args *, const char *name);
 char **args_values(const struct args *, const char *name, int *n);
 int args_env_valid(const char *kv, char **cause);
+void args_env_add(struct cJSON *obj, char *const *env, int n);
 int args_shell_id_valid(const char *id, char **cause);
 int args_size(const char *s, int *cols, int *rows, char **cause);
 const char *args_signal(const char *s, char **cause);

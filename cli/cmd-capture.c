@@ -23,6 +23,7 @@
 #define CAPTURE_TIMEOUT_S  10
 #define CAPTURE_IDLE_MAX   60000
 #define CAPTURE_SCREEN_MAX (64 << 20) /* scrollback read for --plain */
+#define CAPTURE_READ_MAX   1048576    /* the agent's most a read_shell */
 
 static int cmd_capture_exec(struct args *);
 
@@ -64,6 +65,7 @@ const struct cmd_entry cmd_capture_entry = {
 struct capture {
 	char *out; /* output read (UTF-8) */
 	size_t len;
+	size_t chars;         /* ... in characters */
 	int64_t cursor, next; /* where out starts, where the next read does */
 	int truncated;        /* the ring had dropped bytes asked for */
 	int idle;             /* the shell was quiet for wait-idle */
@@ -101,18 +103,19 @@ reply_num(const cJSON *o, const char *key, double def)
 }
 
 /*
- * Read from cursor (< 0: the oldest kept) until max_chars were read, or,
- * with idle_ms, until a wait of idle_ms saw nothing new (the shell is
- * quiet) or the shell ended or the deadline passed. 0, or -1 with *cause.
+ * Read from cursor (< 0: the oldest kept) until max_chars were read or the
+ * output kept ends, and, with idle_ms, until a wait of idle_ms saw nothing
+ * new (the shell is quiet) or the shell ended; never past the deadline.
+ * 0, or -1 with *cause.
  */
 static int
 capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
-    int max_chars, int idle_ms, uint64_t deadline, struct capture *c,
+    size_t max_chars, int idle_ms, uint64_t deadline, struct capture *c,
     char **cause)
 {
 	const cJSON *out, *state;
 	cJSON *reply;
-	size_t n;
+	size_t n, want;
 	int first = 1, wait;
 
 	for (;;) {
@@ -121,8 +124,10 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
 			wait = mono_ms() >= deadline
 			    ? 0
 			    : (int)(deadline - mono_ms());
+		want = max_chars - c->chars; /* a read gives at most 1 Mi */
 		reply = capture_read(t, id, cursor,
-		    max_chars - (int)utf8_chars(c->out, c->len), wait, cause);
+		    want > CAPTURE_READ_MAX ? CAPTURE_READ_MAX : (int)want,
+		    wait, cause);
 		if (reply == NULL)
 			return -1;
 		out = cJSON_GetObjectItemCaseSensitive(reply, "output");
@@ -135,6 +140,7 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
 			c->truncated = 1;
 		c->out = xrealloc(c->out, c->len + n + 1);
 		memcpy(c->out + c->len, n > 0 ? out->valuestring : "", n);
+		c->chars += utf8_chars(c->out + c->len, n);
 		c->len += n;
 		c->out[c->len] = '\0';
 		cursor = (int64_t)reply_num(reply, "next_cursor", 0);
@@ -142,15 +148,21 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
 		cJSON_Delete(c->record);
 		c->record = reply;
 		state = cJSON_GetObjectItemCaseSensitive(reply, "state");
-		if (idle_ms <= 0 ||
-		    utf8_chars(c->out, c->len) >= (size_t)max_chars)
+		if (c->chars >= max_chars)
+			return 0;
+		if (n > 0 &&
+		    cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(reply, "more"))) {
+			if (mono_ms() >= deadline)
+				return 0;
+			continue; /* kept output still to read */
+		}
+		if (idle_ms <= 0)
 			return 0;
 		if (!cJSON_IsString(state) ||
 		    strcmp(state->valuestring, "running") != 0)
 			return 0;
-		if (n == 0 &&
-		    !cJSON_IsTrue(
-		        cJSON_GetObjectItemCaseSensitive(reply, "more"))) {
+		if (n == 0) {
 			c->idle = wait >= idle_ms;
 			return 0;
 		}
@@ -194,44 +206,6 @@ screen_text(const char *bytes, size_t len, int cols, int rows)
 	return out;
 }
 
-/* The whole scrollback kept for shell id, read to its end (caller frees). */
-static char *
-capture_scrollback(
-    const struct vsock_target *t, const char *id, size_t *len, char **cause)
-{
-	struct capture all;
-	uint64_t deadline = mono_ms() + CAPTURE_REQUEST_S * 1000;
-	int more = 1;
-	int64_t cursor = -1;
-
-	memset(&all, 0, sizeof all);
-	while (more && all.len < CAPTURE_SCREEN_MAX && mono_ms() < deadline) {
-		cJSON *reply = capture_read(t, id, cursor, 1048576, 0, cause);
-		const cJSON *out;
-		size_t n;
-
-		if (reply == NULL) {
-			free(all.out);
-			return NULL;
-		}
-		out = cJSON_GetObjectItemCaseSensitive(reply, "output");
-		n = cJSON_IsString(out) ? strlen(out->valuestring) : 0;
-		all.out = xrealloc(all.out, all.len + n + 1);
-		memcpy(all.out + all.len, n > 0 ? out->valuestring : "", n);
-		all.len += n;
-		cursor = (int64_t)reply_num(reply, "next_cursor", 0);
-		more = n > 0 &&
-		    cJSON_IsTrue(
-		        cJSON_GetObjectItemCaseSensitive(reply, "more"));
-		cJSON_Delete(reply);
-	}
-	if (all.out == NULL)
-		all.out = xstrdup("");
-	all.out[all.len] = '\0';
-	*len = all.len;
-	return all.out;
-}
-
 /* Parse the options into numbers; 0 or -1 with *cause. */
 static int
 capture_opts(const struct args *a, long long *cursor, long long *idle,
@@ -265,10 +239,9 @@ cmd_capture_exec(struct args *a)
 {
 	struct session_record r;
 	struct vsock_target t;
-	struct capture c;
+	struct capture c, all;
 	long long cursor, idle, timeout, max;
-	char *cause = NULL, *screen = NULL, *bytes;
-	size_t blen;
+	char *cause = NULL, *screen = NULL;
 	int rc, cols, rows;
 	cJSON *res, *v;
 
@@ -282,7 +255,7 @@ cmd_capture_exec(struct args *a)
 	if ((rc = cli_running_session(a->argv[0], &r, &t)) != 0)
 		return rc;
 	memset(&c, 0, sizeof c);
-	rc = capture_gather(&t, a->argv[1], cursor, (int)max, (int)idle,
+	rc = capture_gather(&t, a->argv[1], cursor, (size_t)max, (int)idle,
 	    mono_ms() + (uint64_t)timeout * 1000, &c, &cause);
 	if (rc == 0 && args_has(a, "plain")) {
 		/* the guest's numbers: kept to what a terminal can be */
@@ -290,13 +263,15 @@ cmd_capture_exec(struct args *a)
 		rows = (int)reply_num(c.record, "rows", 24);
 		if (cols < 1 || cols > 4096 || rows < 1 || rows > 4096)
 			cols = 80, rows = 24;
-		if ((bytes = capture_scrollback(
-		         &t, a->argv[1], &blen, &cause)) == NULL)
-			rc = -1;
-		else {
-			screen = screen_text(bytes, blen, cols, rows);
-			free(bytes);
-		}
+		/* the whole scrollback kept, rendered */
+		memset(&all, 0, sizeof all);
+		rc = capture_gather(&t, a->argv[1], -1, CAPTURE_SCREEN_MAX, 0,
+		    mono_ms() + CAPTURE_REQUEST_S * 1000, &all, &cause);
+		if (rc == 0)
+			screen = screen_text(all.out != NULL ? all.out : "",
+			    all.len, cols, rows);
+		free(all.out);
+		cJSON_Delete(all.record);
 	}
 	record_free(&r);
 	if (rc != 0) {

@@ -79,7 +79,7 @@ cmd_exec_request(
 {
 	const char *s = args_get(a, "timeout");
 	char **env;
-	cJSON *o, *argv, *envo;
+	cJSON *o, *argv;
 	long long v = EXEC_TIMEOUT_DEFAULT;
 	int i, n;
 
@@ -117,17 +117,8 @@ cmd_exec_request(
 	for (i = 1; i < a->argc; i++)
 		cJSON_AddItemToArray(argv, cJSON_CreateString(a->argv[i]));
 	cJSON_AddNumberToObject(o, "timeout_seconds", (double)v);
-	if (n > 0) {
-		envo = cJSON_AddObjectToObject(o, "env");
-		for (i = 0; i < n; i++) {
-			const char *eq = strchr(env[i], '=');
-			char *key = xstrndup(env[i], (size_t)(eq - env[i]));
-			/* a later --env for the same key wins */
-			cJSON_DeleteItemFromObjectCaseSensitive(envo, key);
-			cJSON_AddStringToObject(envo, key, eq + 1);
-			free(key);
-		}
-	}
+	if (n > 0)
+		args_env_add(cJSON_AddObjectToObject(o, "env"), env, n);
 	if (s != NULL)
 		cJSON_AddStringToObject(o, "cwd", s);
 	*timeout_s = (int)v;

@@ -62,17 +62,8 @@ open_request(const struct args *a, char **cause)
 	req = agent_req_open_shell(id, cols, rows);
 	if (cwd != NULL)
 		cJSON_AddStringToObject(req, "cwd", cwd);
-	if (n > 0) {
-		o = cJSON_AddObjectToObject(req, "env");
-		for (i = 0; i < n; i++) {
-			char *key = xstrndup(
-			    env[i], (size_t)(strchr(env[i], '=') - env[i]));
-			cJSON_DeleteItemFromObjectCaseSensitive(o, key);
-			cJSON_AddStringToObject(
-			    o, key, strchr(env[i], '=') + 1);
-			free(key);
-		}
-	}
+	if (n > 0)
+		args_env_add(cJSON_AddObjectToObject(req, "env"), env, n);
 	if (a->argc > 1) {
 		o = cJSON_AddArrayToObject(req, "command");
 		for (i = 1; i < a->argc; i++)

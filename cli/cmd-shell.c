@@ -162,13 +162,7 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	term = getenv("TERM");
 	if (isatty(STDOUT_FILENO) && term_name_ok(term))
 		cJSON_AddStringToObject(e, "TERM", term);
-	for (int i = 0; i < n; i++) {
-		const char *eq = strchr(env[i], '=');
-		char *k = xstrndup(env[i], (size_t)(eq - env[i]));
-		cJSON_DeleteItemFromObjectCaseSensitive(e, k);
-		cJSON_AddStringToObject(e, k, eq + 1);
-		free(k);
-	}
+	args_env_add(e, env, n);
 	if (cJSON_GetArraySize(e) == 0)
 		cJSON_DeleteItemFromObject(o, "env");
 	if (a->argc > 1) {

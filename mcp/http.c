@@ -48,6 +48,7 @@
 struct http_msg {
 	uint64_t stream; /* the request's number */
 	uint64_t client; /* its session, hashed */
+	int answer;      /* out: it answers its request, ending the stream */
 	char *text;
 	struct http_msg *next;
 };
@@ -60,14 +61,12 @@ struct http_pss {
 	int too_big;
 	char session[HTTP_ID_LEN + 1]; /* its Mcp-Session-Id */
 	int initialize;                /* makes the session */
-	int status;                    /* an answer decided before the body */
-	const char *reason;
-	int waiting;           /* a request: wait for its answer */
-	struct http_msg *out;  /* queued for it, in order */
-	int headers_sent, sse; /* how it is answered */
-	int done;              /* the answer went */
-	int standalone;        /* a GET stream: kept open, comments only */
-	int closing;           /* ... its session ended: close it */
+	int waiting;                   /* a request: wait for its answer */
+	struct http_msg *out;          /* queued for it, in order */
+	int headers_sent, sse;         /* how it is answered */
+	int done;                      /* the answer went */
+	int standalone; /* a GET stream: kept open, comments only */
+	int closing;    /* ... its session ended: close it */
 	struct lws *wsi;
 	struct http_pss *next_live;
 };
@@ -281,17 +280,6 @@ http_error(struct lws *wsi, int status, int code, const char *why)
 	return rc;
 }
 
-/* Is text a JSON-RPC answer (it ends its request's stream)? */
-static int
-is_answer(const char *text)
-{
-	cJSON *o = cJSON_Parse(text);
-	int answer = o != NULL && !cJSON_HasObjectItem(o, "method");
-
-	cJSON_Delete(o);
-	return answer;
-}
-
 /* Take the messages queued for the main thread's answers: each goes to
  * its waiting stream (dropped when the stream went). */
 static void
@@ -322,7 +310,7 @@ http_take_out(void)
 			n++;
 		/* a reader that does not keep up loses progress notes, never
 		 * its answer */
-		if (n >= HTTP_QUEUE_MAX && !is_answer(m->text)) {
+		if (n >= HTTP_QUEUE_MAX && !m->answer) {
 			free(m->text);
 			free(m);
 			continue;
@@ -345,7 +333,7 @@ http_write_out(struct lws *wsi, struct http_pss *p)
 		return 0;
 	if (!p->headers_sent) {
 		m = p->out;
-		if (m->next == NULL && is_answer(m->text)) {
+		if (m->next == NULL && m->answer) {
 			/* the answer alone: plain JSON */
 			p->out = NULL;
 			p->done = 1;
@@ -380,7 +368,7 @@ http_write_out(struct lws *wsi, struct http_pss *p)
 	/* one event each time the socket takes more */
 	m = p->out;
 	p->out = m->next;
-	final = is_answer(m->text);
+	final = m->answer;
 	n = strlen(m->text);
 	buf = xmalloc(LWS_PRE + n + 32);
 	n = (size_t)snprintf((char *)buf + LWS_PRE, n + 32,
@@ -543,9 +531,7 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 		header_custom(
 		    wsi, "mcp-session-id:", p->session, sizeof p->session);
 		header_custom(wsi, "mcp-protocol-version:", ver, sizeof ver);
-		if (ver[0] != '\0' && strcmp(ver, "2025-11-25") != 0 &&
-		    strcmp(ver, "2025-06-18") != 0 &&
-		    strcmp(ver, "2025-03-26") != 0)
+		if (ver[0] != '\0' && !mcp_version_known(ver))
 			return http_error(wsi, 400, JSONRPC_INVALID_REQUEST,
 			    "unsupported MCP-Protocol-Version");
 		if (lws_hdr_total_length(wsi, WSI_TOKEN_DELETE_URI) > 0) {
@@ -633,13 +619,13 @@ http_thread(void *arg)
 
 /* mcp_handle's send: queue msg for its stream, wake libwebsockets. */
 static void
-http_send(void *conn, const char *msg)
+http_send(void *conn, const char *msg, int answer)
 {
 	/* a stream's conn is its number (see http_take_in) */
 	uint64_t stream = (uint64_t)(uintptr_t)conn;
 
 	pthread_mutex_lock(&h.lock);
-	queue(&h.out_tail, stream, xstrdup(msg));
+	queue(&h.out_tail, stream, xstrdup(msg))->answer = answer;
 	pthread_mutex_unlock(&h.lock);
 	lws_cancel_service(h.ctx);
 }

@@ -34,8 +34,7 @@
 
 /* The most one message may be (a file written through it is 16 MiB,
  * base64 makes that 22 MiB). */
-#define MCP_MESSAGE_MAX     (24u << 20)
-#define MCP_PROTOCOL_LATEST "2025-11-25"
+#define MCP_MESSAGE_MAX (24u << 20)
 /* Tool calls under way at once (each a vmux child process). */
 #define MCP_CALLS_MAX 32
 
@@ -140,8 +139,11 @@ void mcp_jobs_stop_all(void);
 
 /* server.c */
 struct mcp_server;
-typedef void (*mcp_send_fn)(void *conn, const char *msg);
+/* Send msg to conn; answer: it answers its request (the last message a
+ * request gets), else a notification before it. */
+typedef void (*mcp_send_fn)(void *conn, const char *msg, int answer);
 struct mcp_server *mcp_server_new(struct mcp_policy *);
+int mcp_version_known(const char *version);
 void mcp_server_free(struct mcp_server *);
 void mcp_handle(struct mcp_server *, const char *text, size_t len,
     mcp_send_fn send, void *conn, uint64_t client);
@@ -180,8 +182,7 @@ struct mcp_call {
 	void (*scratch_free)(void *);
 	struct mcp_call *next;
 };
-const struct mcp_policy *mcp_call_policy(const struct mcp_call *);
-struct mcp_policy *mcp_call_policy_rw(const struct mcp_call *);
+struct mcp_policy *mcp_call_policy(const struct mcp_call *);
 void mcp_call_ok(struct mcp_call *, cJSON *structured, const char *text);
 void mcp_call_fail(struct mcp_call *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -32,6 +32,23 @@ static const char *const mcp_versions[] = {
     "2025-03-26",
 };
 
+/* Which of mcp_versions is version; -1: none. */
+static int
+mcp_version_index(const char *version)
+{
+	for (size_t i = 0; i < nitems(mcp_versions); i++)
+		if (strcmp(version, mcp_versions[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Do we speak protocol version (an MCP-Protocol-Version header's)? */
+int
+mcp_version_known(const char *version)
+{
+	return mcp_version_index(version) >= 0;
+}
+
 struct mcp_server {
 	struct mcp_policy *policy;
 	struct mcp_call *calls; /* under way */
@@ -81,16 +98,9 @@ mcp_server_free(struct mcp_server *s)
 	free(s);
 }
 
-/* The policy a call runs under. */
-const struct mcp_policy *
-mcp_call_policy(const struct mcp_call *c)
-{
-	return c->server->policy;
-}
-
-/* The same, for the counts a call keeps in it (session_create). */
+/* The policy a call runs under (session_create keeps its counts in it). */
 struct mcp_policy *
-mcp_call_policy_rw(const struct mcp_call *c)
+mcp_call_policy(const struct mcp_call *c)
 {
 	return c->server->policy;
 }
@@ -129,7 +139,7 @@ call_answer(struct mcp_call *c, cJSON *result)
 {
 	char *msg = jsonrpc_result(c->id, result);
 
-	c->send(c->conn, msg);
+	c->send(c->conn, msg, 1);
 	free(msg);
 	call_free(c);
 }
@@ -202,7 +212,7 @@ mcp_call_progress(struct mcp_call *c, const char *message)
 	if (message != NULL)
 		cJSON_AddStringToObject(p, "message", message);
 	msg = jsonrpc_notification("notifications/progress", p);
-	c->send(c->conn, msg);
+	c->send(c->conn, msg, 0);
 	free(msg);
 }
 
@@ -242,7 +252,7 @@ send_error(mcp_send_fn send, void *conn, const cJSON *id, int code,
 {
 	char *msg = jsonrpc_error(id, code, message);
 
-	send(conn, msg);
+	send(conn, msg, 1);
 	free(msg);
 }
 
@@ -252,7 +262,7 @@ send_result(mcp_send_fn send, void *conn, const cJSON *id, cJSON *result)
 {
 	char *msg = jsonrpc_result(id, result);
 
-	send(conn, msg);
+	send(conn, msg, 1);
 	free(msg);
 }
 
@@ -263,11 +273,12 @@ do_initialize(const cJSON *params)
 	const cJSON *v =
 	    cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
 	const char *version = mcp_versions[0];
+	int known;
 	cJSON *res = cJSON_CreateObject(), *caps, *info;
 
-	for (size_t i = 0; cJSON_IsString(v) && i < nitems(mcp_versions); i++)
-		if (strcmp(v->valuestring, mcp_versions[i]) == 0)
-			version = mcp_versions[i];
+	known = cJSON_IsString(v) ? mcp_version_index(v->valuestring) : -1;
+	if (known >= 0)
+		version = mcp_versions[known];
 	cJSON_AddStringToObject(res, "protocolVersion", version);
 	caps = cJSON_AddObjectToObject(res, "capabilities");
 	cJSON_AddBoolToObject(

@@ -24,9 +24,10 @@
 /* Write one message and its newline to stdout. A client that left ends
  * nothing here: the loop sees stdin's end. */
 static void
-stdio_send(void *conn, const char *msg)
+stdio_send(void *conn, const char *msg, int answer)
 {
 	(void)conn;
+	(void)answer;
 	if (write_all(STDOUT_FILENO, msg, strlen(msg)) >= 0)
 		write_all(STDOUT_FILENO, "\n", 1);
 }
@@ -53,7 +54,7 @@ stdio_lines(struct mcp_server *s, char *buf, size_t *len, int *skipping)
 		char *msg = jsonrpc_error(
 		    NULL, JSONRPC_INVALID_REQUEST, "message too large");
 
-		stdio_send(NULL, msg);
+		stdio_send(NULL, msg, 1);
 		free(msg);
 		*len = 0;
 		*skipping = 1;

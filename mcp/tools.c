@@ -194,10 +194,29 @@ arg_pairs(const cJSON *args, const char *key, const char *flag,
 	return 0;
 }
 
+/* Why a vmux command failed, for the agent: the first line of its stderr
+ * without "vmux: ", else its status (caller frees). */
+static char *
+job_err_line(struct mcp_call *c)
+{
+	struct mcp_job *j = c->job;
+	const char *e = j->err;
+	char *line;
+
+	if (j->err_len == 0) {
+		xasprintf(&line, "vmux %s failed (exit status %d)",
+		    c->tool->name, mcp_job_exit_code(j));
+		return line;
+	}
+	if (strncmp(e, "vmux: ", 6) == 0)
+		e += 6;
+	return xstrndup(e, strcspn(e, "\n"));
+}
+
 /* The vmux command's --json answer: parsed, or NULL with *cause (its
  * "error", else its stderr, else its status). */
 static cJSON *
-mcp_job_json(struct mcp_call *c, char **cause)
+call_json(struct mcp_call *c, char **cause)
 {
 	struct mcp_job *j = c->job;
 	const cJSON *err;
@@ -212,15 +231,7 @@ mcp_job_json(struct mcp_call *c, char **cause)
 		return NULL;
 	}
 	if (o == NULL || mcp_job_exit_code(j) != 0) {
-		if (j->err_len > 0) {
-			xasprintf(cause, "%.*s", (int)j->err_len, j->err);
-			if (strncmp(*cause, "vmux: ", 6) == 0)
-				memmove(
-				    *cause, *cause + 6, strlen(*cause + 6) + 1);
-			(*cause)[strcspn(*cause, "\n")] = '\0';
-		} else
-			xasprintf(cause, "vmux %s failed (exit status %d)",
-			    c->tool->name, mcp_job_exit_code(j));
+		*cause = job_err_line(c);
 		cJSON_Delete(o);
 		return NULL;
 	}
@@ -232,7 +243,7 @@ static void
 finish_object(struct mcp_call *c)
 {
 	char *cause = NULL;
-	cJSON *o = mcp_job_json(c, &cause);
+	cJSON *o = call_json(c, &cause);
 
 	if (o == NULL) {
 		mcp_call_fail(c, "%s", cause);
@@ -249,7 +260,7 @@ static void
 finish_wrapped(struct mcp_call *c, const char *key)
 {
 	char *cause = NULL;
-	cJSON *o = mcp_job_json(c, &cause), *res;
+	cJSON *o = call_json(c, &cause), *res;
 
 	if (o == NULL) {
 		mcp_call_fail(c, "%s", cause);
@@ -273,28 +284,11 @@ finish_sessions(struct mcp_call *c)
 	finish_wrapped(c, "sessions");
 }
 
+/* vmux shells --json prints a list of shell records. */
 static void
 finish_shells(struct mcp_call *c)
 {
-	char *cause = NULL;
-	cJSON *o = mcp_job_json(c, &cause), *res, *list;
-
-	if (o == NULL) {
-		mcp_call_fail(c, "%s", cause);
-		free(cause);
-		return;
-	}
-	/* vmux shells --json: {"shells": [...]} or a bare list */
-	list = cJSON_IsArray(o) ? o : cJSON_DetachItemFromObject(o, "shells");
-	if (!cJSON_IsArray(list)) {
-		cJSON_Delete(list);
-		list = cJSON_CreateArray();
-	}
-	if (list != o)
-		cJSON_Delete(o);
-	res = cJSON_CreateObject();
-	cJSON_AddItemToObject(res, "shells", list);
-	mcp_call_ok(c, res, NULL);
+	finish_wrapped(c, "shells");
 }
 
 /* ---- sessions ---- */
@@ -415,7 +409,7 @@ create_mount(
 static int
 t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 {
-	struct mcp_policy *p = mcp_call_policy_rw(c);
+	struct mcp_policy *p = mcp_call_policy(c);
 	const char *name, *profile, *image;
 	const cJSON *mounts, *m;
 	struct profile prof;
@@ -550,7 +544,7 @@ static void
 finish_status(struct mcp_call *c)
 {
 	char *cause = NULL;
-	cJSON *o = mcp_job_json(c, &cause), *e;
+	cJSON *o = call_json(c, &cause), *e;
 	const cJSON *n;
 
 	if (o == NULL) {
@@ -686,26 +680,19 @@ exec_text(const cJSON *o)
 	const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "exit_code");
 	const cJSON *out = cJSON_GetObjectItemCaseSensitive(o, "stdout");
 	const cJSON *err = cJSON_GetObjectItemCaseSensitive(o, "stderr");
-	char *text;
+	char status[32], *text;
 
-	xasprintf(&text, "%s%s%s%s%s",
-	    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "timed_out"))
-	        ? "timed out"
-	        : (cJSON_IsNumber(code) && code->valueint == 0
-	                  ? "exit 0"
-	                  : "exit non-zero"),
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "timed_out")))
+		snprintf(status, sizeof status, "timed out");
+	else if (cJSON_IsNumber(code))
+		snprintf(status, sizeof status, "exit %d", code->valueint);
+	else
+		snprintf(status, sizeof status, "exit non-zero");
+	xasprintf(&text, "%s%s%s%s%s", status,
 	    cJSON_IsString(out) && *out->valuestring ? "\n--- stdout\n" : "",
 	    cJSON_IsString(out) ? out->valuestring : "",
 	    cJSON_IsString(err) && *err->valuestring ? "\n--- stderr\n" : "",
 	    cJSON_IsString(err) ? err->valuestring : "");
-	if (cJSON_IsNumber(code) && code->valueint != 0) {
-		char *t;
-
-		xasprintf(&t, "exit %d%s", code->valueint,
-		    strchr(text, '\n') ? strchr(text, '\n') : "");
-		free(text);
-		text = t;
-	}
 	return text;
 }
 
@@ -733,7 +720,7 @@ finish_exec(struct mcp_call *c)
 		if (cJSON_IsString(err))
 			xasprintf(&cause, "%s", err->valuestring);
 		cJSON_Delete(o);
-		if (cause == NULL && (o = mcp_job_json(c, &cause)) != NULL) {
+		if (cause == NULL && (o = call_json(c, &cause)) != NULL) {
 			cJSON_Delete(o);
 			xasprintf(&cause, "vmux exec gave no result");
 		}
@@ -1158,7 +1145,7 @@ exec_stream_bytes(const cJSON *o, const char *name, size_t *len)
 static cJSON *
 file_exec_result(struct mcp_call *c, char **cause)
 {
-	cJSON *o = mcp_job_json(c, cause);
+	cJSON *o = call_json(c, cause);
 	const cJSON *code;
 	unsigned char *err;
 	size_t n;
@@ -1465,11 +1452,8 @@ finish_logs(struct mcp_call *c)
 	cJSON *res;
 
 	if (mcp_job_exit_code(j) != 0) {
-		err = j->err != NULL ? xstrdup(j->err)
-		                     : xstrdup("vmux logs failed");
-		err[strcspn(err, "\n")] = '\0';
-		mcp_call_fail(
-		    c, "%s", strncmp(err, "vmux: ", 6) == 0 ? err + 6 : err);
+		err = job_err_line(c);
+		mcp_call_fail(c, "%s", err);
 		free(err);
 		return;
 	}
