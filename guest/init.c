@@ -679,7 +679,10 @@ load_modules(void)
 	snprintf(dir, sizeof dir, "/lib/modules/%s", u.release);
 	snprintf(path, sizeof path, "%s/vmux.load", dir);
 	if (read_small(path, list, sizeof list) < 0) {
-		say("no module list %s: %s", path, strerror(errno));
+		if (errno == ENOENT) /* vmux's own kernel: all built in */
+			say("no modules to load");
+		else
+			say("module list %s: %s", path, strerror(errno));
 		return 0;
 	}
 	for (line = strtok_r(list, "\n", &save); line != NULL;

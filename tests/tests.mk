@@ -12,12 +12,11 @@ $(BUILD)/tests/hostile-agent: $(BUILD)/obj/tests/tools/hostile-agent.o
 	$(if $(V),,@echo "  LD      $@")
 	$(Q)$(CC) -static -o $@ $^
 
-$(BUILD)/tests/hostile-initrd.img: $(GUEST_OUT)/kernel.root guest/mkinitrd \
-    guest/modules.list $(BIN)/vmux-init $(BIN)/vmux-nc \
+$(BUILD)/tests/hostile-initrd.img: $(GUEST_MODULE_DEPS) guest/mkinitrd \
+    $(GUEST_OUT)/kernel.choice $(BIN)/vmux-init $(BIN)/vmux-nc \
     $(BUILD)/tests/hostile-agent
 	$(if $(V),,@echo "  INITRD  $@")
-	$(Q)guest/mkinitrd --kernel-root "$$(cat $<)" \
-	    --modules guest/modules.list --init $(BIN)/vmux-init \
+	$(Q)guest/mkinitrd $(GUEST_MODULE_ARGS) --init $(BIN)/vmux-init \
 	    --nc $(BIN)/vmux-nc --agent $(BUILD)/tests/hostile-agent --out $@
 
 # tests/e2e/25-bridge-device.sh holds 300 connections open from this one

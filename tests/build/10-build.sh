@@ -112,9 +112,33 @@ t_mkinitrd_builtin_modules() {
 	[[ ! -e $TMP/j.img ]] || { echo "an image was written"; return 1; }
 }
 
+# The default guest's kernel (vmux's own, which make test builds first) has
+# every option guest/lean.config sets, and none it turns off; KVM's and
+# TCG's clocks both, though only TCG runs here. The check itself fails on
+# a config that lost an option, naming it.
+t_lean_kernel_config() {
+	local cfg=$BUILD/guest/lean/vmlinux.config o out
+	[[ -f $cfg ]] || { echo "$cfg missing"; return 1; }
+	guest/kernel-lean --check-config guest/lean.config "$cfg" || return 1
+	for o in KVM_GUEST PARAVIRT PVH VIRTIO_MMIO VIRTIO_VSOCKETS VIRTIO_BLK \
+	    EXT4_FS VIRTIO_FS MEMCG CGROUP_PIDS X86_TSC; do
+		grep -qx "CONFIG_$o=y" "$cfg" || { echo "CONFIG_$o not built in"; return 1; }
+	done
+	grep -qx 'CONFIG_MODULES=y' "$cfg" && { echo "modules enabled"; return 1; }
+	grep -v '^CONFIG_VIRTIO_BLK=' "$cfg" >"$TMP/lost.config"
+	out=$(guest/kernel-lean --check-config guest/lean.config "$TMP/lost.config" 2>&1)
+	[[ $? -ne 0 && $out == *"dropped: CONFIG_VIRTIO_BLK=y"* ]] ||
+	    { echo "a lost option: $out"; return 1; }
+	{ cat "$cfg"; echo CONFIG_VT=y; } >"$TMP/forced.config"
+	out=$(guest/kernel-lean --check-config guest/lean.config "$TMP/forced.config" 2>&1)
+	[[ $? -ne 0 && $out == *"on again: CONFIG_VT"* ]] ||
+	    { echo "an option turned on again: $out"; return 1; }
+}
+
 check "no tracked file over 1 MiB" t_no_big_files
 check "plain make without a build package says so in one line" t_missing_dep_one_line
 check "pkg-config is asked per package" t_pkg_config_per_package
 check "mkinitrd: built-in modules neither shipped nor loaded" t_mkinitrd_builtin_modules
+check "the lean kernel's config is the fragment's" t_lean_kernel_config
 echo "build: $pass passed, $failed failed"
 [[ $failed -eq 0 ]]

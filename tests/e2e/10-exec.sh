@@ -20,6 +20,14 @@ t_each_mount_once() {
 	out=$(vmux exec ex -- sh -c 'cut -d" " -f2,3 /proc/mounts | grep -E "^/(proc|tmp|run|dev/pts|dev/shm|sys/fs/cgroup) " | sort | tr "\n" ,')
 	expect_eq "the pseudo file systems" "$out" "/dev/pts devpts,/dev/shm tmpfs,/proc proc,/run tmpfs,/sys/fs/cgroup cgroup2,/tmp tmpfs,"
 }
+# The default kernel (vmux's own) has every driver built in: no module
+# support, none loaded, and vmux-init says so. (Debian's: 16-debian-kernel.)
+t_no_modules() {
+	vmux exec ex -- test ! -e /proc/modules || fail "/proc/modules exists"
+	vmux logs ex | grep -aq 'vmux-init: no modules to load' ||
+	    fail "no 'no modules to load' on the console: $(vmux logs ex | grep -a modules)"
+	expect_match "kernel" "$(vmux exec ex -- uname -r)" '^6\.1\.[0-9]+$'
+}
 t_stderr_separate() {
 	local out err
 	out=$(vmux exec ex -- sh -c 'echo to-out; echo to-err >&2' 2>"$TMP/err")
@@ -149,6 +157,11 @@ check "exec -- '': a usage error found on the host (2)" t_empty_command_is_a_usa
 check "the guest's host name is the session's name" t_hostname_is_the_session_name
 check "each file system is mounted once" t_each_mount_once
 check "exec keeps stderr apart" t_stderr_separate
+if [[ $(cat "$BUILD/guest/kernel.choice") == lean ]]; then
+	check "vmux's own kernel loads no modules" t_no_modules
+else
+	skip "vmux's own kernel loads no modules" "built with GUEST_KERNEL=debian"
+fi
 check "exec exits with the command's status" t_exit_code
 check "exec passes argv unchanged" t_argv_kept
 check "guest runs Linux x86_64" t_kernel
