@@ -2,7 +2,8 @@
  * pty-rtt.c: keystroke-to-screen latency of a terminal program, measured
  * the way a terminal sees it.
  *
- * Usage: pty-rtt [--grid] KEYS COLS ROWS -- COMMAND [ARG...]. Runs COMMAND
+ * Usage: pty-rtt [--grid] [--samples FILE] KEYS COLS ROWS -- COMMAND [ARG...].
+ * Runs COMMAND
  * on a new PTY of COLS x ROWS (TERM=xterm-256color), waits until its
  * output has been quiet for a second (the prompt is up), then types 'Z'
  * and times until a 'Z' comes back in the output (the echo, drawn), then
@@ -16,7 +17,8 @@
  * --grid`, whose tiles take no keys) the keys are l and h (right, left) and
  * the answer is the '>' that marks the focused tile being drawn; the
  * output is not waited quiet between keys (the tiles keep printing).
- * Prints the median, p90, p99 and min, then hangs up the PTY.
+ * Prints the median, p90, p99 and min (--samples also appends each key's
+ * milliseconds to FILE, a line each, to pool rounds), then hangs up the PTY.
  */
 #include <sys/wait.h>
 
@@ -78,17 +80,27 @@ int
 main(int argc, char **argv)
 {
 	struct winsize ws;
-	int keys, fd, i, st, grid = argc > 1 && strcmp(argv[1], "--grid") == 0;
+	int keys, fd, i, st, grid = 0;
+	const char *samples = NULL;
 	double *lat;
 	pid_t pid;
 
-	if (grid) {
-		argv++;
-		argc--;
+	for (;;) {
+		if (argc > 1 && strcmp(argv[1], "--grid") == 0) {
+			grid = 1;
+			argv++;
+			argc--;
+		} else if (argc > 2 && strcmp(argv[1], "--samples") == 0) {
+			samples = argv[2];
+			argv += 2;
+			argc -= 2;
+		} else
+			break;
 	}
 	if (argc < 6 || strcmp(argv[4], "--") != 0) {
 		fprintf(stderr,
-		    "usage: pty-rtt [--grid] KEYS COLS ROWS -- COMMAND...\n");
+		    "usage: pty-rtt [--grid] [--samples FILE] KEYS "
+		    "COLS ROWS -- COMMAND...\n");
 		return 2;
 	}
 	keys = atoi(argv[1]);
@@ -135,6 +147,13 @@ main(int argc, char **argv)
 		if (write(fd, "\177", 1) != 1 ||
 		    drain(fd, QUIET_KEY_MS, 0, ECHO_WAIT_MS) < 0)
 			break;
+	}
+	if (i > 0 && samples != NULL) {
+		FILE *f = fopen(samples, "a");
+		for (int k = 0; f != NULL && k < i; k++)
+			fprintf(f, "%.3f\n", lat[k]);
+		if (f == NULL || fclose(f) != 0)
+			perror(samples);
 	}
 	if (i > 0)
 		bench_report("keystroke to screen", lat, i);

@@ -222,10 +222,17 @@ draw_pane(struct tui *t, struct pane *p, const struct rect *r, int all)
 	int64_t hist = pane_history(p);
 
 	for (int y = 0; y < r->h; y++) {
-		int row = top + y - p->view;
-		if (!all && row >= 0 && row < p->rows && !p->dirty[row])
-			continue;
-		for (int x = 0; x < r->w; x++) {
+		int row = top + y - p->view, from = 0, to = r->w;
+		if (!all && row >= 0 && row < p->rows) {
+			const struct pane_span *d = &p->dirty[row];
+			if (d->to == 0)
+				continue;
+			/* a column back: a changed cell may be the second
+			 * half of a wide glyph, drawn from its first */
+			from = d->from > 0 ? d->from - 1 : 0;
+			to = d->to < r->w ? d->to : r->w;
+		}
+		for (int x = from; x < to; x++) {
 			int hl = copy && copy_cell_selected(t, hist + row, x);
 			if (row >= p->rows || x >= p->cols ||
 			    pane_cell(p, row, x, &c) != 0) {
@@ -236,7 +243,7 @@ draw_pane(struct tui *t, struct pane *p, const struct rect *r, int all)
 			draw_cell(t, r->y + y, r->x + x, &c, hl, r->w - x);
 		}
 	}
-	memset(p->dirty, 0, (size_t)p->rows);
+	memset(p->dirty, 0, (size_t)p->rows * sizeof *p->dirty);
 	p->any_dirty = 0;
 }
 
@@ -271,7 +278,9 @@ draw_pane_banner(struct tui *t, struct pane *p, const struct rect *r)
 	put_text(r->y + r->h - 1, r->x, r->w, s);
 	attr_set(A_NORMAL, 0, NULL);
 	free(s);
-	p->dirty[p->rows - 1 < 0 ? 0 : p->rows - 1] = 1;
+	/* drawn again next frame (not scheduled: that one comes anyway) */
+	p->dirty[p->rows - 1 < 0 ? 0 : p->rows - 1] =
+	    (struct pane_span){0, UINT16_MAX};
 }
 
 /* Human memory size: "512M", "2G". */
@@ -487,13 +496,15 @@ draw_status(struct tui *t)
 {
 	const struct rect *r = &t->lay.status;
 	struct pane *p = tui_key_pane(t);
-	char left[256], right[512], xfer[512];
+	char left[256], right[512], xfer[512], *drawn;
 	int lw;
 
 	if (r->h == 0)
 		return;
 	if (t->prompt.on) {
 		size_t lab = strlen(t->prompt.label);
+		free(t->status_drawn);
+		t->status_drawn = NULL;
 		draw_style(t, TH_DIALOG);
 		put_text(r->y, r->x, r->w, t->prompt.label);
 		put_text(
@@ -544,6 +555,15 @@ draw_status(struct tui *t)
 		    "[sessions] Up/Down, Enter opens, Esc ");
 	else
 		snprintf(right, sizeof right, "C-b ? help ");
+	/* the same line as last frame's (a key's echo): nothing to draw */
+	xasprintf(&drawn, "%d %d %d %d|%s|%s|%s", r->y, r->w,
+	    t->message != NULL, t->message_error, left, xfer, right);
+	if (t->status_drawn != NULL && strcmp(drawn, t->status_drawn) == 0) {
+		free(drawn);
+		return;
+	}
+	free(t->status_drawn);
+	t->status_drawn = drawn;
 	if (t->message != NULL &&
 	    (int)(strlen(left) + strlen(xfer) + strlen(right)) > r->w) {
 		/* a long message takes the whole line, elided in the middle
@@ -722,6 +742,8 @@ draw_frame(struct tui *t)
 	if (full) {
 		erase();
 		t->full_redraw = 0;
+		free(t->status_drawn); /* erased with the rest */
+		t->status_drawn = NULL;
 	}
 	overlay = t->menu.on || t->mode == MODE_HELP || t->mode == MODE_OUTPUT;
 	if (t->mode == MODE_GRID) {

@@ -29,25 +29,47 @@
 
 #define FEED_SLICE 4096 /* bytes parsed between clock checks */
 
-/* Rows start..end-1 need drawing. */
+/* Columns start_col..end_col-1 of rows start..end-1 need drawing. */
 static void
-mark_rows(struct pane *p, int start, int end)
+mark_cells(struct pane *p, int start, int end, int start_col, int end_col)
 {
 	if (start < 0)
 		start = 0;
 	if (end > p->rows)
 		end = p->rows;
-	for (int r = start; r < end; r++)
-		p->dirty[r] = 1;
+	if (start_col < 0)
+		start_col = 0;
+	if (end_col > UINT16_MAX)
+		end_col = UINT16_MAX;
+	if (start_col >= end_col)
+		return;
+	for (int r = start; r < end; r++) {
+		struct pane_span *d = &p->dirty[r];
+		if (d->to == 0 || start_col < d->from)
+			d->from = (uint16_t)start_col;
+		if (end_col > d->to)
+			d->to = (uint16_t)end_col;
+	}
 	p->any_dirty = 1;
 	draw_schedule(p->tui);
 }
 
-/* The screen: rows changed (cells written, scrolled or erased). */
+/* Rows start..end-1 need drawing, whole (and what is beside them). */
+static void
+mark_rows(struct pane *p, int start, int end)
+{
+	mark_cells(p, start, end, 0, UINT16_MAX);
+}
+
+/*
+ * The screen: cells changed (written, scrolled or erased). Only those are
+ * drawn again: a key's echo is one cell, not the row's hundred.
+ */
 static int
 cb_damage(VTermRect rect, void *user)
 {
-	mark_rows(user, rect.start_row, rect.end_row);
+	mark_cells(
+	    user, rect.start_row, rect.end_row, rect.start_col, rect.end_col);
 	return 1;
 }
 
@@ -148,7 +170,7 @@ pane_new(struct tui *t, const struct pane_source *src, const char *session,
 	p->fd = -1;
 	p->rows = rows < 1 ? 1 : rows;
 	p->cols = cols < 2 ? 2 : cols; /* see pane_set_size */
-	p->dirty = xcalloc((size_t)p->rows, 1);
+	p->dirty = xcalloc((size_t)p->rows, sizeof *p->dirty);
 	p->cur_visible = 1;
 	p->sb = sb_new(grid ? 64 * 1024 : t->cfg.scrollback);
 	p->stream_cursor = -1;
@@ -289,7 +311,8 @@ pane_set_size(struct pane *p, int cols, int rows)
 		             libvterm 0.1.4 put its cursor at column -1 */
 	if (cols < 1 || rows < 1 || (cols == p->cols && rows == p->rows))
 		return;
-	p->dirty = xrealloc(p->dirty, (size_t)rows);
+	p->dirty = xreallocarray(p->dirty, (size_t)rows, sizeof *p->dirty);
+	memset(p->dirty, 0, (size_t)rows * sizeof *p->dirty);
 	p->rows = rows;
 	p->cols = cols;
 	feed_resize(&p->feed, rows, cols);

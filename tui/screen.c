@@ -19,7 +19,8 @@
  *
  * The caller owns the VTerm; the screen owns its rows and frees them in
  * screen_free. Damage is merged into one band of rows and given to the
- * caller's damage callback at screen_flush.
+ * caller's damage callback at screen_flush, with the columns it spans (an
+ * echo is one cell to draw again, not a row).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -66,23 +67,37 @@ struct screen {
 	struct scell pen;       /* the pen (ch unused) */
 	VTermScreenCell *line;  /* a row as the scrollback callbacks take it */
 	int dmg_start, dmg_end; /* damaged rows, start == end: none */
+	int dmg_col0, dmg_col1; /* ... their columns col0..col1-1 */
 };
 
-/* Rows start..end-1 changed. */
+/* Columns col0..col1-1 of rows start..end-1 changed. */
 static void
-damage(struct screen *s, int start, int end)
+damage_cells(struct screen *s, int start, int end, int col0, int col1)
 {
-	if (start >= end)
+	if (start >= end || col0 >= col1)
 		return;
 	if (s->dmg_start == s->dmg_end) {
 		s->dmg_start = start;
 		s->dmg_end = end;
+		s->dmg_col0 = col0;
+		s->dmg_col1 = col1;
 		return;
 	}
 	if (start < s->dmg_start)
 		s->dmg_start = start;
 	if (end > s->dmg_end)
 		s->dmg_end = end;
+	if (col0 < s->dmg_col0)
+		s->dmg_col0 = col0;
+	if (col1 > s->dmg_col1)
+		s->dmg_col1 = col1;
+}
+
+/* Rows start..end-1 changed, whole. */
+static void
+damage(struct screen *s, int start, int end)
+{
+	damage_cells(s, start, end, 0, s->cols);
 }
 
 /* Cells from..to-1 blank in the pen (libvterm's new cells). */
@@ -384,7 +399,7 @@ cb_putglyph(VTermGlyphInfo *info, VTermPos pos, void *user)
 	c->pen |= info->protected_cell ? PEN_PROTECTED : 0;
 	c->pen |= info->dwl ? PEN_DWL : 0;
 	c->pen |= (uint32_t)info->dhl << PEN_DHL_SHIFT;
-	damage(s, pos.row, pos.row + 1);
+	damage_cells(s, pos.row, pos.row + 1, pos.col, pos.col + info->width);
 	return 1;
 }
 
@@ -408,7 +423,8 @@ cb_scrollrect(VTermRect rect, int down, int right, void *user)
 	if (!clip(s, &rect))
 		return 1;
 	scroll_cells(s, rect, down, right);
-	damage(s, rect.start_row, rect.end_row);
+	damage_cells(
+	    s, rect.start_row, rect.end_row, rect.start_col, rect.end_col);
 	return 1;
 }
 
@@ -421,7 +437,8 @@ cb_erase(VTermRect rect, int selective, void *user)
 	if (!clip(s, &rect))
 		return 1;
 	erase_cells(s, rect, selective);
-	damage(s, rect.start_row, rect.end_row);
+	damage_cells(
+	    s, rect.start_row, rect.end_row, rect.start_col, rect.end_col);
 	return 1;
 }
 
@@ -697,8 +714,8 @@ screen_flush(struct screen *s)
 		return;
 	rect.start_row = s->dmg_start;
 	rect.end_row = s->dmg_end;
-	rect.start_col = 0;
-	rect.end_col = s->cols;
+	rect.start_col = s->dmg_col0;
+	rect.end_col = s->dmg_col1;
 	s->dmg_start = s->dmg_end = 0;
 	if (s->cbs->damage != NULL)
 		s->cbs->damage(rect, s->user);

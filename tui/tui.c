@@ -18,9 +18,10 @@
 #include "common/common.h"
 #include "tui.h"
 
-#define TICK_MS      2000 /* model refresh while idle */
-#define MESSAGE_MS   5000
-#define OPEN_WAIT_MS 15000
+#define TICK_MS        2000  /* model refresh while idle */
+#define TICK_TYPING_MS 10000 /* ... and at least this often while typing */
+#define MESSAGE_MS     5000
+#define OPEN_WAIT_MS   15000
 
 /* Show a message on the status bar for a while. */
 void
@@ -554,6 +555,7 @@ stdin_cb(uv_poll_t *h, int status, int events)
 {
 	struct tui *t = h->data;
 
+	t->typed_at = mono_ms();
 	input_read(t);
 	if (t->quit)
 		uv_stop(t->loop);
@@ -577,13 +579,20 @@ term_cb(uv_signal_t *h, int sig)
 	uv_stop(t->loop);
 }
 
-/* Every TICK_MS: refresh the model, expire messages, keep tiles current. */
+/*
+ * Every TICK_MS: refresh the model, expire messages, keep tiles current.
+ * While someone types, the refresh waits (up to TICK_TYPING_MS): asking
+ * every agent for its shells costs the guests CPU, and under TCG a key's
+ * echo that meets it waits for it (the TUI's p99 over vmux shell's).
+ */
 static void
 tick_cb(uv_timer_t *h)
 {
 	struct tui *t = h->data;
+	uint64_t now = mono_ms();
 
-	model_refresh(t);
+	if (now - t->typed_at >= TICK_MS || now - t->model_at >= TICK_TYPING_MS)
+		model_refresh(t);
 	sync_sel(t);
 	if (t->message != NULL || t->jobs != NULL || t->mode == MODE_GRID)
 		draw_schedule(t);
@@ -619,6 +628,7 @@ tui_free(struct tui *t)
 	for (size_t i = 0; i < t->npanes; i++)
 		pane_free(t->panes[i]);
 	free(t->panes);
+	free(t->status_drawn);
 	free(t->sidebar_line_row);
 	for (size_t i = 0; i < t->ntiles; i++)
 		pane_free(t->tiles[i]);

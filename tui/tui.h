@@ -408,6 +408,11 @@ extern const struct pane_source console_source; /* console.c: ttyS0 */
 extern const struct pane_source replay_source;  /* replay.c: a recording */
 extern const struct pane_source none_source; /* grid.c: a tile, no shell yet */
 
+/* Columns [from, to) of a row to redraw; to 0: none (draw.c clips to). */
+struct pane_span {
+	uint16_t from, to;
+};
+
 struct pane {
 	struct tui *tui;
 	unsigned id; /* for jobs that finish after the pane is gone */
@@ -422,9 +427,9 @@ struct pane {
 	int kb_mine;    /* we do (the agent said so) */
 	int kb_want;    /* we asked to (taken again after a reattach) */
 	VTerm *vt;
-	struct screen *scr; /* the cells (screen.c) under vt's state */
-	int rows, cols;     /* the PTY's size as the VTerm has it */
-	uint8_t *dirty;     /* rows to redraw */
+	struct screen *scr;      /* the cells (screen.c) under vt's state */
+	int rows, cols;          /* the PTY's size as the VTerm has it */
+	struct pane_span *dirty; /* per row, the columns to redraw */
 	int any_dirty;
 	VTermPos cursor;
 	int cur_visible, altscreen, mouse, bracketed;
@@ -736,6 +741,8 @@ struct tui {
 	int model_busy;
 	int model_dirty; /* refresh again when the current one returns */
 	uint64_t model_at;
+	uint64_t typed_at; /* the last key read (the tick waits while typing) */
+	char *status_drawn; /* the status line on screen (draw_status) */
 	uint64_t model_sig; /* of the model last shown */
 	char *cur_session;  /* selected session */
 	char *cur_shell;    /* selected shell (of cur_session) */

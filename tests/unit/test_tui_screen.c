@@ -543,7 +543,8 @@ TEST(screen_resize_and_reset_leave_nothing_open)
 	side_free(&b);
 }
 
-static int dmg_start = -1, dmg_end = -1, dmg_calls, cursor_row;
+static int dmg_start = -1, dmg_end = -1, dmg_col0, dmg_col1, dmg_calls;
+static int cursor_row;
 
 static int
 rec_damage(VTermRect rect, void *user)
@@ -551,6 +552,8 @@ rec_damage(VTermRect rect, void *user)
 	(void)user;
 	dmg_start = rect.start_row;
 	dmg_end = rect.end_row;
+	dmg_col0 = rect.start_col;
+	dmg_col1 = rect.end_col;
 	dmg_calls++;
 	return 1;
 }
@@ -583,8 +586,44 @@ TEST(screen_reports_damage_once_a_flush_and_the_cursor)
 	CHECK_INT(dmg_start, 2); /* rows 3 to 5, one band */
 	CHECK_INT(dmg_end, 5);
 	CHECK_INT(cursor_row, 4);
+	CHECK_INT(dmg_col0, 0); /* "ab" and "cd": columns 1 and 2 */
+	CHECK_INT(dmg_col1, 2);
 	screen_flush(s);
 	CHECK_INT(dmg_calls, 1);
+	screen_free(s);
+	vterm_free(vt);
+}
+
+/* A key's echo damages its cell, a wide glyph its two, an erase its span. */
+TEST(screen_damage_spans_only_the_columns_written)
+{
+	static const VTermScreenCallbacks cbs = {.damage = rec_damage};
+	VTerm *vt = vterm_new(10, 20);
+	struct screen *s;
+
+	vterm_set_utf8(vt, 1);
+	s = screen_new(vt, &cbs, NULL);
+	screen_reset(s, 1);
+	vterm_input_write(vt, "\x1b[2;8HZ", 8);
+	screen_flush(s);
+	CHECK_INT(dmg_start, 1);
+	CHECK_INT(dmg_end, 2);
+	CHECK_INT(dmg_col0, 7);
+	CHECK_INT(dmg_col1, 8);
+	vterm_input_write(vt, "\xe4\xb8\xad", 3); /* a wide glyph at column 9 */
+	screen_flush(s);
+	CHECK_INT(dmg_col0, 8);
+	CHECK_INT(dmg_col1, 10);
+	vterm_input_write(vt, "\b\x1b[K", 4); /* erase to the end of the line */
+	screen_flush(s);
+	CHECK_INT(dmg_col0, 9);
+	CHECK_INT(dmg_col1, 20);
+	vterm_input_write(vt, "\x1b[2J", 4); /* the whole screen */
+	screen_flush(s);
+	CHECK_INT(dmg_start, 0);
+	CHECK_INT(dmg_end, 10);
+	CHECK_INT(dmg_col0, 0);
+	CHECK_INT(dmg_col1, 20);
 	screen_free(s);
 	vterm_free(vt);
 }
