@@ -87,7 +87,7 @@ $(GUEST_OUT)/lean/initrd.img: $(GUEST_BUNDLE)
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  INITRD  $@")
 	$(Q)guest/mkinitrd --init $(BIN)/vmux-init --nc $(BIN)/vmux-nc \
-	    --agent $(BIN)/vmux-agent --out $@
+	    --agent $(BIN)/vmux-agent --compress lz4 --out $@
 
 # The default image is a copy of the chosen kernel's; kernel.choice changes
 # only when GUEST_KERNEL does, so switching rebuilds exactly then.
