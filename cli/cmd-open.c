@@ -54,6 +54,10 @@ open_request(const struct args *a, char **cause)
 		return NULL;
 	if (size != NULL && args_size(size, &cols, &rows, cause) != 0)
 		return NULL;
+	if (cwd != NULL && *cwd == '\0') {
+		xasprintf(cause, "--cwd needs a directory"); /* as exec says */
+		return NULL;
+	}
 	env = args_values(a, "env", &n);
 	for (i = 0; i < n; i++) {
 		if (args_env_valid(env[i], cause) != 0)

@@ -304,6 +304,9 @@ t_errors() {
 	err=$(vmux close sh raw 'x y' 2>&1)
 	expect_eq "close bad id" $? 2 || return 1
 	expect_match "close bad id" "$err" "invalid shell id 'x y'" || return 1
+	err=$(vmux open sh --cwd '' 2>&1)
+	expect_eq "open empty cwd" $? 2 || return 1
+	expect_match "open empty cwd" "$err" "--cwd needs a directory" || return 1
 	err=$(vmux kill sh raw -s BOGUS 2>&1)
 	expect_eq "bad signal" $? 2 || return 1
 	expect_match "bad signal" "$err" "invalid signal 'BOGUS'" || return 1
