@@ -156,8 +156,9 @@ cmd_logs_exec(struct args *a)
 	struct stat st;
 	char *prev, *cause = NULL;
 	long long lines = 0, have = 0, prev_have;
-	int fd, pfd, follow = args_has(a, "follow"), rc;
+	int fd, pfd, follow = args_has(a, "follow"), rc, split;
 	off_t at;
+	char last;
 
 	if ((ns != NULL &&
 	        option_number("--lines", ns, 0, 1LL << 40, &lines, &cause) !=
@@ -183,20 +184,21 @@ cmd_logs_exec(struct args *a)
 	pfd = open(prev, O_RDONLY | O_CLOEXEC);
 	free(prev);
 	at = ns != NULL ? logs_tail_start(fd, lines, &have) : 0;
-	if (pfd >= 0 && (ns == NULL || have < lines)) {
+	/* the earlier part ends inside a line the current part's first ends */
+	split = pfd >= 0 &&
+	    pread(pfd, &last, 1, lseek(pfd, 0, SEEK_END) - 1) == 1 &&
+	    last != '\n';
+	if (pfd >= 0 &&
+	    (ns == NULL || have < lines || (at == 0 && have > 0 && split))) {
 		/*
 		 * The rest of the lines asked for come from the earlier part;
 		 * one more when it ends inside a line, which the current
-		 * part's first line completes.
+		 * part's first line completes (also when that first line is
+		 * all the lines asked for: its start is there).
 		 */
-		long long want = lines - have;
+		long long want = lines - have + (have > 0 && split);
 		off_t from;
-		char last;
 
-		if (have > 0 &&
-		    pread(pfd, &last, 1, lseek(pfd, 0, SEEK_END) - 1) == 1 &&
-		    last != '\n')
-			want++;
 		from = ns != NULL ? logs_tail_start(pfd, want, &prev_have) : 0;
 		if (lseek(pfd, from, SEEK_SET) >= 0)
 			logs_drain(&b, pfd);

@@ -145,6 +145,13 @@ t_console_log_bounded() {
 	expect_match "last line" "$out" $'\nafter-rotation$' || return 1
 	out=$(grep -o '^flood [0-9]*' <<<"$out" | awk '{print $2}')
 	expect_eq "in order" "$out" "$(seq 301 399)" || return 1
+	# a line the rotation split: its start is in the earlier part
+	vmux stop flood >/dev/null || return 1
+	printf 'one\ntw' >"$dir/console.log.1"
+	printf 'o\n' >"$dir/console.log"
+	expect_eq "split line, -n 1" "$(vmux logs -n 1 flood)" two || return 1
+	expect_eq "split line, -n 2" "$(vmux logs -n 2 flood | paste -sd,)" one,two || return 1
+	vmux start flood >/dev/null || return 1
 	vmux exec flood -- true || return 1
 	vmux rm flood
 }
