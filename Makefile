@@ -62,6 +62,7 @@ all:
 -include session/bridge/bridge.mk
 -include tui/tui.mk
 -include mcp/mcp.mk
+-include web/web.mk
 -include cli/cli.mk
 -include guest/guest.mk
 -include tests/tests.mk
@@ -142,7 +143,11 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/vmux/guest \
 	    $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(GUEST) $(DESTDIR)$(PREFIX)/share/vmux/guest/
+	install -m 644 $(filter-out $(WEB_ASSETS),$(GUEST)) \
+	    $(DESTDIR)$(PREFIX)/share/vmux/guest/
+	install -d $(DESTDIR)$(PREFIX)/share/vmux/web/xterm
+	install -m 644 $(WEB_PAGES) $(DESTDIR)$(PREFIX)/share/vmux/web/
+	install -m 644 $(WEB_XTERM) $(DESTDIR)$(PREFIX)/share/vmux/web/xterm/
 	install -m 644 $(wildcard man/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 
 clean:

@@ -214,6 +214,7 @@ extern const struct cmd_entry cmd_capture_entry;
 extern const struct cmd_entry cmd_open_entry;
 extern const struct cmd_entry cmd_resize_entry;
 extern const struct cmd_entry cmd_mcp_entry;
+extern const struct cmd_entry cmd_web_entry;
 extern const struct cmd_entry cmd_check_entry;
 extern const struct cmd_entry cmd_ls_entry;
 extern const struct cmd_entry cmd_rm_entry;
@@ -238,6 +239,10 @@ extern const struct cmd_entry cmd_grant_entry;
 int grant_token_new(const char *home, const char *name, char **, char **);
 int grant_token_live(const char *home, const char *token);
 int grant_logins_end(const char *home, const char *line);
+/* grant-web.c */
+int grant_web_exec(struct args *);
+int revoke_web_exec(struct args *);
+int grants_web_exec(struct args *);
 extern const struct cmd_entry cmd_revoke_entry;
 extern const struct cmd_entry cmd_grants_entry;
 extern const struct cmd_entry cmd_record_entry;

@@ -10,7 +10,8 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-status.c cli/cmd-images.c cli/cmd-host.c cli/remote.c \
             cli/pool.c cli/cmd-pool.c cli/keys.c cli/cmd-keys.c \
             cli/cmd-capture.c cli/cmd-open.c cli/cmd-resize.c \
-            agent/signame.c cli/cmd-mcp.c $(MCP_SRCS)
+            agent/signame.c cli/cmd-mcp.c $(MCP_SRCS) \
+            cli/cmd-web.c cli/grant-web.c $(WEB_SRCS)
 
 PROGRAMS += $(BIN)/vmux
 
@@ -21,7 +22,7 @@ $(BIN)/vmux: $(patsubst %.c,$(BUILD)/obj/%.o,$(CLI_SRCS) $(SESSION_SRCS) \
              $(TUI_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD      $@")
-	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS) $(MCP_LIBS)
+	$(Q)$(CC) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS) $(MCP_LIBS) $(WEB_LIBS)
 
 # The same vmux under ASan+UBSan and under TSan, beside it (so it finds the
 # bridge and the guest), for make test's sanitize layer (tests/run-all).
@@ -32,12 +33,12 @@ $(BIN)/vmux-asan: $(patsubst %.c,$(BUILD)/asan/%.o,$(VMUX_ALL_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD-SAN  $@")
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) \
-	    $(TUI_LIBS) $(MCP_LIBS)
+	    $(TUI_LIBS) $(MCP_LIBS) $(WEB_LIBS)
 $(BIN)/vmux-tsan: $(patsubst %.c,$(BUILD)/tsan/%.o,$(VMUX_ALL_SRCS))
 	@mkdir -p $(@D)
 	$(if $(V),,@echo "  LD-TSAN $@")
 	$(Q)$(CC) $(TSAN_FLAGS) -o $@ $^ $(SESSION_LIBS) $(ARCHIVE_LIBS) \
-	    $(TUI_LIBS) $(MCP_LIBS)
+	    $(TUI_LIBS) $(MCP_LIBS) $(WEB_LIBS)
 
 # Argument parsing, request building and escaped printing, with the session
 # code they use (not launch.c, so the test does not need QEMU command lines).
@@ -69,4 +70,4 @@ UNIT_TESTS += cli_man
 UNIT_cli_man_SRCS := tests/unit/test_cli_man.c \
                      $(filter-out cli/vmux.c,$(CLI_SRCS)) $(SESSION_SRCS) \
                      $(SESSION_QEMU_SRCS) $(ARCHIVE_SRCS) $(TUI_SRCS)
-UNIT_cli_man_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS) $(MCP_LIBS)
+UNIT_cli_man_LIBS := $(SESSION_LIBS) $(ARCHIVE_LIBS) $(TUI_LIBS) $(MCP_LIBS) $(WEB_LIBS)

@@ -58,6 +58,14 @@ static const struct cmd_opt cmd_grant_opts[] = {
     {"shell", 0, "ID", 0, "the shell it opens (default: main)"},
     {"authorized-keys", 0, "FILE", 0,
         "the file to write (default: ~/.ssh/authorized_keys)"},
+    {"web", 0, NULL, 0,
+        "print a link that opens the shell in a browser (vmux web) "
+        "instead of granting an SSH key"},
+    {"expires", 0, "DURATION", 0,
+        "with --web: the link stops working after DURATION (30m, 8h, 2d)"},
+    {"url", 0, "URL", 0,
+        "with --web: the link's start (default: what the running vmux web "
+        "serves)"},
     {"allow-root", 0, NULL, 0,
         "grant although vmux runs as root: the key then logs in to this "
         "host as root (behind the forced command); a room is better run "
@@ -82,6 +90,10 @@ static const struct cmd_opt cmd_revoke_opts[] = {
     {"key", 0, "FILE", 0, "the public key whose grant ends"},
     {"authorized-keys", 0, "FILE", 0,
         "the file to change (default: ~/.ssh/authorized_keys)"},
+    {"web", 0, NULL, 0,
+        "end NAME's web links (all, or --id's) instead of a key's grant: "
+        "their open pages close at once"},
+    {"id", 0, "ID", 0, "with --web: the link's id, as vmux grants --web shows"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -100,6 +112,8 @@ static const struct cmd_opt cmd_grants_opts[] = {
     {"authorized-keys", 0, "FILE", 0,
         "the file to read (default: ~/.ssh/authorized_keys)"},
     {"json", 0, NULL, 0, "print a list of grants as JSON"},
+    {"web", 0, NULL, 0,
+        "list the web links (id, session, shell, mode, label, expiry)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -401,6 +415,11 @@ cmd_grant_exec(struct args *a)
 	size_t n, out = 0, nreplaced = 0;
 	int lock;
 
+	if (args_has(a, "web"))
+		return grant_web_exec(a);
+	if (args_get(a, "expires") != NULL || args_get(a, "url") != NULL)
+		return cli_usage_error(
+		    a->entry, "--expires and --url go with --web");
 	if (shell == NULL)
 		shell = "main";
 	if (label == NULL)
@@ -542,6 +561,10 @@ cmd_revoke_exec(struct args *a)
 	size_t n, out = 0, gone = 0;
 	int rc, lock, ended = 0;
 
+	if (args_has(a, "web"))
+		return revoke_web_exec(a);
+	if (args_get(a, "id") != NULL)
+		return cli_usage_error(a->entry, "--id goes with --web");
 	if (keyfile == NULL)
 		cause = xstrdup("--key FILE is needed");
 	else
@@ -609,6 +632,10 @@ cmd_grants_exec(struct args *a)
 	size_t n;
 	int json = args_has(a, "json"), any = 0;
 
+	if (args_has(a, "web")) {
+		free(path);
+		return grants_web_exec(a);
+	}
 	if (keys_load(path, &lines, &n) != 0) {
 		cJSON_Delete(list);
 		free(path);

@@ -25,6 +25,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_cp_entry,
     &cmd_tui_entry,
     &cmd_mcp_entry,
+    &cmd_web_entry,
     &cmd_ls_entry,
     &cmd_stop_entry,
     &cmd_start_entry,

@@ -120,6 +120,26 @@ attach_client_read(struct attach_client *c)
 }
 
 /*
+ * Take bytes another reader got from the socket (vmux web's loop reads it
+ * itself), as attach_client_read would have.
+ */
+void
+attach_client_feed(struct attach_client *c, const void *bytes, size_t n)
+{
+	if (c->in_off > 0) {
+		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
+		c->in_len -= c->in_off;
+		c->in_off = 0;
+	}
+	if (c->in_cap - c->in_len < n) {
+		c->in_cap = c->in_len + n + READ_CHUNK;
+		c->in = xrealloc(c->in, c->in_cap);
+	}
+	memcpy(c->in + c->in_len, bytes, n);
+	c->in_len += n;
+}
+
+/*
  * The next whole frame received: 1 with *f pointing into the buffer (valid
  * until the next attach_client_read), 0 if more bytes are needed, -1 if the
  * stream is broken (a length over VMUX_ATTACH_MAX_PAYLOAD).

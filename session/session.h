@@ -607,6 +607,7 @@ void attach_client_init(
     struct attach_client *, int fd, const uint8_t *pre, size_t pre_len);
 void attach_client_free(struct attach_client *);
 ssize_t attach_client_read(struct attach_client *);
+void attach_client_feed(struct attach_client *, const void *, size_t);
 int attach_client_next(struct attach_client *, struct attach_frame *);
 size_t attach_client_room(const struct attach_client *);
 int attach_client_pending(const struct attach_client *);
