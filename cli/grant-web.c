@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "proto/attach.h"
@@ -52,6 +53,17 @@ grant_web_exec(struct args *a)
 	}
 	if ((home = cli_home()) == NULL)
 		return EXIT_VMUX;
+	{
+		char *dir = session_dir(home, name);
+		int there = access(dir, F_OK) == 0;
+
+		free(dir);
+		if (!there) {
+			cli_error("no session %s", name);
+			free(home);
+			return EXIT_VMUX;
+		}
+	}
 	if (record_instance_get(home, name, &instance, &cause) != 0) {
 		cli_error("%s", cause);
 		free(cause);

@@ -35,3 +35,12 @@ $(MCP_NODE_STAMP): tests/mcp/package-lock.json tests/mcp/package.json
 	$(Q)cd tests/mcp && npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >/dev/null
 	$(Q)touch $@
 TEST_EXTRA += $(MCP_NODE_STAMP)
+
+# The browser tests' driver (tests/web: puppeteer-core, which runs Debian's
+# chromium and downloads no browser), likewise.
+WEB_TEST_STAMP := tests/web/node_modules/.package-lock.json
+$(WEB_TEST_STAMP): tests/web/package-lock.json tests/web/package.json
+	$(if $(V),,@echo "  NPM     tests/web")
+	$(Q)cd tests/web && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >/dev/null
+	$(Q)touch $@
+TEST_EXTRA += $(WEB_TEST_STAMP)

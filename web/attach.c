@@ -147,7 +147,8 @@ attach_run(struct web_attach *j)
 		j->fd = ac.fd;
 		j->rest_len = ac.in_len - ac.in_off;
 		j->rest = xmalloc(j->rest_len + 1);
-		memcpy(j->rest, ac.in + ac.in_off, j->rest_len);
+		if (j->rest_len > 0)
+			memcpy(j->rest, ac.in + ac.in_off, j->rest_len);
 		j->start = (int64_t)num_field(rec, "cursor", 0);
 		j->end = (int64_t)num_field(rec, "output_bytes", 0);
 		j->cols = (int)num_field(rec, "cols", 0); /* the shell's size */

@@ -51,7 +51,7 @@ e2e_cleanup() {
 		kill -9 $pids 2>/dev/null
 		e2e_fail=$((e2e_fail + 1))
 	fi
-	rm -rf "$VMUX_HOME"
+	[[ -n ${E2E_KEEP:-} ]] || rm -rf "$VMUX_HOME"
 	echo "$E2E_NAME: $e2e_pass passed, $e2e_fail failed, $e2e_skip skipped"
 	[[ $e2e_fail -eq 0 && $rc -eq 0 ]] || exit 1
 	exit 0

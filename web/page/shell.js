@@ -28,7 +28,6 @@
       session = msg.session + (msg.read_only ? " (read-only)" : "");
       bar.name.textContent = session;
       title();
-      if (msg.read_only) t.opts.readOnly = true;
     },
     onClients(msg) {
       const list = (msg.clients || []).filter((c) => !c.you).map((c) =>

@@ -101,7 +101,7 @@ class VmuxTerm {
         if (this.cursor === null) this.cursor = msg.cursor;
         this.status("connected", "ok");
         if (this.opts.onHello) this.opts.onHello(msg);
-        if (msg.read_only) this.opts.readOnly = true;
+        if (msg.read_only) this.setReadOnly(true);
         if (this.watching() && msg.cols > 0 && msg.rows > 0)
           this.term.resize(msg.cols, msg.rows);
         else if (!this.watching())
@@ -163,6 +163,13 @@ class VmuxTerm {
   resize(cols, rows) {
     if (this.watching()) return;
     this.sendBytes("r", this.enc.encode(JSON.stringify({ cols, rows })));
+  }
+
+  // keys typed here go to the shell or not (the wall's zoom while it holds
+  // the keyboard; a link that turned out read-only)
+  setReadOnly(ro) {
+    this.opts.readOnly = ro;
+    this.term.options.disableStdin = ro;
   }
 
   take() { this.sendBytes("t", new Uint8Array(0)); }

@@ -105,7 +105,7 @@
         const mine = (msg.clients || []).some((c) => c.you && c.keyboard);
         $("take").hidden = mine;
         $("give").hidden = !mine;
-        term.opts.readOnly = !mine; // keys go only while the keyboard is ours
+        term.setReadOnly(!mine); // keys go only while the keyboard is ours
       },
     });
     zoomed = { name, term };
