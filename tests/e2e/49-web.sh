@@ -112,6 +112,10 @@ check "the page's size reaches the guest (stty size)" browser resize
 check "a reload and a network drop replay what was missed" browser reload
 check "a revoked link is closed at once" browser revoke
 check "the teacher's wall: tiles, filter, zoom, takeover, broadcast, check" browser wall
+# VMUX_WEB_SHOTS=DIR: the README's screenshots, from this run
+if [[ -n ${VMUX_WEB_SHOTS:-} ]]; then
+	check "screenshots" env SHOTS="$VMUX_WEB_SHOTS" bash -c "cd '$WEBT' && timeout 120 node browser.mjs shots"
+fi
 check "a hostile guest's escapes, invalid UTF-8 and flood through a page" \
 	env FLOOD=4194304 bash -c "cd '$WEBT' && timeout 400 node browser.mjs hostile"
 
@@ -140,9 +144,6 @@ check_bounded() {
 }
 check "the server stayed up and bounded" check_bounded
 
-if [[ -n ${VMUX_WEB_SHOTS:-} ]]; then
-	check "screenshots" env SHOTS="$VMUX_WEB_SHOTS" bash -c "cd '$WEBT' && timeout 120 node browser.mjs shots"
-fi
 
 check_stop() {
 	kill -TERM "$WEB_PID"

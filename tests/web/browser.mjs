@@ -239,10 +239,10 @@ const scenarios = {
   async shots() {
     const student = await open(env.LINK_S1, { width: 900, height: 520 });
     await ready(student);
-    await run(student, "clear; uname -sr; echo $((6*7)); ls /");
+    await run(student, "clear; uname -sr; echo $((6*7)); ls /; cat /etc/hostname");
     await waitLine(student, /^42$/, "the shot's output");
     await student.screenshot({ path: `${env.SHOTS}/web-shell.png` });
-    const wall = await open(env.WALL, { width: 1200, height: 560 });
+    const wall = await open(env.WALL, { width: 1000, height: 420 });
     await wall.waitForFunction(() => document.querySelectorAll(".tile").length === 2, { timeout: 20000 });
     await waitLine(wall, /^42$/, "s1's tile", 'window.vmuxWall.tiles.get("s1").term');
     await wall.screenshot({ path: `${env.SHOTS}/web-wall.png` });
