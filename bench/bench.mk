@@ -15,13 +15,14 @@ $(BUILD)/bench/pty-rtt: $(BUILD)/obj/bench/pty-rtt.o $(BUILD)/obj/bench/stats.o
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ -lutil
 
-bench: all $(BENCH_TOOLS)
+bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP)
 	@BUILD=$(BUILD) bench/run
 	@BUILD=$(BUILD) bench/tui
 	@BUILD=$(BUILD) bench/workspace
 	@BUILD=$(BUILD) bench/class
 	@BUILD=$(BUILD) bench/remote
 	@BUILD=$(BUILD) bench/mcp
+	@BUILD=$(BUILD) bench/web
 
 .PHONY: bench-mcp
 # The MCP server's figures alone.
@@ -46,3 +47,8 @@ bench-class: all
 bench-remote: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/remote
 .PHONY: bench-remote
+
+.PHONY: bench-web
+# vmux web alone: key-to-echo through a page, a flood with the wall open.
+bench-web: all $(BENCH_TOOLS) $(WEB_TEST_STAMP)
+	@BUILD=$(BUILD) bench/web

@@ -30,6 +30,13 @@ bench_now_ms(void)
 void
 bench_report(const char *what, double *ms, int n)
 {
+	const char *keep = getenv("BENCH_SAMPLES"); /* pooled by a caller */
+	FILE *f = keep != NULL ? fopen(keep, "a") : NULL;
+
+	for (int i = 0; f != NULL && i < n; i++)
+		fprintf(f, "%.3f\n", ms[i]);
+	if (f != NULL)
+		fclose(f);
 	qsort(ms, (size_t)n, sizeof *ms, cmp_double);
 	printf(
 	    "%-22s n=%d median=%.2f ms p90=%.2f ms p99=%.2f ms min=%.2f ms\n",

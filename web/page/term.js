@@ -44,6 +44,16 @@ class VmuxTerm {
     }
     this.term.open(el);
     if (this.fitter && !this.watching()) this.fitter.fit();
+    // copy and paste as in a desktop terminal: Ctrl+Shift+C copies the
+    // selection, Ctrl+Shift+V (or the browser's menu) pastes
+    this.term.attachCustomKeyEventHandler((e) => {
+      if (e.type !== "keydown" || !e.ctrlKey || !e.shiftKey) return true;
+      if (e.code === "KeyC" && this.term.hasSelection()) {
+        navigator.clipboard?.writeText(this.term.getSelection()).catch(() => {});
+        return false;
+      }
+      return e.code !== "KeyV"; // the browser's paste event brings it
+    });
     this.term.onData((d) => this.type(d));
     this.term.onBinary((d) => {
       const b = new Uint8Array(d.length);
