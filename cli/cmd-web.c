@@ -17,7 +17,9 @@
 #include "web/web.h"
 #include "cli.h"
 
-#define WEB_TEACHER_MIN 16 /* characters of a teacher's own token */
+#define WEB_TEACHER_MIN                                                        \
+	22 /* characters of a teacher's own token: 128 bits                    \
+	      of base64url */
 
 static int cmd_web_exec(struct args *);
 
@@ -27,7 +29,7 @@ static const struct cmd_opt cmd_web_opts[] = {
         "on the network, better behind TLS)"},
     SELECT_OPT,
     {"teacher-token-file", 0, "FILE", 0,
-        "the wall's token, from FILE (mode 0600; 16 or more of "
+        "the wall's token, from FILE (mode 0600; 22 or more of "
         "A-Z a-z 0-9 - _); default: a new one, printed in the wall's "
         "link at start"},
     {"cert", 0, "FILE", 0, "serve HTTPS with this certificate (PEM)"},
@@ -246,9 +248,10 @@ cmd_web_exec(struct args *a)
 	o.teacher_hash = hash;
 	exe = exe_path();
 	o.vmux_exe = exe;
-	if (args_get(a, "url") != NULL)
+	if (args_get(a, "url") != NULL) {
 		base = xstrdup(args_get(a, "url"));
-	else
+		o.base_url_given = 1;
+	} else
 		xasprintf(&base, "%s://%s:%d%s",
 		    o.cert != NULL ? "https" : "http", o.host, o.port,
 		    o.prefix);

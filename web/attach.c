@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,12 +41,12 @@ num_field(const cJSON *o, const char *key, double def)
 }
 
 /*
- * Find j's shell: 1 (with the cursor a first connect replays from), 0 if
- * there is none, -1 with cause.
+ * Find j's shell: 1 (with the cursor a first connect replays from and its
+ * output's end), 0 if there is none, -1 with cause.
  */
 static int
 shell_find(const struct vsock_target *t, struct web_attach *j, int64_t *cursor,
-    char **cause)
+    int64_t *end_out, char **cause)
 {
 	uint64_t now = mono_ms();
 	cJSON *req = agent_req_list_shells(), *reply, *s;
@@ -66,6 +67,7 @@ shell_find(const struct vsock_target *t, struct web_attach *j, int64_t *cursor,
 		if (!cJSON_IsString(id) || strcmp(id->valuestring, j->shell))
 			continue;
 		found = 1;
+		*end_out = (int64_t)end;
 		*cursor = end - ATTACH_REPLAY > oldest
 		    ? (int64_t)(end - ATTACH_REPLAY)
 		    : (int64_t)oldest;
@@ -106,7 +108,7 @@ attach_run(struct web_attach *j)
 	struct vsock_target t;
 	struct attach_client ac;
 	struct attach_who who = {j->as, j->watch, 0};
-	int64_t cursor = j->cursor;
+	int64_t cursor = j->cursor, end = 0;
 	cJSON *rec = NULL;
 	char *cause = NULL;
 	int found;
@@ -134,13 +136,27 @@ attach_run(struct web_attach *j)
 		return;
 	}
 	session_target(&r, &t);
-	found = shell_find(&t, j, &cursor, &cause);
-	if (found == 0 && shell_open(&t, j, &cause) == 0)
+	found = shell_find(&t, j, &cursor, &end, &cause);
+	if (found == 0 && !j->may_open) {
+		xasprintf(
+		    &cause, "no shell %s in %s yet", j->shell, j->session);
+		record_free(&r);
+		refuse(j, WEB_CLOSE_DOWN, cause);
+		return;
+	}
+	if (found == 0 && shell_open(&t, j, &cause) == 0) {
 		cursor = -1;
-	else if (found == 0)
+		end = 0;
+	} else if (found == 0)
 		found = -1;
-	if (found >= 0 && j->cursor >= 0)
-		cursor = j->cursor; /* a reconnect: from where the page was */
+	/* a reconnect: from where the page was, unless that is past this
+	 * shell's end (the VM started again: a new shell of the same id) */
+	if (found >= 0 && j->cursor >= 0 && j->cursor <= end)
+		cursor = j->cursor;
+	else if (found >= 0 && j->cursor >= 0) {
+		cursor = -1;
+		j->reset = 1;
+	}
 	if (found >= 0 &&
 	    attach_shell_open(&t, j->shell, cursor, &who,
 	        mono_ms() + ATTACH_REQUEST_MS, &ac, &rec, &cause) == 0) {
@@ -182,6 +198,7 @@ int
 web_attach_start(struct lws_context *ctx, struct web_attach *j)
 {
 	pthread_attr_t attr;
+	sigset_t all, old;
 	pthread_t th;
 	int rc;
 
@@ -193,7 +210,10 @@ web_attach_start(struct lws_context *ctx, struct web_attach *j)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
+	sigfillset(&all); /* signals are the loop's: the thread blocks them */
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = pthread_create(&th, &attr, attach_thread, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return rc == 0 ? 0 : -1;
 }

@@ -130,6 +130,11 @@ web_close(struct web_conn *c, int code, int urgent, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->close_reason, sizeof c->close_reason, fmt, ap);
 	va_end(ap);
+	/* a guest's words may be in it: ASCII only, so the close frame stays
+	 * valid UTF-8 however it was cut */
+	for (char *p = c->close_reason; *p != '\0'; p++)
+		if (*p < ' ' || *p > '~')
+			*p = '?';
 	c->kind = WEB_CLOSING;
 	lws_callback_on_writable(c->ws);
 }
@@ -153,9 +158,11 @@ origin_host(const char *origin)
 }
 
 /*
- * May this upgrade go on? A browser always sends Origin: it must be this
- * server as the page reached it (its Host), or one --allow-origin named;
- * a client without one is not a browser another site drives.
+ * May this upgrade go on? A browser always sends Origin, and it must be
+ * one this server is reached by: --url's, --listen's (and localhost's on
+ * loopback), or an --allow-origin. Listening on every address without
+ * --url, the page's own Host is taken too (its names are not known). A
+ * client without an Origin is not a browser another site drives.
  */
 static int
 origin_ok(struct lws *wsi)
@@ -168,15 +175,55 @@ origin_ok(struct lws *wsi)
 	if (lws_hdr_total_length(wsi, WSI_TOKEN_ORIGIN) >= (int)sizeof origin ||
 	    lws_hdr_copy(wsi, origin, sizeof origin, WSI_TOKEN_ORIGIN) < 0)
 		return 0;
-	for (int i = 0; i < web.o->norigins; i++)
-		if (strcmp(origin, web.o->origins[i]) == 0)
+	for (int i = 0; i < web.norigins; i++)
+		if (strcmp(origin, web.origins[i]) == 0)
 			return 1;
-	if (lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0 ||
+	if (!web.any_host || lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0 ||
 	    lws_hdr_total_length(wsi, WSI_TOKEN_HOST) >= (int)sizeof host ||
 	    lws_hdr_copy(wsi, host, sizeof host, WSI_TOKEN_HOST) < 0)
 		return 0;
 	oh = origin_host(origin);
 	return oh != NULL && strcmp(oh, host) == 0;
+}
+
+/* Add an allowed origin (scheme://host[:port], as browsers send it). */
+static void
+origin_add(const char *fmt, ...)
+{
+	va_list ap;
+	char *o;
+
+	va_start(ap, fmt);
+	xvasprintf(&o, fmt, ap);
+	va_end(ap);
+	web.origins =
+	    xreallocarray(web.origins, web.norigins + 1, sizeof *web.origins);
+	web.origins[web.norigins++] = o;
+}
+
+/* The origins the server is reached by (origin_ok). */
+static void
+origins_build(const struct web_opts *o)
+{
+	const char *scheme = o->cert != NULL ? "https" : "http";
+
+	for (int i = 0; i < o->norigins; i++)
+		origin_add("%s", o->origins[i]);
+	if (o->base_url != NULL) {
+		const char *p = strstr(o->base_url, "://");
+		const char *slash = p != NULL ? strchr(p + 3, '/') : NULL;
+
+		if (p != NULL)
+			origin_add("%.*s",
+			    slash != NULL ? (int)(slash - o->base_url)
+			                  : (int)strlen(o->base_url),
+			    o->base_url);
+	}
+	origin_add("%s://%s:%d", scheme, o->host, o->port);
+	if (strncmp(o->host, "127.", 4) == 0)
+		origin_add("%s://localhost:%d", scheme, o->port);
+	web.any_host =
+	    strcmp(o->host, "0.0.0.0") == 0 && o->base_url_given == 0;
 }
 
 /* Is token the teacher's? */
@@ -214,6 +261,18 @@ int_field(const cJSON *o, const char *key, int min, int max, int *v)
 	return 0;
 }
 
+/* How many terminals are open with the grant of hash. */
+static int
+grant_sockets(const char *hash)
+{
+	int n = 0;
+
+	for (struct web_conn *c = web.conns; c != NULL; c = c->next)
+		if (c->kind == WEB_TERM && strcmp(c->grant, hash) == 0)
+			n++;
+	return n;
+}
+
 /* The page's hello (text); 0, or -1 when the socket is to close now. */
 static int
 conn_hello(struct web_conn *c, const unsigned char *m, size_t len)
@@ -239,6 +298,10 @@ conn_hello(struct web_conn *c, const unsigned char *m, size_t len)
 		goto out;
 	}
 	if (token_is_teacher(tok->valuestring)) {
+		struct session_record r;
+		char *cause = NULL;
+		int shown;
+
 		c->teacher = 1;
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "wall"))) {
 			web_wall_hello(c);
@@ -249,8 +312,23 @@ conn_hello(struct web_conn *c, const unsigned char *m, size_t len)
 			    "hello: the teacher's terminal names its session");
 			goto out;
 		}
+		/* the wall's sessions only: -l is the teacher's reach too */
+		if (session_name_valid(sess->valuestring, &cause) != 0 ||
+		    record_load(web.o->home, sess->valuestring, &r, &cause) !=
+		        0) {
+			free(cause);
+			web_close(c, WEB_CLOSE_NOSUCH, 1, "no such session");
+			goto out;
+		}
+		shown = web_session_shown(&r);
+		record_free(&r);
+		if (!shown) {
+			web_close(c, WEB_CLOSE_NOSUCH, 1,
+			    "no such session on this wall");
+			goto out;
+		}
 		c->session = xstrdup(sess->valuestring);
-		rc = web_term_hello(c, h, cols, rows);
+		rc = web_term_hello(c, h, cols, rows, NULL);
 		goto out;
 	}
 	if (web_token_valid(tok->valuestring)) {
@@ -258,11 +336,18 @@ conn_hello(struct web_conn *c, const unsigned char *m, size_t len)
 
 		web_token_hash(tok->valuestring, c->grant);
 		if (web_grant_by_hash(web.o->home, c->grant, &g) == 0) {
+			if (grant_sockets(c->grant) >= WEB_GRANT_SOCKETS) {
+				web_grant_free(&g);
+				web_close(c, WEB_CLOSE_BUSY, 1,
+				    "this link is open in %d pages already",
+				    WEB_GRANT_SOCKETS);
+				goto out;
+			}
 			c->session = xstrdup(g.session);
 			c->shell = xstrdup(g.shell);
 			c->read_only = g.read_only;
+			rc = web_term_hello(c, h, cols, rows, &g);
 			web_grant_free(&g);
-			rc = web_term_hello(c, h, cols, rows);
 			goto out;
 		}
 		c->grant[0] = '\0';
@@ -377,8 +462,10 @@ ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 			    "a message over %d KiB", WEB_MSG_MAX / 1024);
 			return 0;
 		}
-		if (c->msg == NULL)
-			c->msg = xmalloc(WEB_MSG_MAX);
+		if (c->msg_len + len > c->msg_cap) {
+			c->msg_cap = c->msg_len + len;
+			c->msg = xrealloc(c->msg, c->msg_cap);
+		}
 		memcpy(c->msg + c->msg_len, in, len);
 		c->msg_len += len;
 		if (!lws_is_final_fragment(wsi) ||
@@ -531,6 +618,7 @@ web_serve(const struct web_opts *o, char **cause)
 			return -1;
 		web.has_sel = 1;
 	}
+	origins_build(o);
 	xasprintf(&mountpoint, "%s/", o->prefix);
 	memset(&mount, 0, sizeof mount);
 	mount.mountpoint = mountpoint;
@@ -552,6 +640,7 @@ web_serve(const struct web_opts *o, char **cause)
 	info.options =
 	    LWS_SERVER_OPTION_VALIDATE_UTF8 | LWS_SERVER_OPTION_DISABLE_IPV6;
 	if (o->cert != NULL) {
+		info.alpn = "http/1.1"; /* WebSockets over HTTP/1.1 only */
 		info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 		info.ssl_cert_filepath = o->cert;
 		info.ssl_private_key_filepath = o->key;
@@ -580,10 +669,17 @@ web_serve(const struct web_opts *o, char **cause)
 			break;
 out:
 	if (web.ctx != NULL) {
+		struct lws_context *ctx = web.ctx;
+
+		signal(SIGINT, SIG_DFL); /* a second one ends us at once */
+		signal(SIGTERM, SIG_DFL);
+		web.ctx = NULL;
 		web_attach_shutdown();
-		lws_context_destroy(web.ctx);
+		lws_context_destroy(ctx);
 	}
-	web.ctx = NULL;
+	for (int i = 0; i < web.norigins; i++)
+		free(web.origins[i]);
+	free(web.origins);
 	if (web.has_sel)
 		selector_free(&web.sel);
 	free(mountpoint);

@@ -26,14 +26,18 @@
 
 #define SIGNAL_NAME_MAX 16
 
-/* The hello of a terminal (c->session and, for a link, c->shell set). */
+/*
+ * The hello of a terminal: c->session set, and g the link's grant (NULL:
+ * the teacher's tile). Only a read-write link opens a shell that is not
+ * there yet; a watcher or a tile waits for it.
+ */
 int
-web_term_hello(struct web_conn *c, const cJSON *hello, int cols, int rows)
+web_term_hello(struct web_conn *c, const cJSON *hello, int cols, int rows,
+    const struct web_grant *g)
 {
 	const cJSON *cur = cJSON_GetObjectItemCaseSensitive(hello, "cursor");
 	const cJSON *sh = cJSON_GetObjectItemCaseSensitive(hello, "shell");
 	struct web_attach *j;
-	struct web_grant g;
 	char *cause = NULL;
 
 	if (c->shell == NULL)
@@ -45,9 +49,17 @@ web_term_hello(struct web_conn *c, const cJSON *hello, int cols, int rows)
 		free(cause);
 		return 0;
 	}
-	if (cur != NULL && (!cJSON_IsNumber(cur) || cur->valuedouble < 0)) {
+	if (cur != NULL &&
+	    (!cJSON_IsNumber(cur) || cur->valuedouble < 0 ||
+	        cur->valuedouble > 9007199254740992.0 ||
+	        cur->valuedouble != (int64_t)cur->valuedouble)) {
 		web_close(c, WEB_CLOSE_BAD, 1,
-		    "hello: cursor is a byte offset (0 or more)");
+		    "hello: cursor is a byte offset (a whole number, 0 or "
+		    "more)");
+		return 0;
+	}
+	if (web.attaching >= WEB_ATTACHING_MAX) {
+		web_close(c, WEB_CLOSE_BUSY, 1, "vmux web is busy: try again");
 		return 0;
 	}
 	c->kind = WEB_TERM;
@@ -59,18 +71,20 @@ web_term_hello(struct web_conn *c, const cJSON *hello, int cols, int rows)
 	j->cols = cols;
 	j->rows = rows;
 	j->watch = c->read_only;
+	j->may_open = g != NULL && !g->read_only;
 	j->cursor = cur != NULL ? (int64_t)cur->valuedouble : -1;
-	if (c->grant[0] != '\0' &&
-	    web_grant_by_hash(web.o->home, c->grant, &g) == 0) {
-		j->instance = g.instance;
-		j->as = g.as != NULL ? g.as : xstrdup(g.session);
-		g.instance = g.as = NULL;
-		web_grant_free(&g);
+	if (g != NULL) {
+		j->instance = g->instance != NULL ? xstrdup(g->instance) : NULL;
+		j->as = xstrdup(g->as != NULL ? g->as : g->session);
+		if (j->instance == NULL) /* can't happen: grant pins one */
+			j->instance = xstrdup("");
 	} else
 		j->as = xstrdup("teacher");
 	c->attaching = 1;
+	web.attaching++;
 	if (web_attach_start(web.ctx, j) != 0) {
 		c->attaching = 0;
+		web.attaching--;
 		web_attach_free(j);
 		web_close(
 		    c, WEB_CLOSE_SERVER, 1, "vmux web has no threads left");
@@ -101,6 +115,57 @@ agent_pace(struct web_conn *c)
 		c->agent_paused = 0;
 		lws_rx_flow_control(c->agent, 1);
 	}
+}
+
+/* A size from the guest, kept to what a page can draw. */
+static int
+clamp_dim(int n)
+{
+	return n < 1 ? 1 : n > 4096 ? 4096 : n;
+}
+
+/* A CLIENTS frame, passed on with only the fields the pages use. */
+static void
+agent_clients(struct web_conn *c, const struct attach_frame *f)
+{
+	cJSON *in = f->len < 16384
+	    ? cJSON_ParseWithLength((const char *)f->payload, f->len)
+	    : NULL;
+	cJSON *o = cJSON_CreateObject(),
+	      *arr = cJSON_AddArrayToObject(o, "clients"), *e;
+	const cJSON *kb = cJSON_GetObjectItemCaseSensitive(in, "keyboard");
+	const cJSON *more = cJSON_GetObjectItemCaseSensitive(in, "more");
+	int n = 0;
+
+	cJSON_AddStringToObject(o, "type", "clients");
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(in, "clients"))
+	{
+		const cJSON *as = cJSON_GetObjectItemCaseSensitive(e, "as");
+		cJSON *x;
+
+		if (!cJSON_IsString(as) ||
+		    !vmux_attach_as_valid(as->valuestring) ||
+		    n++ == VMUX_ATTACH_ROSTER_MAX)
+			continue;
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "as", as->valuestring);
+		cJSON_AddBoolToObject(x, "watching",
+		    cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(e, "watching")));
+		cJSON_AddBoolToObject(x, "keyboard",
+		    cJSON_IsTrue(
+		        cJSON_GetObjectItemCaseSensitive(e, "keyboard")));
+		cJSON_AddBoolToObject(x, "you",
+		    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "you")));
+		cJSON_AddItemToArray(arr, x);
+	}
+	if (cJSON_IsString(kb) && vmux_attach_as_valid(kb->valuestring))
+		cJSON_AddStringToObject(o, "keyboard", kb->valuestring);
+	if (cJSON_IsNumber(more) && more->valuedouble > 0 &&
+	    more->valuedouble < 1e6)
+		cJSON_AddNumberToObject(o, "more", (int)more->valuedouble);
+	cJSON_Delete(in);
+	web_send_json(c, o);
 }
 
 /* One frame from the agent; -1 ends the stream. */
@@ -136,8 +201,8 @@ agent_frame(struct web_conn *c, const struct attach_frame *f)
 			return -1;
 		o = cJSON_CreateObject();
 		cJSON_AddStringToObject(o, "type", "resize");
-		cJSON_AddNumberToObject(o, "cols", cols);
-		cJSON_AddNumberToObject(o, "rows", rows);
+		cJSON_AddNumberToObject(o, "cols", clamp_dim(cols));
+		cJSON_AddNumberToObject(o, "rows", clamp_dim(rows));
 		web_send_json(c, o);
 		return 0;
 	case VMUX_ATTACH_EXIT:
@@ -151,15 +216,7 @@ agent_frame(struct web_conn *c, const struct attach_frame *f)
 		web_close(c, WEB_CLOSE_EXIT, 0, "the shell ended");
 		return 0;
 	case VMUX_ATTACH_CLIENTS:
-		o = f->len < 16384
-		    ? cJSON_ParseWithLength((const char *)f->payload, f->len)
-		    : NULL;
-		if (cJSON_IsObject(o)) {
-			cJSON_DeleteItemFromObjectCaseSensitive(o, "type");
-			cJSON_AddStringToObject(o, "type", "clients");
-			web_send_json(c, o);
-		} else
-			cJSON_Delete(o);
+		agent_clients(c, f);
 		return 0;
 	case VMUX_ATTACH_ERROR: {
 		char *text = xstrndup(
@@ -194,9 +251,12 @@ agent_pump(struct web_conn *c)
 			r = -1;
 			break;
 		}
-	if (r < 0)
-		web_close(c, WEB_CLOSE_GONE, 0,
+	if (r < 0) { /* nothing more is read from it */
+		web_close(c, WEB_CLOSE_GONE, 1,
 		    "the agent's stream is broken (a bad frame)");
+		web_term_gone(c);
+		return;
+	}
 	agent_pace(c);
 }
 
@@ -214,6 +274,7 @@ web_term_attached(struct web_attach *j)
 		return;
 	}
 	c->attaching = 0;
+	web.attaching--;
 	if (c->ws == NULL || c->close_code != 0) {
 		web_attach_free(j);
 		web_conn_release(c);
@@ -225,18 +286,19 @@ web_term_attached(struct web_attach *j)
 		web_attach_free(j);
 		return;
 	}
-	attach_client_init(&c->ac, j->fd, j->rest, j->rest_len);
 	u.sockfd = j->fd;
-	j->fd = -1;
 	w = lws_adopt_descriptor_vhost(
 	    web.vh, LWS_ADOPT_SOCKET, u, "vmux-agent", NULL);
-	if (w == NULL) {
+	if (w == NULL) { /* libwebsockets closed the socket */
+		j->fd = -1;
 		web_close(c, WEB_CLOSE_GONE, 1,
 		    "vmux web cannot watch the "
 		    "agent's socket");
 		web_attach_free(j);
 		return;
 	}
+	attach_client_init(&c->ac, j->fd, j->rest, j->rest_len);
+	j->fd = -1;
 	c->agent = w;
 	lws_set_opaque_user_data(w, c);
 	c->cursor = (uint64_t)j->start;
@@ -248,8 +310,10 @@ web_term_attached(struct web_attach *j)
 	cJSON_AddBoolToObject(o, "teacher", c->teacher);
 	cJSON_AddNumberToObject(o, "cursor", (double)j->start);
 	cJSON_AddNumberToObject(o, "end", (double)j->end);
-	cJSON_AddNumberToObject(o, "cols", j->cols);
-	cJSON_AddNumberToObject(o, "rows", j->rows);
+	cJSON_AddNumberToObject(o, "cols", clamp_dim(j->cols));
+	cJSON_AddNumberToObject(o, "rows", clamp_dim(j->rows));
+	if (j->reset)
+		cJSON_AddBoolToObject(o, "reset", 1);
 	web_send_json(c, o);
 	web_attach_free(j);
 	agent_pump(c);
@@ -338,8 +402,8 @@ web_term_message(struct web_conn *c, const unsigned char *m, size_t len)
 			    &c->ac, VMUX_ATTACH_SIGNAL, p, n);
 		break;
 	case 't':
-	case 'g':
-		if (!c->read_only && c->agent != NULL)
+	case 'g': /* a teacher's takeover: a link cannot take it back */
+		if (c->teacher && c->agent != NULL)
 			rc = attach_client_queue(&c->ac,
 			    m[0] == 't' ? VMUX_ATTACH_TAKE
 			                : VMUX_ATTACH_RELEASE,
@@ -404,6 +468,8 @@ web_agent_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	case LWS_CALLBACK_RAW_RX:
 		if (c == NULL)
 			return -1;
+		if (c->close_code != 0)
+			return 0; /* closing: what comes is not kept */
 		attach_client_feed(&c->ac, in, len);
 		agent_pump(c);
 		return 0;

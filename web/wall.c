@@ -6,8 +6,8 @@
  * -l selector picks (name, state, labels, the last check's result) is
  * made once and sent to each wall whose last copy differs. 'c' asks for
  * `vmux check SCRIPT NAME...` (the script vmux web was given): it runs as
- * a child of its own, and its results reach the wall through check.json,
- * as they reach `vmux ls`.
+ * a child of its own, one at a time, and its results reach the wall
+ * through check.json, as they reach `vmux ls`.
  */
 #include <sys/wait.h>
 
@@ -105,8 +105,8 @@ web_wall_tick(void)
 {
 	char *list = NULL;
 
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	if (web.check_pid != 0 && waitpid(web.check_pid, NULL, WNOHANG) != 0)
+		web.check_pid = 0;
 	for (struct web_conn *c = web.conns; c != NULL; c = c->next) {
 		if (c->kind != WEB_WALL || c->ws == NULL)
 			continue;
@@ -144,6 +144,13 @@ wall_check(struct web_conn *c, const unsigned char *p, size_t n)
 		cJSON_Delete(o);
 		return;
 	}
+	if (web.check_pid !=
+	    0) { /* one at a time: a click is not a fork bomb */
+		wall_notice(
+		    c, "a check is running: its results come on the tiles");
+		cJSON_Delete(o);
+		return;
+	}
 	argv[argc++] = (char *)web.o->vmux_exe;
 	argv[argc++] = "check";
 	argv[argc++] = (char *)web.o->check_script;
@@ -176,6 +183,7 @@ wall_check(struct web_conn *c, const unsigned char *p, size_t n)
 	if (posix_spawn(&pid, web.o->vmux_exe, &fa, NULL, argv, environ) != 0)
 		wall_notice(c, "check: cannot run vmux check");
 	else {
+		web.check_pid = pid;
 		xasprintf(&text, "checking %d session%s", argc - 3,
 		    argc == 4 ? "" : "s");
 		wall_notice(c, text);

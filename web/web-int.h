@@ -18,10 +18,12 @@
 #include "web.h"
 
 #define WEB_OUT_MAX                                                            \
-	(256 * 1024)               /* bytes queued for a page: then the        \
-	                              agent's socket is not read */
-#define WEB_OUT_RESUME (64 * 1024) /* ... and is read again below this */
-#define WEB_HELLO_MAX  4096
+	(256 * 1024)                  /* bytes queued for a page: then the     \
+	                                 agent's socket is not read */
+#define WEB_OUT_RESUME    (64 * 1024) /* ... and is read again below this */
+#define WEB_HELLO_MAX     4096
+#define WEB_GRANT_SOCKETS 8  /* terminals one link may hold open */
+#define WEB_ATTACHING_MAX 64 /* attach threads at once */
 
 enum web_kind {
 	WEB_NEW,  /* waiting for the hello */
@@ -50,7 +52,7 @@ struct web_conn {
 	char *session, *shell;
 	/* a message from the page being put together */
 	unsigned char *msg;
-	size_t msg_len;
+	size_t msg_len, msg_cap;
 	/* to the page */
 	struct web_out *out, **out_tail;
 	size_t out_bytes;
@@ -75,6 +77,11 @@ struct web_server {
 	uint64_t next_id;
 	struct selector sel;
 	int has_sel;
+	char **origins; /* the origins pages may come from (server.c) */
+	int norigins;
+	int any_host;    /* ... and any Host's own (0.0.0.0 without --url) */
+	int attaching;   /* attach threads at work */
+	pid_t check_pid; /* the wall's check under way, or 0 */
 };
 extern struct web_server web;
 
@@ -83,12 +90,14 @@ struct web_attach {
 	uint64_t conn; /* its web_conn's id */
 	char *home, *session, *instance, *shell, *as;
 	int cols, rows, watch;
+	int may_open; /* open the shell if it is not there (a writer's link) */
 	int64_t cursor; /* the page's next byte, or -1: recent output */
 	/* out */
 	int fd;
 	uint8_t *rest; /* bytes read past the agent's answer */
 	size_t rest_len;
 	int64_t start, end; /* replay from, and the output's end then */
+	int reset; /* the page's cursor was not this shell's: from the start */
 	int close_code;
 	char *cause;
 	struct web_attach *next;
@@ -107,7 +116,8 @@ void web_close(struct web_conn *, int code, int urgent, const char *fmt, ...)
 int web_session_shown(const struct session_record *);
 
 /* term.c */
-int web_term_hello(struct web_conn *, const cJSON *hello, int cols, int rows);
+int web_term_hello(struct web_conn *, const cJSON *hello, int cols, int rows,
+    const struct web_grant *);
 void web_term_attached(struct web_attach *);
 int web_term_message(struct web_conn *, const unsigned char *, size_t);
 int web_agent_callback(

@@ -21,7 +21,8 @@
  *                    'j' JSON: {"type": "hello"|"clients"|"resize"|
  *                      "truncated"|"exit"|"sessions"|"notice", ...}
  * A refusal or bad input closes the socket with a code of 4000-4999 and a
- * reason the page shows (WEB_CLOSE_*).
+ * reason the page shows (WEB_CLOSE_*). Only the teacher takes and gives
+ * back the keyboard ('t', 'g').
  */
 #ifndef VMUX_WEB_H
 #define VMUX_WEB_H
@@ -48,6 +49,7 @@ enum web_close {
 	WEB_CLOSE_GONE = 4010,    /* the agent went (the VM stopped) */
 	WEB_CLOSE_DOWN = 4011,    /* the session is not running */
 	WEB_CLOSE_SERVER = 4012,  /* vmux web is stopping */
+	WEB_CLOSE_BUSY = 4013,    /* too many pages on one link, or attaches */
 };
 
 /* A web grant (HOME/web/grants/HASH.json). */
@@ -71,6 +73,7 @@ struct web_opts {
 	const char *assets;       /* the pages and xterm.js */
 	const char *prefix;       /* path prefix behind a proxy ("" or "/x") */
 	const char *base_url;     /* the links' start, as users reach it */
+	int base_url_given;       /* ... given by --url */
 	const char *teacher_hash; /* SHA-256 of the teacher's token */
 	const char *cert, *key;   /* TLS, or NULL */
 	const char *check_script; /* the wall's check; NULL: none */

@@ -39,6 +39,9 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$TMP/asan
 
 need_session s1 --label room=a
 need_session s2 --label room=a
+need_session s3 # not the wall's (-l room=a)
+# a tile waits for a shell; a read-write link opens one (s1's, below)
+vmux open s2 --id main >/dev/null || { echo "FAIL open s2's shell"; exit 1; }
 
 link() { vmux grant "$@" --url "$WEB" 2>/dev/null; }
 
@@ -122,6 +125,9 @@ check "a hostile guest's escapes, invalid UTF-8 and flood through a page" \
 check "a forged Origin is refused before the upgrade" protocol origin
 check "wrong, expired and malformed tokens: refused after a second" protocol tokens
 check "a link reaches only its own session" protocol other
+check "the teacher reaches the wall's sessions and open shells only" protocol teacher
+check "one link holds at most 8 pages open" protocol many
+check "a cursor past the shell's end starts over" protocol reset
 check "bad input closes with a reason; the server stays up" protocol bad
 check "an input flood is taken at the shell's pace" protocol flood
 

@@ -212,3 +212,39 @@ check "shell: attach ERROR frame shown escaped" t_attach_error
 check "a 64 MiB list_shells reply: refused at the cap, little memory" t_huge_reply_refused_cheaply
 check "200000 arguments in a command: linear, cut with ..." t_wide_reply_linear
 check "a recorder before an agent of endless shells: 512 files a session, then none" t_recorder_bounded
+
+# vmux web facing these agents (run under ASan and TSan by the sanitize
+# layer, as the rest of this file): a RESIZE of 65535x65535 reaches the
+# page clamped, a 4 GiB frame header and the flood after it close the page
+# at once and cost the server nothing, an ERROR frame's escapes are not
+# passed on; the server stays up and small.
+t_web_hostile() {
+	local port web rss tries
+	[[ -d $ROOT/tests/web/node_modules ]] || { fail "tests/web is not installed (make test runs npm ci)"; return 1; }
+	need_session hsize --initrd "$IMG"
+	need_session hframe --initrd "$IMG"
+	for tries in 1 2 3 4 5; do
+		port=$(shuf -i 20000-60000 -n 1)
+		"$VMUX" web --listen "127.0.0.1:$port" >"$TMP/web.out" 2>"$TMP/web.err" &
+		WEB_PID=$!
+		bg_track "$WEB_PID"
+		wait_for 10 grep -qs 'the wall:' "$TMP/web.out" && break
+		kill "$WEB_PID" 2>/dev/null
+	done
+	web=http://127.0.0.1:$port
+	export WEB=$web
+	LINK_HSIZE=$(vmux grant hsize --web --url "$web" 2>/dev/null) &&
+		LINK_HFRAME=$(vmux grant hframe --web --url "$web" 2>/dev/null) &&
+		LINK_H=$(vmux grant h --web --shell evil --url "$web" 2>/dev/null) || { fail "grant --web"; return 1; }
+	export LINK_HSIZE LINK_HFRAME LINK_H
+	for s in hostile-size hostile-frame hostile-error; do
+		(cd "$ROOT/tests/web" && timeout 120 node protocol.mjs "$s") || fail "$s" || return 1
+	done
+	kill -0 "$WEB_PID" || fail "vmux web is gone: $(tail -5 "$TMP/web.err")" || return 1
+	rss=$(awk '/^VmHWM/ { print $2 }' /proc/"$WEB_PID"/status)
+	echo "figure: vmux web's peak RSS facing the hostile agents: $((rss / 1024)) MiB"
+	((rss < 96 * 1024)) || fail "vmux web peaked at $((rss / 1024)) MiB" || return 1
+	kill "$WEB_PID"
+	vmux rm -f hsize hframe >/dev/null
+}
+check "vmux web: a huge RESIZE, a 4 GiB frame, escapes in an ERROR" t_web_hostile

@@ -22,6 +22,8 @@
  *   hhang  list_shells never answers (the connection stays open)
  *   hsize  open_shell answers shell "s"; attach_shell sends a RESIZE frame
  *          of 65535x65535, then text
+ *   hframe open_shell answers shell "s"; attach_shell sends a frame header
+ *          of 4 GiB, then junk as fast as the host takes it, for 20 s
  *   hquit  the agent ends at once, every time vmux-init starts it
  *   hmany  list_shells answers 64 shells, each a new one every time (new
  *          started_at), which end as soon as they are attached: a
@@ -306,6 +308,25 @@ attach_resize(int fd)
 	sleep(3600);
 }
 
+/* hframe's attach: a frame no host may wait for, then a flood of junk. */
+static void
+attach_broken(int fd)
+{
+	static const char line[] =
+	    "{\"shell_id\":\"s\",\"cursor\":0,\"attached\":true,"
+	    "\"state\":\"running\",\"cols\":80,\"rows\":24,"
+	    "\"output_bytes\":0,\"oldest_cursor\":0}\n";
+	static unsigned char junk[65536];
+	unsigned char hdr[5] = {1, 0xff, 0xff, 0xff, 0xff};
+	time_t end = time(NULL) + 20;
+
+	memset(junk, 'j', sizeof junk);
+	send_all(fd, line, sizeof line - 1);
+	send_all(fd, hdr, sizeof hdr);
+	while (time(NULL) < end && write(fd, junk, sizeof junk) > 0)
+		;
+}
+
 /* An attach_shell answer, then an ERROR frame with escapes, then close. */
 static void
 attach(int fd)
@@ -352,7 +373,7 @@ serve(int fd)
 		request_path(req, path, sizeof path);
 		export(fd, path);
 	} else if (strstr(req, "\"open_shell\"") != NULL &&
-	    strcmp(mode, "hsize") == 0) {
+	    (strcmp(mode, "hsize") == 0 || strcmp(mode, "hframe") == 0)) {
 		static const char opened[] =
 		    "{\"shell_id\":\"s\",\"state\":\"running\",\"cols\":80,"
 		    "\"rows\":24,\"pid\":9}\n";
@@ -360,6 +381,9 @@ serve(int fd)
 	} else if (strstr(req, "\"attach_shell\"") != NULL &&
 	    strcmp(mode, "hsize") == 0)
 		attach_resize(fd);
+	else if (strstr(req, "\"attach_shell\"") != NULL &&
+	    strcmp(mode, "hframe") == 0)
+		attach_broken(fd);
 	else if (strstr(req, "\"attach_shell\"") != NULL)
 		attach(fd);
 	else {

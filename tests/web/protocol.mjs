@@ -34,9 +34,53 @@ const scenarios = {
     ws = await RawWS.open(WSURL, { Origin: "http://127.0.0.1.evil.example:1" });
     assert(ws.status !== 101, "a look-alike Origin was upgraded");
     ws.end();
-    ws = await RawWS.open(WSURL, { Origin: ORIGIN });
-    assert(ws.status === 101, `the page's own Origin: status ${ws.status}`);
+    // DNS rebinding: another name that resolves here, Origin and Host alike
+    const port = new URL(WEB).port;
+    ws = await RawWS.open(WSURL, { Origin: `http://rebound.example:${port}`, Host: `rebound.example:${port}` });
+    assert(ws.status !== 101, "a rebound name was upgraded");
     ws.end();
+    for (const o of [ORIGIN, `http://localhost:${port}`]) {
+      ws = await RawWS.open(WSURL, { Origin: o });
+      assert(ws.status === 101, `Origin ${o}: status ${ws.status}`);
+      ws.end();
+    }
+  },
+  // the teacher's token reaches the wall's sessions only, and no shell
+  // that is not there yet
+  async teacher() {
+    const wall = tok(process.env.WALL);
+    let ws = await hello(wall, { session: "s3" });
+    await expectClose(ws, 4005, /not on this wall|no such/, "a session outside -l");
+    ws = await hello(wall, { session: "nosuch" });
+    await expectClose(ws, 4005, /no such session/, "no such session");
+    ws = await hello(wall, { session: "s1", shell: "never-opened" });
+    await expectClose(ws, 4011, /no shell never-opened/, "a shell not there yet");
+    ws = await hello(wall, { session: "s1" });
+    const h = await ws.json("hello");
+    assert(h.teacher === true && h.session === "s1", `teacher's tile: ${JSON.stringify(h)}`);
+    ws.end();
+  },
+  // one link holds a bounded number of pages open
+  async many() {
+    const open = [];
+    for (let i = 0; i < 8; i++) {
+      const ws = await hello(tok(process.env.LINK_S2));
+      await ws.json("hello");
+      open.push(ws);
+    }
+    const ws = await hello(tok(process.env.LINK_S2));
+    await expectClose(ws, 4013, /open in 8 pages/, "a ninth page");
+    for (const w of open) w.end();
+  },
+  // a page whose cursor is past the shell's end (the VM started again)
+  // is told to start over, from the oldest byte kept
+  async reset() {
+    const ws = await hello(tok(process.env.LINK_S2), { cursor: 2 ** 40 });
+    const h = await ws.json("hello");
+    assert(h.reset === true && h.cursor < 2 ** 40, `hello ${JSON.stringify(h)}`);
+    ws.end();
+    const bad = await hello(tok(process.env.LINK_S2), { cursor: 1.5 });
+    await expectClose(bad, 4000, /cursor/, "a fractional cursor");
   },
   // a wrong token waits a second and is refused; so are an expired one,
   // a malformed one and the teacher's shape without the teacher's token
@@ -108,6 +152,35 @@ const scenarios = {
     await again.json("hello");
     await again.binary("i", "\x03"); // the spaces the line kept: gone
     again.end();
+  },
+  // hostile agents (tests/e2e/65-hostile.sh): a RESIZE of 65535x65535
+  // reaches the page as a size a page can draw, and the text after it
+  async "hostile-size"() {
+    const ws = await hello(tok(process.env.LINK_HSIZE));
+    await ws.json("hello");
+    const r = await ws.json("resize");
+    assert(r.cols <= 4096 && r.rows <= 4096, `resize ${JSON.stringify(r)}`);
+    let text = "";
+    while (!text.includes("hostile-still-alive")) {
+      const m = await ws.next();
+      assert(m !== null, "closed before the text");
+      if (m[0] === 0x6f) text += m.subarray(9).toString();
+    }
+    ws.end();
+  },
+  // a frame of 4 GiB and a flood after it: the page is closed at once and
+  // nothing of it is kept
+  async "hostile-frame"() {
+    const ws = await hello(tok(process.env.LINK_HFRAME));
+    await ws.json("hello").catch(() => {});
+    await expectClose(ws, 4010, /broken/, "a 4 GiB frame");
+  },
+  // an attach ERROR full of escapes is a notice without them
+  async "hostile-error"() {
+    const ws = await hello(tok(process.env.LINK_H));
+    const n = await ws.json("notice");
+    assert(!/[\x00-\x1f\x7f-\x9f]/.test(n.text), `notice keeps control characters: ${JSON.stringify(n.text)}`);
+    ws.end();
   },
 };
 

@@ -30,6 +30,9 @@ class VmuxTerm {
     this.closed = false; // for good: no retry
     this.retryMs = 500;
     this.enc = new TextEncoder();
+    this.attached = false; // the server said hello on this socket
+    this.pending = []; // keys typed before it did (a little of them)
+    this.pendingBytes = 0;
     this.term = new Terminal({
       fontSize: opts.fontSize || 14,
       scrollback: 5000,
@@ -69,6 +72,7 @@ class VmuxTerm {
   }
 
   connect() {
+    this.attached = false;
     const ws = new WebSocket(vmuxSocketURL(), "vmux.v1");
     ws.binaryType = "arraybuffer";
     this.ws = ws;
@@ -106,19 +110,26 @@ class VmuxTerm {
     switch (msg.type) {
       case "hello":
         this.retryMs = 500;
+        this.attached = true;
+        if (msg.reset && this.cursor !== null) { // the VM started again: a new shell
+          this.term.write("\r\n\x1b[7m[vmux web: the shell started again]\x1b[0m\r\n");
+          this.cursor = null;
+        }
         if (this.cursor !== null && msg.cursor > this.cursor)
           this.marker(msg.cursor - this.cursor);
         if (this.cursor === null) this.cursor = msg.cursor;
         this.status("connected", "ok");
         if (this.opts.onHello) this.opts.onHello(msg);
+        for (const b of this.pending.splice(0)) this.sendBytes("i", b);
+        this.pendingBytes = 0;
         if (msg.read_only) this.setReadOnly(true);
         if (this.watching() && msg.cols > 0 && msg.rows > 0)
-          this.term.resize(msg.cols, msg.rows);
+          this.follow(msg.cols, msg.rows);
         else if (!this.watching())
           this.resize(this.term.cols, this.term.rows);
         break;
       case "resize":
-        if (this.watching()) this.term.resize(msg.cols, msg.rows);
+        if (this.watching()) this.follow(msg.cols, msg.rows);
         break;
       case "truncated":
         this.marker(msg.to - msg.from);
@@ -163,7 +174,17 @@ class VmuxTerm {
 
   type(text) {
     if (this.opts.readOnly) return;
-    this.sendBytes("i", this.enc.encode(text));
+    const b = this.enc.encode(text);
+    if (this.attached) this.sendBytes("i", b);
+    else if (this.pendingBytes + b.length <= 4096) {
+      this.pending.push(b);
+      this.pendingBytes += b.length;
+    }
+  }
+
+  // a watcher takes the shell's size (within what a page can draw)
+  follow(cols, rows) {
+    this.term.resize(Math.min(Math.max(cols, 2), 500), Math.min(Math.max(rows, 1), 200));
   }
 
   // A watcher (read-only, or the teacher's tile) follows the shell's size
