@@ -619,7 +619,7 @@ web_serve(const struct web_opts *o, char **cause)
 		web.has_sel = 1;
 	}
 	origins_build(o);
-	xasprintf(&mountpoint, "%s/", o->prefix);
+	mountpoint = xstrdup(*o->prefix != '\0' ? o->prefix : "/");
 	memset(&mount, 0, sizeof mount);
 	mount.mountpoint = mountpoint;
 	mount.mountpoint_len = (unsigned char)strlen(mountpoint);

@@ -130,6 +130,30 @@ check "one link holds at most 8 pages open" protocol many
 check "a cursor past the shell's end starts over" protocol reset
 check "bad input closes with a reason; the server stays up" protocol bad
 check "an input flood is taken at the shell's pace" protocol flood
+check "a page that stops reading: bounded, told what it missed" env WEB_PID="$WEB_PID" bash -c "cd '$WEBT' && timeout 300 node protocol.mjs slow"
+
+# HTTPS behind a path prefix, as a room off this machine is served: a
+# throwaway certificate, --prefix /vmux, the link's start from --url
+check_tls_prefix() {
+	local port pid code link
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 \
+		-keyout "$TMP/key.pem" -out "$TMP/cert.pem" 2>/dev/null || { fail "openssl"; return 1; }
+	port=$(shuf -i 20000-60000 -n 1)
+	"$WEBVMUX" web --listen "127.0.0.1:$port" --cert "$TMP/cert.pem" --key "$TMP/key.pem" \
+		--prefix /vmux --url "https://127.0.0.1:$port/vmux" >"$TMP/tls.out" 2>"$TMP/tls.err" &
+	pid=$!
+	bg_track "$pid"
+	wait_for 10 grep -qs 'the wall:' "$TMP/tls.out" || { fail "no TLS server: $(cat "$TMP/tls.err")"; return 1; }
+	code=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/vmux/shell.html")
+	expect_eq "under the prefix" "$code" 200
+	code=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/shell.html")
+	[[ $code != 200 ]] || fail "a page outside the prefix was served"
+	link=$(vmux grant s1 --web 2>/dev/null)
+	expect_match "link from --url" "$link" "^https://127.0.0.1:$port/vmux/shell.html#"
+	(cd "$WEBT" && LINK_S1=$link timeout 120 node browser.mjs type) || fail "typing over wss"
+	kill "$pid"
+}
+check "HTTPS and WSS under a path prefix" check_tls_prefix
 
 check_refusals_logged() {
 	local n

@@ -3,6 +3,8 @@
 // assertion held. WEB is the server's base URL; LINK_S1, LINK_S2 and
 // LINK_EXPIRED are links from vmux grant --web.
 import { RawWS } from "./ws.mjs";
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 
 const WEB = process.env.WEB;
 const WSURL = WEB.replace(/^http/, "ws") + "/ws";
@@ -71,6 +73,38 @@ const scenarios = {
     const ws = await hello(tok(process.env.LINK_S2));
     await expectClose(ws, 4013, /open in 8 pages/, "a ninth page");
     for (const w of open) w.end();
+  },
+  // a page that stops reading: vmux web stops reading the agent (its queue
+  // is bounded), the shell's ring drops the oldest output, and the page is
+  // told what it missed (TRUNCATED) before the rest
+  async slow() {
+    const ws = await hello(tok(process.env.LINK_S2));
+    await ws.json("hello");
+    const outputBytes = () => JSON.parse(execFileSync(process.env.VMUX, ["shells", "s2", "--json"]))
+      .find((x) => x.shell_id === "main").output_bytes;
+    const start = outputBytes();
+    ws.sock.pause();
+    await ws.binary("i", "head -c 12582912 /dev/zero | tr '\\0' y; echo; echo SLOW-$((1+1))\r");
+    // the guest is done once the shell's output is all there
+    for (let i = 0; outputBytes() < start + 12582912; i++) {
+      assert(i < 1200, "the guest never finished its output");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const rss = readFileSync(`/proc/${process.env.WEB_PID}/status`, "utf8").match(/VmRSS:\s+(\d+)/)[1];
+    console.log(`figure: vmux web's RSS with a page that read nothing of 12 MiB: ${(rss / 1024).toFixed(1)} MiB`);
+    ws.sock.resume();
+    let trunc = null, tail = "";
+    while (!/SLOW-2/.test(tail)) {
+      const m = await ws.next(60000);
+      assert(m !== null, `closed (${ws.closed && ws.closed.reason}) before the end`);
+      if (m[0] === 0x6a) {
+        const o = JSON.parse(m.subarray(1).toString());
+        if (o.type === "truncated") trunc = o;
+      } else if (m[0] === 0x6f) tail = (tail + m.subarray(9).toString()).slice(-64);
+    }
+    assert(trunc !== null, "no truncated message: the output was buffered whole");
+    console.log(`figure: skipped for the slow page: ${((trunc.to - trunc.from) / 1048576).toFixed(1)} MiB`);
+    ws.end();
   },
   // a page whose cursor is past the shell's end (the VM started again)
   // is told to start over, from the oldest byte kept
