@@ -72,7 +72,9 @@ LINK_S1_RO=$(link s1 --web --read-only --as watcher)
 LINK_S1_REVOKE=$(link s1 --web --as leaver)
 LINK_S2=$(link s2 --web)
 LINK_EXPIRED=$(link s2 --web --expires 1)
-export LINK_S1 LINK_S1_RO LINK_S1_REVOKE LINK_S2 LINK_EXPIRED
+LINK_S3=$(link s3 --web)
+LINK_S2_FLOOD=$(link s2 --web --shell flood)
+export LINK_S1 LINK_S1_RO LINK_S1_REVOKE LINK_S2 LINK_EXPIRED LINK_S3 LINK_S2_FLOOD
 
 browser() { (cd "$WEBT" && timeout 360 node browser.mjs "$1"); }
 protocol() { (cd "$WEBT" && timeout 120 node protocol.mjs "$1"); }
@@ -81,7 +83,7 @@ check_grants() {
 	local out
 	expect_match "link" "$LINK_S1" "^$WEB/shell.html#[A-Za-z0-9_-]{32}\$"
 	out=$(vmux grants --web --json)
-	expect_eq "grants listed" "$(jq length <<<"$out")" 5
+	expect_eq "grants listed" "$(jq length <<<"$out")" 7
 	expect_eq "read-only one" "$(jq -r '[.[] | select(.mode == "read-only")][0].as' <<<"$out")" watcher
 	# the tokens are nowhere in the state directory, only their hashes
 	! grep -rqF "${LINK_S1#*#}" "$VMUX_HOME" --exclude-dir=tmp ||
@@ -154,6 +156,7 @@ check_tls_prefix() {
 	kill "$pid"
 }
 check "HTTPS and WSS under a path prefix" check_tls_prefix
+check "the VM stops under a page, then starts: the page says so and comes back" browser vmstop
 
 check_refusals_logged() {
 	local n

@@ -237,6 +237,23 @@ const scenarios = {
     await waitLine(p, /^still-42$/, "keys after the flood");
   },
 
+  // the VM stops under the page: it says so and waits; the VM starts
+  // again: the page comes back by itself, on the new shell, and says so
+  async vmstop() {
+    const p = await open(env.LINK_S3);
+    await ready(p);
+    await run(p, "echo before-stop-$((1+2))");
+    await waitLine(p, /^before-stop-3$/, "before the stop");
+    execFileSync(env.VMUX, ["stop", "s3"]);
+    await waitStatus(p, /went away|stopped|not running/, "the page after the VM stopped", "#status", 30000);
+    execFileSync(env.VMUX, ["start", "s3"]);
+    await waitStatus(p, /^connected$/, "the page after the VM started again", "#status", 60000);
+    await waitLine(p, /shell started again/, "the restart's marker");
+    await p.keyboard.type("\n");
+    await run(p, "echo after-start-$((2+2))");
+    await waitLine(p, /^after-start-4$/, "typing after the restart");
+  },
+
   async shots() {
     const student = await open(env.LINK_S1, { width: 900, height: 520 });
     await ready(student);

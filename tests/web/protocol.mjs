@@ -1,7 +1,8 @@
 // protocol.mjs: vmux web's socket refuses what it must, for
 // tests/e2e/49-web.sh: `node protocol.mjs SCENARIO`, exit 0 when every
-// assertion held. WEB is the server's base URL; LINK_S1, LINK_S2 and
-// LINK_EXPIRED are links from vmux grant --web.
+// assertion held. WEB is the server's base URL; LINK_S1, LINK_S2,
+// LINK_S2_FLOOD (s2's shell "flood", which the input flood leaves full of
+// spaces) and LINK_EXPIRED are links from vmux grant --web.
 import { RawWS } from "./ws.mjs";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -84,7 +85,8 @@ const scenarios = {
       .find((x) => x.shell_id === "main").output_bytes;
     const start = outputBytes();
     ws.sock.pause();
-    await ws.binary("i", "head -c 12582912 /dev/zero | tr '\\0' y; echo; echo SLOW-$((1+1))\r");
+    const n = Math.floor(Math.random() * 1e6), mark = `SLOW-${n + 1}`; // not in any replay
+    await ws.binary("i", `head -c 12582912 /dev/zero | tr '\\0' y; echo; echo SLOW-$((${n}+1))\r`);
     // the guest is done once the shell's output is all there
     for (let i = 0; outputBytes() < start + 12582912; i++) {
       assert(i < 1200, "the guest never finished its output");
@@ -94,7 +96,7 @@ const scenarios = {
     console.log(`figure: vmux web's RSS with a page that read nothing of 12 MiB: ${(rss / 1024).toFixed(1)} MiB`);
     ws.sock.resume();
     let trunc = null, tail = "";
-    while (!/SLOW-2/.test(tail)) {
+    while (!tail.includes(mark)) {
       const m = await ws.next(60000);
       assert(m !== null, `closed (${ws.closed && ws.closed.reason}) before the end`);
       if (m[0] === 0x6a) {
@@ -166,7 +168,7 @@ const scenarios = {
   // a flood of input is taken at the shell's pace, not buffered: the
   // server reads no more than it can pass on, and answers after
   async flood() {
-    const ws = await hello(tok(process.env.LINK_S2));
+    const ws = await hello(tok(process.env.LINK_S2_FLOOD));
     await ws.json("hello");
     const chunk = Buffer.alloc(60 * 1024, 0x20);
     const end = Date.now() + 8000;
@@ -182,7 +184,7 @@ const scenarios = {
     console.log(`figure: input flood: ${(sent / 1048576).toFixed(0)} MiB offered, ` +
       `${(ws.sock.writableLength / 1048576).toFixed(1)} MiB still unread by the server`);
     ws.end();
-    const again = await hello(tok(process.env.LINK_S2));
+    const again = await hello(tok(process.env.LINK_S2_FLOOD));
     await again.json("hello");
     await again.binary("i", "\x03"); // the spaces the line kept: gone
     again.end();
