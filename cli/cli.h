@@ -239,6 +239,8 @@ extern const struct cmd_entry cmd_grant_entry;
 int grant_token_new(const char *home, const char *name, char **, char **);
 int grant_token_live(const char *home, const char *token);
 int grant_logins_end(const char *home, const char *line);
+/* foreground.c */
+int session_foreground(const char *home, const char *name, int sig_seen);
 /* grant-web.c */
 int grant_web_exec(struct args *);
 int revoke_web_exec(struct args *);

@@ -36,6 +36,10 @@ static const struct cmd_opt cmd_new_own[] = {
     {"json", 0, NULL, 0,
         "print the session as JSON (as ls --json shows it) instead of "
         "its name"},
+    {"foreground", 0, NULL, 0,
+        "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
+        "cleanly (as vmux stop) and ends vmux: a batch job's body (Slurm's "
+        "scancel and time limit send SIGTERM)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -415,6 +419,11 @@ cmd_new_exec(struct args *a)
 			cause = xstrdup("NAME, or --count/--roster, not both");
 			goto usage;
 		}
+		if (args_has(a, "foreground")) {
+			cause = xstrdup("--foreground keeps one session: not "
+			                "with --count/--roster");
+			goto usage;
+		}
 		if (args_get(a, "hostname") != NULL) {
 			cause =
 			    xstrdup("--hostname names one guest: not with "
@@ -471,7 +480,9 @@ cmd_new_exec(struct args *a)
 		else
 			printf("%s\n", r.name);
 		record_free(&r);
-		rc = 0;
+		rc = args_has(a, "foreground")
+		    ? session_foreground(home, a->argv[0], new_interrupted)
+		    : 0;
 	}
 	free(home);
 	free(allow);

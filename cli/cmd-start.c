@@ -25,6 +25,9 @@ static int cmd_start_exec(struct args *);
 static const struct cmd_opt cmd_start_opts[] = {
     {"boot-timeout", 0, "S", 0, "seconds to wait for the agent (default 60)"},
     {"json", 0, NULL, 0, "print the session as ls --json shows it"},
+    {"foreground", 0, NULL, 0,
+        "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
+        "cleanly (as vmux stop) and ends vmux (a batch job's body)"},
     {"append", 0, "ARGS", 0, "more kernel command line words for this boot"},
     {"persist", 0, NULL, 0,
         "keep --append for every later boot (--append '' --persist "
@@ -185,7 +188,9 @@ cmd_start_exec(struct args *a)
 		struct session_entry e = {.name = r.name, .ok = 1, .rec = r};
 		cli_result(ls_session_json(&e));
 		record_free(&r);
-		rc = 0;
+		rc = args_has(a, "foreground")
+		    ? session_foreground(home, a->argv[0], start_interrupted)
+		    : 0;
 	}
 	free(home);
 	return rc;

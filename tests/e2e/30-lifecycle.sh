@@ -158,3 +158,34 @@ check "crashed VM shows crashed, bridge exits, rm works" t_crash_then_rm
 check "stop and rm of several names say each" t_several_names_say_each
 check "Ctrl-C or SIGTERM during new stops the boot and cleans up" t_interrupt_during_boot
 check "rm leaves no process, socket or state" t_rm_leaves_nothing
+
+# new --foreground: a batch job's body. vmux stays while the VM runs;
+# SIGTERM (Slurm's scancel and time limit) powers the guest off cleanly and
+# vmux exits 0 with the workspace whole; start --foreground boots it again,
+# and a poweroff inside the guest ends vmux too.
+t_foreground() {
+	local pid rc
+	"$VMUX" new fg --foreground >"$TMP/fg.out" 2>"$TMP/fg.err" &
+	pid=$!
+	bg_track "$pid"
+	wait_for 120 grep -qx fg "$TMP/fg.out" || { fail "never booted: $(cat "$TMP/fg.err")"; return 1; }
+	kill -0 "$pid" || fail "vmux new --foreground returned while the VM runs" || return 1
+	vmux exec fg -- sh -c 'echo kept > /workspace/f && sync' || return 1
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	expect_eq "exit status after SIGTERM" "$rc" 0
+	expect_eq state "$(session_field fg state)" stopped
+	grep -q 'SIGTERM: stopping fg' "$TMP/fg.err" || fail "said: $(cat "$TMP/fg.err")"
+	"$VMUX" start fg --foreground >"$TMP/fg.out" 2>"$TMP/fg.err" &
+	pid=$!
+	bg_track "$pid"
+	wait_for 120 "$VMUX" exec fg -- true 2>/dev/null || { fail "never started: $(cat "$TMP/fg.err")"; return 1; }
+	expect_eq "the workspace after the stop" "$(vmux exec fg -- cat /workspace/f)" kept
+	vmux exec fg -- poweroff >/dev/null 2>&1
+	wait "$pid"
+	expect_eq "exit status after a poweroff" "$?" 0
+	expect_status 2 vmux new --count 2 --prefix x --foreground
+	vmux rm -f fg >/dev/null
+}
+check "new --foreground: SIGTERM stops cleanly, start --foreground, poweroff" t_foreground
