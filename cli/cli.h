@@ -239,6 +239,10 @@ extern const struct cmd_entry cmd_grant_entry;
 int grant_token_new(const char *home, const char *name, char **, char **);
 int grant_token_live(const char *home, const char *token);
 int grant_logins_end(const char *home, const char *line);
+/* slurm.c */
+struct host;
+int slurm_route(const struct host *, const struct cmd_entry *, struct args *,
+    int argc, char **argv);
 /* foreground.c */
 int session_foreground(const char *home, const char *name, int sig_seen);
 /* grant-web.c */

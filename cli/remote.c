@@ -616,6 +616,10 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 		*rc = EXIT_VMUX;
 		goto out;
 	}
+	if (remote_host.slurm) { /* a cluster: Slurm's tools, not ssh */
+		*rc = slurm_route(&remote_host, e, a, argc, argv);
+		goto out;
+	}
 	if (strcmp(e->name, "cp") == 0) {
 		/* the host side of cp is this machine */
 		if (host_connect(&remote_host, &cause) != 0) {

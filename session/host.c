@@ -1,5 +1,5 @@
 /*
- * host.c: other machines vmux reaches over SSH.
+ * host.c: other machines vmux reaches over SSH, and Slurm clusters.
  *
  * As with Docker contexts, a host is ssh://[USER@]ADDR[:PORT][/VMUX], named
  * in the settings (`host NAME URL`) or given as it is; /VMUX is where vmux
@@ -51,7 +51,82 @@ host_free(struct host *h)
 	free(h->user);
 	free(h->addr);
 	free(h->vmux);
+	free(h->partition);
+	free(h->account);
+	free(h->qos);
+	free(h->dir);
 	memset(h, 0, sizeof *h);
+}
+
+static int host_char_ok(char c);
+
+/* Is s a Slurm name (partition, account, QOS): 1-64 of [A-Za-z0-9._-]? */
+static int
+slurm_word_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 64 || *s == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!host_char_ok(s[i]) || s[i] == '@')
+			return 0;
+	return 1;
+}
+
+/*
+ * Parse slurm://[PARTITION][?account=A&qos=Q&dir=/PATH] into h. 0, or -1
+ * with cause.
+ */
+static int
+host_parse_slurm(const char *url, struct host *h, char **cause)
+{
+	const char *p = url + 8, *q = strchr(p, '?');
+	size_t n = q != NULL ? (size_t)(q - p) : strlen(p);
+
+	h->slurm = 1;
+	if (n > 0 && !slurm_word_ok(p, n))
+		goto bad;
+	if (n > 0)
+		h->partition = xstrndup(p, n);
+	while (q != NULL && *q != '\0') {
+		const char *k = q + 1, *eq = strchr(k, '='), *amp;
+		char **slot;
+		size_t vn;
+
+		if (eq == NULL)
+			goto bad;
+		amp = strchr(eq, '&');
+		vn = amp != NULL ? (size_t)(amp - eq - 1) : strlen(eq + 1);
+		if (strncmp(k, "account=", 8) == 0)
+			slot = &h->account;
+		else if (strncmp(k, "qos=", 4) == 0)
+			slot = &h->qos;
+		else if (strncmp(k, "dir=", 4) == 0)
+			slot = &h->dir;
+		else
+			goto bad;
+		if (*slot != NULL)
+			goto bad;
+		if (slot == &h->dir) {
+			if (eq[1] != '/' || vn < 2)
+				goto bad;
+			for (size_t i = 1; i <= vn; i++)
+				if (!host_char_ok(eq[i]) && eq[i] != '/')
+					goto bad;
+		} else if (!slurm_word_ok(eq + 1, vn))
+			goto bad;
+		*slot = xstrndup(eq + 1, vn);
+		q = amp;
+	}
+	h->url = xstrdup(url);
+	h->name = xstrdup(url);
+	return 0;
+bad:
+	host_free(h);
+	xasprintf(cause,
+	    "invalid cluster '%s' (slurm://[PARTITION][?account=A&qos=Q&"
+	    "dir=/SHARED/PATH]; letters, digits, '.', '-', '_')",
+	    url);
+	return -1;
 }
 
 /* Is c allowed in a user or host part? (no shell or ssh option syntax) */
@@ -100,10 +175,12 @@ host_parse_url(const char *url, struct host *h, char **cause)
 	long port = 0;
 
 	memset(h, 0, sizeof *h);
+	if (strncmp(url, "slurm://", 8) == 0)
+		return host_parse_slurm(url, h, cause);
 	if (strncmp(url, "ssh://", 6) != 0) {
 		xasprintf(cause,
-		    "'%s' is not a host: write ssh://[USER@]HOST[:PORT] or a "
-		    "name from vmux host ls",
+		    "'%s' is not a host: write ssh://[USER@]HOST[:PORT], "
+		    "slurm://PARTITION or a name from vmux host ls",
 		    url);
 		return -1;
 	}
@@ -405,7 +482,7 @@ host_ssh_argv(
  * max bytes. Its wait status, or -1 with errno (ETIMEDOUT: too slow,
  * EFBIG: too much).
  */
-static int
+int
 host_run(char *const *argv, int with_stderr, uint64_t deadline, size_t max,
     char **out)
 {

@@ -529,6 +529,12 @@ struct host {
 	char *addr;
 	int port;   /* 0: ssh's default */
 	char *vmux; /* vmux's path there ("vmux": on its PATH) */
+	/* slurm://[PARTITION][?account=A&qos=Q&dir=D]: a Slurm cluster whose
+	 * jobs run the sessions (cli/slurm.c); addr etc. unset then */
+	int slurm;
+	char *partition, *account, *qos; /* NULL: Slurm's defaults */
+	char
+	    *dir; /* the sessions' shared folder; NULL: $VMUX_HOME/slurm/NAME */
 };
 int host_name_valid(const char *name, char **cause);
 int host_parse_url(const char *url, struct host *, char **cause);
@@ -536,6 +542,8 @@ int host_resolve(
     const char *spec, const struct settings *, struct host *, char **cause);
 void host_free(struct host *);
 char *host_quote(const char *word);
+int host_run(char *const *argv, int with_stderr, uint64_t deadline, size_t max,
+    char **out);
 #define HOST_TTY      0x1 /* host_ssh_argv: a terminal there (ssh -t) */
 #define HOST_NO_STDIN 0x2 /* ... and no stdin (ssh -n) */
 char **host_ssh_argv(const struct host *, int mode, char *const *words,

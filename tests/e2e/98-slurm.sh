@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# 98-slurm: sessions as Slurm jobs on a real cluster (tests/e2e/slurm.sh:
+# munge, slurmctld, two slurmd). A host slurm://vm?dir=SHARED: new submits
+# a job whose body is `vmux new --foreground`, ls is one squeue with the
+# node and job, exec and cp run inside the job (srun --overlap), stop
+# cancels it (the guest powered off cleanly), start submits again and,
+# with the first node drained, lands on the other with the workspace
+# whole; a bad partition is one clear error; rm leaves no job or folder.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/slurm.sh"
+command -v slurmctld >/dev/null || [[ -x /usr/sbin/slurmctld ]] || { echo "FAIL slurm-wlm is not installed (make deps installs it)"; exit 1; }
+
+e2e_before_cleanup() { slurm_stop; }
+slurm_start
+SHARED=$TMP/shared
+mkdir -p "$SHARED"
+
+c() { vmux -H c "$@"; }
+field() { c ls --json | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"; }
+
+t_host() {
+	vmux host add c "slurm://vm?dir=$SHARED" || return 1
+	vmux host ls | grep -q "slurm://vm" || fail "host ls: $(vmux host ls)"
+	expect_status 2 vmux host add bad1 'slurm://vm?what=1'
+	expect_status 2 vmux host add bad2 'slurm://v;m'
+	expect_status 2 vmux host add bad3 'slurm://vm?dir=relative'
+}
+check "host add slurm://: taken, bad ones refused" t_host
+
+t_new() {
+	local out node
+	out=$(c new s1 --memory 256M) || { fail "new: $out"; return 1; }
+	expect_eq "printed" "$out" s1
+	expect_eq state "$(field s1 state)" running
+	node=$(field s1 node)
+	[[ $node == n1 || $node == n2 ]] || fail "node '$node'"
+	[[ $(field s1 job) =~ ^[0-9]+$ ]] || fail "job '$(field s1 job)'"
+	squeue -h --me -o '%j %T' | grep -q '^vmux-s1 RUNNING$' || fail "squeue: $(squeue)"
+}
+check "new on the cluster: a job runs the session on a node" t_new
+
+t_inside() {
+	local got
+	got=$(c exec s1 -- sh -c 'echo hello-$((6*7)) > /workspace/w; cat /workspace/w; sync')
+	expect_eq "exec" "$got" hello-42
+	echo host-file >"$TMP/up.txt"
+	(cd "$TMP" && c cp up.txt s1:/workspace/up.txt) || fail "cp in"
+	expect_eq "cp in" "$(c exec s1 -- cat /workspace/up.txt)" host-file
+	(cd "$TMP" && c cp s1:/workspace/w back.txt) || fail "cp out"
+	expect_eq "cp out" "$(cat "$TMP/back.txt")" hello-42
+	expect_status 125 c exec nosuch -- true
+}
+check "exec and cp run inside the job (srun --overlap)" t_inside
+
+t_move() {
+	local first second
+	first=$(field s1 node)
+	c stop s1 || return 1
+	expect_eq "state after stop" "$(field s1 state)" stopped
+	expect_eq "stopped by" "$(field s1 stopped_by)" SIGTERM
+	[[ -z $(squeue -h --me -n vmux-s1) ]] || fail "the job is still there"
+	scontrol update nodename="$first" state=drain reason=vmux-test || return 1
+	c start s1 >/dev/null || { scontrol update nodename="$first" state=resume; fail "start"; return 1; }
+	second=$(field s1 node)
+	scontrol update nodename="$first" state=resume
+	[[ -n $second && $second != "$first" ]] || fail "started on '$second', first was $first (drained)"
+	expect_eq "the workspace on the other node" "$(c exec s1 -- cat /workspace/w)" hello-42
+}
+check "stop, drain its node, start: another node, the workspace whole" t_move
+
+t_bad_partition() {
+	local out
+	vmux host add nopart "slurm://nosuch?dir=$SHARED" || return 1
+	out=$(vmux -H nopart new s9 2>&1)
+	expect_eq "exit" "$?" 125
+	expect_match "said" "$out" "sbatch: .*(partition|Partition)"
+	[[ -z $(squeue -h --me -n vmux-s9) ]] || fail "a job for s9"
+	rm -rf "${SHARED:?}/s9"
+}
+check "a bad partition: one clear error, no job" t_bad_partition
+
+t_rm() {
+	c rm s1 || return 1
+	[[ -z $(squeue -h --me -n vmux-s1) ]] || fail "a job is left"
+	[[ ! -e $SHARED/s1 ]] || fail "the folder is left"
+	expect_eq "ls" "$(c ls --json | jq length)" 0
+}
+check "rm: no job, no folder" t_rm

@@ -1,0 +1,85 @@
+# slurm.sh: a real Slurm cluster for a test (sourced after lib.sh): munge
+# with a throwaway key, slurmctld and two slurmd (nodes n1 and n2, both on
+# this machine through Slurm's -N, each with its own port and spool), with
+# the test's own slurm.conf, all in $TMP. slurm_start exports SLURM_CONF
+# or fails the file; slurm_stop cancels every job and waits for them.
+
+# slurm_start: start munge and the daemons; wait for both nodes idle.
+slurm_start() {
+	local d=$TMP/slurm h port
+	h=$(hostname)
+	mkdir -p "$d/munge" "$d/state" "$d/spool/n1" "$d/spool/n2" "$d/log"
+	chmod 700 "$d/munge"
+	head -c 1024 /dev/urandom >"$d/munge/key"
+	chmod 400 "$d/munge/key"
+	/usr/sbin/munged -f -F --key-file="$d/munge/key" --socket="$d/munge/sock" \
+		--pid-file="$d/munge/pid" --log-file="$d/munge/log" \
+		--seed-file="$d/munge/seed" >>"$d/log/daemons.out" 2>&1 &
+	SLURM_PIDS=$!
+	bg_track $!
+	wait_for 10 test -S "$d/munge/sock" || { echo "FAIL munged: $(cat "$d/munge/log" 2>/dev/null)"; exit 1; }
+	port=$((20000 + RANDOM % 30000))
+	cat >"$d/slurm.conf" <<EOC
+ClusterName=vmuxtest
+SlurmctldHost=$h(127.0.0.1)
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+AuthType=auth/munge
+AuthInfo=socket=$d/munge/sock
+CredType=cred/munge
+SlurmUser=$(id -un)
+SlurmdUser=root
+StateSaveLocation=$d/state
+SlurmdSpoolDir=$d/spool/%n
+SlurmctldPidFile=$d/ctld.pid
+SlurmdPidFile=$d/slurmd-%n.pid
+SlurmctldLogFile=$d/log/ctld.log
+SlurmdLogFile=$d/log/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+ReturnToService=2
+KillWait=30
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+NodeName=n1 NodeHostname=$h NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=2 RealMemory=4000 State=UNKNOWN
+NodeName=n2 NodeHostname=$h NodeAddr=127.0.0.1 Port=$((port + 3)) CPUs=2 RealMemory=4000 State=UNKNOWN
+PartitionName=vm Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
+EOC
+	export SLURM_CONF=$d/slurm.conf
+	/usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >>"$d/log/daemons.out" 2>&1 &
+	SLURM_PIDS+=" $!"
+	bg_track $!
+	for n in n1 n2; do
+		/usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >>"$d/log/daemons.out" 2>&1 &
+		SLURM_PIDS+=" $!"
+		bg_track $!
+	done
+	wait_for 60 bash -c '[[ $(sinfo -h -o "%t" -p vm | sort -u) == idle ]]' || {
+		echo "FAIL the cluster never came up: $(sinfo 2>&1; tail -5 "$d"/log/*.log)"
+		exit 1
+	}
+}
+
+# slurm_stop: cancel our jobs, wait for them to end (their VMs stop),
+# then stop the daemons and wait for them to go.
+slurm_stop() {
+	[[ -n ${SLURM_CONF:-} ]] || return 0
+	scancel --me 2>/dev/null
+	wait_for 90 bash -c '[[ -z $(squeue -h --me 2>/dev/null) ]]'
+	kill $SLURM_PIDS 2>/dev/null
+	wait_for 30 slurm_gone
+}
+
+# slurm_gone: have the daemons all exited?
+slurm_gone() {
+	local p
+	for p in $SLURM_PIDS; do
+		kill -0 "$p" 2>/dev/null && return 1
+	done
+	return 0
+}
