@@ -51,6 +51,38 @@ TEST(host_url_refused)
 	}
 }
 
+TEST(host_slurm_urls)
+{
+	static const char *bad[] = {"slurm://v;m", "slurm://vm?what=1",
+	    "slurm://vm?dir=relative", "slurm://vm?account=a&account=b",
+	    "slurm://-vm", "slurm://vm?qos", "slurm://vm?dir=/a b"};
+	struct host h;
+	char *cause = NULL;
+
+	CHECK_INT(
+	    host_parse_url(
+	        "slurm://gpu?account=cs101&qos=low&dir=/nfs/vmux", &h, &cause),
+	    0);
+	CHECK(h.slurm);
+	CHECK_STR(h.partition, "gpu");
+	CHECK_STR(h.account, "cs101");
+	CHECK_STR(h.qos, "low");
+	CHECK_STR(h.dir, "/nfs/vmux");
+	host_free(&h);
+	CHECK_INT(host_parse_url("slurm://", &h, &cause), 0);
+	CHECK(h.slurm && h.partition == NULL && h.dir == NULL);
+	host_free(&h);
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (host_parse_url(bad[i], &h, &cause) == 0) {
+			unit_fail(__FILE__, __LINE__, "accepted %s", bad[i]);
+			return;
+		}
+		CHECK(strstr(cause, "slurm://") != NULL);
+		free(cause);
+		cause = NULL;
+	}
+}
+
 TEST(host_names)
 {
 	char *cause = NULL;
