@@ -32,12 +32,12 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define SLURM_OUT_MAX      (4 * 1024 * 1024) /* what squeue may print */
-#define SLURM_CMD_MS       30000             /* one Slurm command */
-#define SLURM_READY_MS     (15 * 60 * 1000)  /* a job's boot, pending included */
-#define SLURM_END_MS       120000            /* a cancelled job's end */
-#define SLURM_OVERHEAD_MB  256 /* QEMU and vmux's own, beside guest RAM */
-#define SLURM_JOB_PREFIX   "vmux-"
+#define SLURM_OUT_MAX     (4 * 1024 * 1024) /* what squeue may print */
+#define SLURM_CMD_MS      30000             /* one Slurm command */
+#define SLURM_READY_MS    (15 * 60 * 1000)  /* a job's boot, pending included */
+#define SLURM_END_MS      120000            /* a cancelled job's end */
+#define SLURM_OVERHEAD_MB 256 /* QEMU and vmux's own, beside guest RAM */
+#define SLURM_JOB_PREFIX  "vmux-"
 
 /* A session's job, as squeue says. */
 struct slurm_job {
@@ -81,7 +81,8 @@ slurm_dir(const struct host *h)
 static int
 slurm_run(char *const *argv, char **out)
 {
-	int st = host_run(argv, 1, mono_ms() + SLURM_CMD_MS, SLURM_OUT_MAX, out);
+	int st =
+	    host_run(argv, 1, mono_ms() + SLURM_CMD_MS, SLURM_OUT_MAX, out);
 
 	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
@@ -90,7 +91,8 @@ slurm_run(char *const *argv, char **out)
 static char *
 slurm_queue(char **cause)
 {
-	char *argv[] = {"squeue", "-h", "--me", "-o", "%j|%i|%T|%N|%r|%L", NULL};
+	char *argv[] = {
+	    "squeue", "-h", "--me", "-o", "%j|%i|%T|%N|%r|%L", NULL};
 	char *out;
 
 	if (slurm_run(argv, &out) != 0) {
@@ -107,8 +109,8 @@ slurm_queue(char **cause)
  * COMPLETING counts only with ending: it is going, its VM stopping).
  */
 static void
-slurm_job_in(const char *queue, const char *name, struct slurm_job *j,
-    int ending)
+slurm_job_in(
+    const char *queue, const char *name, struct slurm_job *j, int ending)
 {
 	char want[256];
 	const char *line = queue;
@@ -185,8 +187,9 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 		goto out;
 	}
 	q = host_quote(sdir);
-	fprintf(f, "#!/bin/sh\n# vmux session %s: its job (vmux -H %s %s)\n"
-	           "export VMUX_HOME=%s\n",
+	fprintf(f,
+	    "#!/bin/sh\n# vmux session %s: its job (vmux -H %s %s)\n"
+	    "export VMUX_HOME=%s\n",
 	    name, h->name, verb, q);
 	free(q);
 	q = host_quote(exe);
@@ -205,8 +208,8 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	chmod(script, 0700);
 	truncate(log, 0);
 
-	snprintf(jobname, sizeof jobname, "--job-name=" SLURM_JOB_PREFIX "%s",
-	    name);
+	snprintf(
+	    jobname, sizeof jobname, "--job-name=" SLURM_JOB_PREFIX "%s", name);
 	snprintf(cpus, sizeof cpus, "--cpus-per-task=%d", ncpus);
 	snprintf(mem, sizeof mem, "--mem=%lldM", mem_mb + SLURM_OVERHEAD_MB);
 	argv[n++] = "sbatch";
@@ -266,7 +269,8 @@ slurm_tail(const char *path)
 	if (fd < 0)
 		return xstrdup("");
 	size = lseek(fd, 0, SEEK_END);
-	lseek(fd, size > (off_t)sizeof buf - 1 ? size - (off_t)sizeof buf + 1 : 0,
+	lseek(fd,
+	    size > (off_t)sizeof buf - 1 ? size - (off_t)sizeof buf + 1 : 0,
 	    SEEK_SET);
 	n = read(fd, buf, sizeof buf - 1);
 	close(fd);
@@ -323,8 +327,8 @@ slurm_wait_ready(const char *dir, const char *name, const char *cluster)
 		if (j.state[0] == '\0') {
 			xasprintf(&log, "%s/%s/job.log", dir, name);
 			tail = slurm_tail(log);
-			cli_error("%s's job ended before it was ready: %s", name,
-			    *tail != '\0' ? tail : "(no output)");
+			cli_error("%s's job ended before it was ready: %s",
+			    name, *tail != '\0' ? tail : "(no output)");
 			free(tail);
 			free(log);
 			return EXIT_VMUX;
@@ -444,8 +448,8 @@ slurm_ls(const char *dir, const struct args *a)
 		printf("%s\n", s);
 		free(s);
 	} else {
-		printf("%-20s  %-10s  %-12s  %-8s  %s\n", "NAME", "STATE", "NODE",
-		    "JOB", "TIME LEFT");
+		printf("%-20s  %-10s  %-12s  %-8s  %s\n", "NAME", "STATE",
+		    "NODE", "JOB", "TIME LEFT");
 		cJSON_ArrayForEach(o, list)
 		{
 			printf("%-20s  %-10s  %-12s  %-8s  %s\n",
@@ -521,7 +525,8 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		if (colon != NULL && colon != a->argv[i] &&
 		    memchr(a->argv[i], '/', (size_t)(colon - a->argv[i])) ==
 		        NULL) {
-			cpname = xstrndup(a->argv[i], (size_t)(colon - a->argv[i]));
+			cpname =
+			    xstrndup(a->argv[i], (size_t)(colon - a->argv[i]));
 			name = cpname;
 			break;
 		}
@@ -568,10 +573,12 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 			goto out;
 		}
 		if (opt(a, "cpus") != NULL)
-			ncpus = atoi(opt(a, "cpus")) > 0 ? atoi(opt(a, "cpus")) : 1;
+			ncpus =
+			    atoi(opt(a, "cpus")) > 0 ? atoi(opt(a, "cpus")) : 1;
 		mem = slurm_size_mb(opt(a, "memory"), mem);
 		if (opt(a, "ttl") != NULL &&
-		    option_duration("--ttl", opt(a, "ttl"), &ttl, &cause) != 0) {
+		    option_duration("--ttl", opt(a, "ttl"), &ttl, &cause) !=
+		        0) {
 			rc = cli_usage_error(e, "%s", cause);
 			free(cause);
 			goto out;
@@ -581,7 +588,8 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 				cli_error("%s", cause);
 				free(cause);
 			} else
-				cli_error("session %s has a job already (%s, %s)",
+				cli_error(
+				    "session %s has a job already (%s, %s)",
 				    name, j.id, j.state);
 			goto out;
 		}
@@ -618,7 +626,8 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		if ((pid = fork()) == 0) {
 			char *exe = exe_path();
 			putenv(home);
-			execl(exe, exe, "-H", "local", "rm", "-f", name, (char *)NULL);
+			execl(exe, exe, "-H", "local", "rm", "-f", name,
+			    (char *)NULL);
 			_exit(127);
 		}
 		waitpid(pid, &st, 0);
