@@ -112,6 +112,26 @@ web_grants_mkdir(const char *home, char **cause)
 	return rc;
 }
 
+/*
+ * The text of the small file path into buf (size bytes, NUL-terminated;
+ * a symlink is not followed). Its length, or -1.
+ */
+static ssize_t
+file_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read_full(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 /* Is s WEB_HASH_HEX lowercase hex digits? */
 static int
 hash_valid(const char *s)
@@ -193,7 +213,6 @@ web_grant_by_hash(const char *home, const char *hash, struct web_grant *g)
 	char *dir, *path, buf[GRANT_FILE_MAX];
 	ssize_t n;
 	cJSON *o;
-	int fd;
 
 	memset(g, 0, sizeof *g);
 	if (!hash_valid(hash))
@@ -201,16 +220,9 @@ web_grant_by_hash(const char *home, const char *hash, struct web_grant *g)
 	dir = web_grants_dir(home);
 	xasprintf(&path, "%s/%s.json", dir, hash);
 	free(dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	n = file_text(path, buf, sizeof buf);
 	free(path);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	if ((o = cJSON_Parse(buf)) == NULL)
+	if (n <= 0 || (o = cJSON_Parse(buf)) == NULL)
 		return -1;
 	memcpy(g->hash, hash, sizeof g->hash);
 	g->session = field_str(o, "session");
@@ -308,8 +320,7 @@ web_grant_revoke(const char *home, const char *session, const char *id,
 	while ((e = readdir(d)) != NULL) {
 		char buf[GRANT_FILE_MAX], *s;
 		cJSON *o;
-		ssize_t len;
-		int fd, mine;
+		int mine;
 
 		if (strlen(e->d_name) != WEB_HASH_HEX + 5 ||
 		    strcmp(e->d_name + WEB_HASH_HEX, ".json") != 0)
@@ -317,12 +328,8 @@ web_grant_revoke(const char *home, const char *session, const char *id,
 		if (id != NULL && strncmp(e->d_name, id, strlen(id)) != 0)
 			continue;
 		xasprintf(&path, "%s/%s", dir, e->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		len = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		buf[len > 0 ? len : 0] = '\0';
-		o = cJSON_Parse(buf);
+		o = file_text(path, buf, sizeof buf) > 0 ? cJSON_Parse(buf)
+		                                         : NULL;
 		s = field_str(o, "session");
 		mine = s != NULL && strcmp(s, session) == 0;
 		free(s);
@@ -362,17 +369,12 @@ web_base_url(const char *home)
 {
 	char *path, buf[1024];
 	ssize_t n;
-	int fd;
 
 	xasprintf(&path, "%s/web/url", home);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	n = file_text(path, buf, sizeof buf);
 	free(path);
-	n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-	if (fd >= 0)
-		close(fd);
 	if (n <= 0)
 		return xstrdup(WEB_URL_DEFAULT);
-	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	return xstrdup(buf);
 }
