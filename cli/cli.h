@@ -155,6 +155,7 @@ char *cli_home(void);
 extern char *cli_last_error;
 void cli_record_error(const struct cmd_entry *, const struct args *);
 void cli_trap_interrupts(void (*fn)(int));
+char *cli_secret_line(const char *flag, const char *file, char **cause);
 struct session_record;
 struct vsock_target;
 int cli_session_record(const char *name, struct session_record *);

@@ -136,39 +136,17 @@ mcp_on_signal(int sig)
 static char *
 mcp_token_read(const char *file, char **cause)
 {
-	struct stat st;
-	char buf[512];
-	ssize_t n;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char *t = cli_secret_line("--token-file", file, cause);
 
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		xasprintf(cause, "--token-file %s: %s", file, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
-		close(fd);
-		xasprintf(cause,
-		    "--token-file %s: must be a file only its owner can read "
-		    "(chmod 600)",
-		    file);
-		return NULL;
-	}
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		n = 0;
-	buf[n] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	if (strlen(buf) < 16 || strchr(buf, ' ') != NULL) {
+	if (t != NULL && (strlen(t) < 16 || strchr(t, ' ') != NULL)) {
+		free(t);
 		xasprintf(cause,
 		    "--token-file %s: the token is one line of 16 characters "
 		    "or more, no spaces",
 		    file);
 		return NULL;
 	}
-	return xstrdup(buf);
+	return t;
 }
 
 /* --http ADDR:PORT and what goes with it; 0 or -1 with *cause. */

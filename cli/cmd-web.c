@@ -97,40 +97,21 @@ web_assets(char **cause)
 static char *
 teacher_token_read(const char *file, char **cause)
 {
-	struct stat st;
-	char buf[256];
-	ssize_t n;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	char *t = cli_secret_line("--teacher-token-file", file, cause);
 
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		xasprintf(cause, "--teacher-token-file %s: %s", file,
-		    strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	buf[strcspn(buf, "\r\n")] = '\0';
-	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
-		xasprintf(cause,
-		    "--teacher-token-file %s: must be a file only its owner "
-		    "can read (chmod 600)",
-		    file);
-		return NULL;
-	}
-	if (strlen(buf) < WEB_TEACHER_MIN ||
-	    strspn(buf,
-	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	        "0123456789-_") != strlen(buf)) {
+	if (t != NULL &&
+	    (strlen(t) < WEB_TEACHER_MIN ||
+	        strspn(t,
+	            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	            "0123456789-_") != strlen(t))) {
+		free(t);
 		xasprintf(cause,
 		    "--teacher-token-file %s: the token is one line of %d or "
 		    "more of A-Z a-z 0-9 - _",
 		    file, WEB_TEACHER_MIN);
 		return NULL;
 	}
-	return xstrdup(buf);
+	return t;
 }
 
 /* --listen into host and port; 0 or -1 with cause. */

@@ -5,12 +5,15 @@
  * can never disagree with what the parser accepts; man/vmux.1 documents
  * the same tables.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/common.h"
 #include "session/session.h"
@@ -324,6 +327,40 @@ cli_trap_interrupts(void (*fn)(int))
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
+}
+
+/*
+ * The first line of a secret file given as flag (--token-file F): a plain
+ * file only its owner can read (0600), not followed through a symlink,
+ * checked before it is read (opened non-blocking: a FIFO is refused, not
+ * waited on). The line (caller frees), or NULL with cause.
+ */
+char *
+cli_secret_line(const char *flag, const char *file, char **cause)
+{
+	struct stat st;
+	char buf[512];
+	ssize_t n;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		xasprintf(cause, "%s %s: %s", flag, file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode) || (st.st_mode & 077) != 0) {
+		close(fd);
+		xasprintf(cause,
+		    "%s %s: must be a file only its owner can read (chmod 600)",
+		    flag, file);
+		return NULL;
+	}
+	n = read_full(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return xstrdup(buf);
 }
 
 /*
