@@ -192,33 +192,11 @@ static int
 shell_find(
     const struct vsock_target *t, const char *id, int64_t *cursor, char **cause)
 {
-	cJSON *req = agent_req_list_shells(), *reply, *s;
-	const cJSON *arr;
-	double end, oldest;
-	int found = 0;
+	uint64_t now = mono_ms();
 
-	if ((reply = cli_agent(t, req, SHELL_REQUEST_S, cause)) == NULL)
-		return -1;
-	arr = cJSON_GetObjectItemCaseSensitive(reply, "shells");
-	cJSON_ArrayForEach(s, arr)
-	{
-		const cJSON *v =
-		    cJSON_GetObjectItemCaseSensitive(s, "shell_id");
-		if (!cJSON_IsString(v) || strcmp(v->valuestring, id) != 0)
-			continue;
-		end = rec_num(s, "output_bytes", 0);
-		oldest = rec_num(s, "oldest_cursor", 0);
-		*cursor = end - SHELL_REPLAY_BYTES > oldest
-		    ? (int64_t)(end - SHELL_REPLAY_BYTES)
-		    : (int64_t)oldest;
-		v = cJSON_GetObjectItemCaseSensitive(s, "state");
-		found =
-		    cJSON_IsString(v) && strcmp(v->valuestring, "stopped") == 0
-		    ? 2
-		    : 1;
-	}
-	cJSON_Delete(reply);
-	return found;
+	return attach_shell_find(t, id, SHELL_REPLAY_BYTES,
+	    now + CLI_CONNECT_MS, now + SHELL_REQUEST_S * 1000, cursor, NULL,
+	    cause);
 }
 
 /* Open a new shell; its id (caller frees) or NULL with cause. */

@@ -400,6 +400,59 @@ attach_exit_status(int code, int sig)
 	return 1;
 }
 
+/* A number field of o, or def. */
+static double
+num_field(const cJSON *o, const char *key, double def)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+/*
+ * Find shell id among the agent's (list_shells): 1 with *cursor where a
+ * repaint of the last replay bytes starts and *end its output's end (if
+ * end is not NULL), 2 the same for a shell that has ended, 0 if there is
+ * no such shell, -1 with cause.
+ */
+int
+attach_shell_find(const struct vsock_target *t, const char *id, size_t replay,
+    uint64_t connect_deadline, uint64_t deadline, int64_t *cursor, int64_t *end,
+    char **cause)
+{
+	cJSON *req = agent_req_list_shells(), *reply, *s;
+	int found = 0;
+
+	reply =
+	    agent_call(t, req, connect_deadline, deadline, NULL, NULL, cause);
+	cJSON_Delete(req);
+	if (reply == NULL)
+		return -1;
+	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(reply, "shells"))
+	{
+		const cJSON *v =
+		    cJSON_GetObjectItemCaseSensitive(s, "shell_id");
+		double out, oldest;
+
+		if (!cJSON_IsString(v) || strcmp(v->valuestring, id) != 0)
+			continue;
+		out = num_field(s, "output_bytes", 0);
+		oldest = num_field(s, "oldest_cursor", 0);
+		*cursor = out - (double)replay > oldest
+		    ? (int64_t)(out - (double)replay)
+		    : (int64_t)oldest;
+		if (end != NULL)
+			*end = (int64_t)out;
+		v = cJSON_GetObjectItemCaseSensitive(s, "state");
+		found =
+		    cJSON_IsString(v) && strcmp(v->valuestring, "stopped") == 0
+		    ? 2
+		    : 1;
+	}
+	cJSON_Delete(reply);
+	return found;
+}
+
 /*
  * Connect to the agent and attach to shell_id, replaying from cursor (-1:
  * the oldest byte kept). Returns 0 with the client ready and *record the

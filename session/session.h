@@ -649,6 +649,9 @@ struct attach_roster {
 int attach_decode_clients(const struct attach_frame *, struct attach_roster *);
 void attach_roster_free(struct attach_roster *);
 const char *attach_default_as(void);
+int attach_shell_find(const struct vsock_target *, const char *id,
+    size_t replay, uint64_t connect_deadline, uint64_t deadline,
+    int64_t *cursor, int64_t *end, char **cause);
 int attach_shell_open(const struct vsock_target *, const char *shell_id,
     int64_t cursor, const struct attach_who *, uint64_t deadline,
     struct attach_client *, cJSON **record, char **cause);

@@ -40,42 +40,6 @@ num_field(const cJSON *o, const char *key, double def)
 	return cJSON_IsNumber(v) ? v->valuedouble : def;
 }
 
-/*
- * Find j's shell: 1 (with the cursor a first connect replays from and its
- * output's end), 0 if there is none, -1 with cause.
- */
-static int
-shell_find(const struct vsock_target *t, struct web_attach *j, int64_t *cursor,
-    int64_t *end_out, char **cause)
-{
-	uint64_t now = mono_ms();
-	cJSON *req = agent_req_list_shells(), *reply, *s;
-	int found = 0;
-
-	reply = agent_call(t, req, now + ATTACH_REQUEST_MS,
-	    now + ATTACH_REQUEST_MS, NULL, NULL, cause);
-	cJSON_Delete(req);
-	if (reply == NULL)
-		return -1;
-	cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(reply, "shells"))
-	{
-		const cJSON *id =
-		    cJSON_GetObjectItemCaseSensitive(s, "shell_id");
-		double end = num_field(s, "output_bytes", 0);
-		double oldest = num_field(s, "oldest_cursor", 0);
-
-		if (!cJSON_IsString(id) || strcmp(id->valuestring, j->shell))
-			continue;
-		found = 1;
-		*end_out = (int64_t)end;
-		*cursor = end - ATTACH_REPLAY > oldest
-		    ? (int64_t)(end - ATTACH_REPLAY)
-		    : (int64_t)oldest;
-	}
-	cJSON_Delete(reply);
-	return found;
-}
-
 /* Open j's shell at the page's size; 0 or -1 with cause. */
 static int
 shell_open(const struct vsock_target *t, struct web_attach *j, char **cause)
@@ -136,7 +100,9 @@ attach_run(struct web_attach *j)
 		return;
 	}
 	session_target(&r, &t);
-	found = shell_find(&t, j, &cursor, &end, &cause);
+	found = attach_shell_find(&t, j->shell, ATTACH_REPLAY,
+	    mono_ms() + ATTACH_REQUEST_MS, mono_ms() + ATTACH_REQUEST_MS,
+	    &cursor, &end, &cause);
 	if (found == 0 && !j->may_open) {
 		xasprintf(
 		    &cause, "no shell %s in %s yet", j->shell, j->session);
