@@ -193,7 +193,7 @@ cmd_web_exec(struct args *a)
 	struct web_opts o;
 	const char *listen = args_get(a, "listen"), *tfile;
 	char *host = NULL, *cause = NULL, *home, *token = NULL, *assets = NULL;
-	char hash[WEB_HASH_HEX + 1], *base = NULL, *urlfile, *exe;
+	char hash[WEB_HASH_HEX + 1], *base = NULL, *urlfile, *exe, *wall;
 	int rc;
 
 	memset(&o, 0, sizeof o);
@@ -245,13 +245,11 @@ cmd_web_exec(struct args *a)
 	xasprintf(&urlfile, "%s/web/url", home);
 	file_replace(urlfile, base, strlen(base), 0600);
 	free(urlfile);
-	printf("vmux web: serving %s/ (links: vmux grant NAME --web)\n", base);
 	if (tfile == NULL)
-		printf("vmux web: the wall: %s/wall.html#%s\n", base, token);
+		xasprintf(&wall, "%s/wall.html#%s", base, token);
 	else
-		printf("vmux web: the wall: %s/wall.html#<the token in %s>\n",
-		    base, tfile);
-	fflush(stdout);
+		xasprintf(&wall, "%s/wall.html#<the token in %s>", base, tfile);
+	o.wall_link = wall;
 	rc = web_serve(&o, &cause);
 	if (rc != 0) {
 		cli_error("%s", cause);
@@ -259,6 +257,7 @@ cmd_web_exec(struct args *a)
 	}
 	free(exe);
 	free(home);
+	free(wall);
 out:
 	free(cause);
 	free(host);

@@ -658,6 +658,11 @@ web_serve(const struct web_opts *o, char **cause)
 		rc = -1;
 		goto out;
 	}
+	/* said only now that it listens: a script may wait for these lines */
+	printf("vmux web: serving %s/ (links: vmux grant NAME --web)\n",
+	    o->base_url);
+	printf("vmux web: the wall: %s\n", o->wall_link);
+	fflush(stdout);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = web_on_signal; /* no SA_RESTART: poll returns */
 	sigaction(SIGINT, &sa, NULL);

@@ -74,6 +74,7 @@ struct web_opts {
 	const char *prefix;       /* path prefix behind a proxy ("" or "/x") */
 	const char *base_url;     /* the links' start, as users reach it */
 	int base_url_given;       /* ... given by --url */
+	const char *wall_link;    /* said once the server listens */
 	const char *teacher_hash; /* SHA-256 of the teacher's token */
 	const char *cert, *key;   /* TLS, or NULL */
 	const char *check_script; /* the wall's check; NULL: none */
