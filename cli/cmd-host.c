@@ -34,7 +34,9 @@ const struct cmd_entry cmd_host_entry = {
     .name = "host",
     .pre = "ls|add NAME URL|rm NAME|default NAME|check NAME|disconnect NAME",
     .summary = "Name other machines that run vmux, reached over ssh: URL is "
-               "ssh://[USER@]HOST[:PORT][/PATH-OF-VMUX]. Then vmux -H NAME "
+               "ssh://[USER@]HOST[:PORT][/PATH-OF-VMUX]; or a Slurm cluster "
+               "whose jobs run the sessions: slurm://[PARTITION][?account=A&"
+               "qos=Q&dir=/SHARED]. Then vmux -H NAME "
                "COMMAND, or NAME:SESSION, runs a command there. default makes "
                "one (or local) where commands go without -H; check connects "
                "and checks its vmux; disconnect closes the shared connection.",
