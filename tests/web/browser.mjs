@@ -227,8 +227,11 @@ const scenarios = {
   async hostile() {
     const p = await open(env.LINK_S2);
     await ready(p);
-    await run(p, "printf '\\033]0;evil\\007\\033[?1049h\\377\\376bad\\300\\033[?1049l\\033[6n\\n'; echo alive-$((2+3))");
-    await waitLine(p, /^alive-5$/, "after escapes and invalid UTF-8");
+    // the page answers a cursor report as a terminal does: read the answer
+    // raw with echo off, or it races the next line onto the screen as input
+    await run(p, "printf '\\033]0;evil\\007\\033[?1049h\\377\\376bad\\300\\033[?1049l\\n'; " +
+      "stty -echo -icanon; printf '\\033[6n'; read -r -t 10 -d R cpr; stty echo icanon; echo alive-$((2+3)) cpr-${cpr#??}");
+    await waitLine(p, /^alive-5 cpr-\d+;\d+$/, "after escapes and invalid UTF-8, a cursor report answered");
     const t0 = Date.now();
     await run(p, "head -c " + (env.FLOOD || 4194304) + " /dev/zero | tr '\\0' x; echo; echo flood-$((6+6))");
     await waitLine(p, /^flood-12$/, "after the flood", "window.vmuxTerm", 300000);
