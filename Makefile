@@ -51,7 +51,7 @@ COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
                common/printable.c common/json_bound.c \
                common/headtail.c
 
-.PHONY: all run test unit unit-asan e2e bench bench-tui fuzz install clean deps image-debian \
+.PHONY: all run test test-cluster unit unit-asan e2e bench bench-tui fuzz install clean deps image-debian \
         format check-format
 all:
 
@@ -121,6 +121,11 @@ image-debian: deps
 test: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BINS) $(UNIT_ASAN_BINS) $(TEST_EXTRA)
 	@BUILD=$(BUILD) tests/run-all
+
+# A Slurm cluster's slower checks (tests/cluster): CI runs them after test.
+test-cluster: deps
+	@$(MAKE) --no-print-directory all $(TEST_EXTRA)
+	@BUILD=$(BUILD) tests/run-all cluster
 
 unit: $(UNIT_BINS)
 	@BUILD=$(BUILD) tests/run-all unit

@@ -23,6 +23,7 @@ bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP)
 	@BUILD=$(BUILD) bench/remote
 	@BUILD=$(BUILD) bench/mcp
 	@BUILD=$(BUILD) bench/web
+	@BUILD=$(BUILD) bench/slurm
 
 .PHONY: bench-mcp
 # The MCP server's figures alone.
@@ -52,3 +53,8 @@ bench-remote: all $(BENCH_TOOLS)
 # vmux web alone: key-to-echo through a page, a flood with the wall open.
 bench-web: all $(BENCH_TOOLS) $(WEB_TEST_STAMP)
 	@BUILD=$(BUILD) bench/web
+
+.PHONY: bench-slurm
+# Sessions as Slurm jobs alone: new and a keystroke, cluster vs here.
+bench-slurm: all $(BENCH_TOOLS)
+	@BUILD=$(BUILD) bench/slurm

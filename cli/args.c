@@ -257,6 +257,34 @@ args_values(const struct args *a, const char *name, int *n)
 	return v->values;
 }
 
+/*
+ * The options given, as words to pass to another vmux ("--name=value",
+ * "--name"), but those named in skip (NULL-terminated, may be NULL).
+ * Appended to *v (grown; the words are the caller's to free) at *n.
+ */
+void
+args_flags(const struct args *a, const char *const *skip, char ***v, size_t *n)
+{
+	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++) {
+		const struct args_value *val = &a->vals[o - a->entry->opts];
+		const char *const *s = skip;
+
+		while (s != NULL && *s != NULL && strcmp(*s, o->name) != 0)
+			s++;
+		if (s != NULL && *s != NULL)
+			continue;
+		for (int i = 0; i < val->count; i++) {
+			*v = xreallocarray(*v, *n + 2, sizeof **v);
+			if (o->arg != NULL)
+				xasprintf(&(*v)[(*n)++], "--%s=%s", o->name,
+				    val->values[i]);
+			else
+				xasprintf(&(*v)[(*n)++], "--%s", o->name);
+			(*v)[*n] = NULL;
+		}
+	}
+}
+
 /* Check a KEY=VALUE environment assignment. */
 int
 args_env_valid(const char *kv, char **cause)

@@ -115,6 +115,8 @@ void args_free(struct args *);
 int args_has(const struct args *, const char *name);
 const char *args_get(const struct args *, const char *name);
 char **args_values(const struct args *, const char *name, int *n);
+void args_flags(
+    const struct args *, const char *const *skip, char ***v, size_t *n);
 int args_env_valid(const char *kv, char **cause);
 void args_env_add(struct cJSON *obj, char *const *env, int n);
 int args_shell_id_valid(const char *id, char **cause);
@@ -437,7 +439,8 @@ int exec_stream_run(int sock, const uint8_t *pre, size_t pre_len,
 struct cJSON *exec_capture_json(const struct exec_outcome *);
 
 /* exec-many.c: one command over many sessions, a child vmux each */
-#define MANY_PARALLEL 16 /* children at once (exec, check) */
+#define CLASS_MAX     1000 /* sessions in one new --count or --roster */
+#define MANY_PARALLEL 16   /* children at once (exec, check) */
 struct run {
 	const char *session;
 	pid_t pid;           /* 0: not started, -1: reaped */

@@ -6,12 +6,17 @@
  * until the guest closes its side. The socket is non-blocking and both
  * directions are buffered, so a peer that echoes (and so stops reading
  * while we do not read) cannot deadlock us.
+ *
+ * Inside a Slurm job (slurm.c), srun hands our stdout over as a terminal
+ * (srun -u: a pipe there is forwarded only a line at a time), so a stdout
+ * that is a terminal while stdin is not is made raw: a stream of bytes.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -132,6 +137,12 @@ cmd_connect_exec(struct args *a)
 	char *cause = NULL;
 	long long port, timeout = CONNECT_TIMEOUT_DEFAULT;
 	int fd, rc, announce = args_has(a, "announce");
+	struct termios tio;
+
+	if (!isatty(STDIN_FILENO) && tcgetattr(STDOUT_FILENO, &tio) == 0) {
+		cfmakeraw(&tio);
+		tcsetattr(STDOUT_FILENO, TCSANOW, &tio);
+	}
 
 	if (option_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
 	        0 ||

@@ -227,7 +227,30 @@ host_reach(const struct settings *s, const char *what, const char *name)
 		free(cause);
 		return EXIT_VMUX;
 	}
-	if (strcmp(what, "disconnect") == 0) {
+	if (h.slurm && strcmp(what, "check") == 0) {
+		/* a cluster: ask Slurm what ls would (squeue, the folder) */
+		char *words[] = {"ls", "--json"}, *out = NULL, *line;
+		char **v = host_ssh_argv(&h, HOST_NO_STDIN, words, 2, &cause);
+		int st = v != NULL
+		    ? host_run(v, 1, mono_ms() + 60000, 16 * 1024 * 1024, &out)
+		    : -1;
+		host_argv_free(v);
+		if (st != 0) {
+			line = host_last_line(out != NULL ? out : "");
+			cli_error("%s: %s", h.name,
+			    cause != NULL ? cause
+			        : *line != '\0'
+			        ? line
+			        : "its sessions cannot be listed");
+			free(line);
+			rc = EXIT_VMUX;
+		} else if (!cli_json())
+			printf("%s: ok, Slurm answers\n", h.name);
+		free(cause);
+		free(out);
+	} else if (h.slurm)
+		cli_notice("a cluster holds no connection");
+	else if (strcmp(what, "disconnect") == 0) {
 		if (!host_disconnect(&h))
 			cli_notice("no connection to it was open");
 	} else if (host_connect(&h, &cause) != 0) {

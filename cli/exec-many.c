@@ -32,42 +32,18 @@
 
 #define EXEC_MANY_KEEP (64 * 1024)
 
-/* Is option name one of m's not to pass on? */
-static int
-skipped(const struct many *m, const char *name)
-{
-	for (const char *const *s = m->skip; s != NULL && *s != NULL; s++)
-		if (strcmp(*s, name) == 0)
-			return 1;
-	return 0;
-}
-
 /* The child's argv: vmux SUB NAME, a's flags as given, [-- CMD...] */
 static char **
 child_argv(const struct many *m, const char *self, const char *session)
 {
-	const struct args *a = m->a;
-	size_t n = 0, cap = 8 + (size_t)m->ncmd;
-	char **v;
+	size_t n = 0;
+	char **v = xcalloc(4, sizeof *v);
 
-	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++)
-		cap += (size_t)a->vals[o - a->entry->opts].count;
-	v = xcalloc(cap + 1, sizeof *v);
 	v[n++] = xstrdup(self);
 	v[n++] = xstrdup(m->sub);
 	v[n++] = xstrdup(session);
-	for (const struct cmd_opt *o = a->entry->opts; o->name != NULL; o++) {
-		const struct args_value *val = &a->vals[o - a->entry->opts];
-		if (skipped(m, o->name))
-			continue; /* the parent's (-l, --json, ...) */
-		for (int i = 0; i < val->count; i++) {
-			if (o->arg != NULL)
-				xasprintf(&v[n++], "--%s=%s", o->name,
-				    val->values[i]);
-			else
-				xasprintf(&v[n++], "--%s", o->name);
-		}
-	}
+	args_flags(m->a, m->skip, &v, &n); /* not the parent's (-l, --json) */
+	v = xreallocarray(v, n + (size_t)m->ncmd + 2, sizeof *v);
 	if (m->cmd != NULL) {
 		if (!m->no_dashdash)
 			v[n++] = xstrdup("--");
@@ -102,7 +78,7 @@ run_start(struct run *r, char **argv, const char *input)
 		if (devnull < 0 || dup2(devnull, 0) < 0 ||
 		    dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(125);
-		execv(argv[0], argv);
+		execvp(argv[0], argv); /* a path, or srun (slurm.c) */
 		dprintf(2, "vmux: %s: %s\n", argv[0], strerror(errno));
 		_exit(125);
 	}

@@ -7,7 +7,9 @@
  * the job's body is `vmux new --foreground NAME`: booted, it waits for the
  * VM to end by itself (a poweroff, --ttl), or for SIGTERM, SIGINT or SIGHUP,
  * which power the guest off cleanly as `vmux stop` does (the workspace is
- * whole, the record says why), then returns.
+ * whole, the record says why), then returns. SIGUSR2 does the same with
+ * the reason "time limit": it is the notice a Slurm job of vmux's asks
+ * for ahead of its time limit (sbatch --signal, slurm.c).
  */
 #include <poll.h>
 #include <signal.h>
@@ -23,7 +25,7 @@
 
 static volatile sig_atomic_t foreground_sig;
 
-/* SIGTERM, SIGINT, SIGHUP: end the VM and return. */
+/* SIGTERM, SIGINT, SIGHUP, SIGUSR2: end the VM and return. */
 static void
 foreground_on_signal(int sig)
 {
@@ -48,9 +50,14 @@ session_foreground(const char *home, const char *name, int sig_seen)
 	struct session_record r;
 	char *cause = NULL, reason[64];
 	int alive = 1;
+	struct sigaction sa;
 
 	foreground_sig = sig_seen;
 	cli_trap_interrupts(foreground_on_signal);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = foreground_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
 	fflush(stdout);
 	while (foreground_sig == 0 && alive) {
 		poll(NULL, 0, FOREGROUND_POLL_MS); /* a signal ends it early */
@@ -63,7 +70,11 @@ session_foreground(const char *home, const char *name, int sig_seen)
 	}
 	if (!alive)
 		return 0;
-	snprintf(reason, sizeof reason, "SIG%s", sigabbrev_np(foreground_sig));
+	if (foreground_sig == SIGUSR2)
+		snprintf(reason, sizeof reason, "time limit");
+	else
+		snprintf(reason, sizeof reason, "SIG%s",
+		    sigabbrev_np(foreground_sig));
 	fprintf(stderr, "vmux: %s: stopping %s\n", reason, name);
 	if (session_halt(home, name, reason, 0, foreground_notice, &cause) <
 	    0) {

@@ -15,8 +15,6 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define CLASS_MAX 1000 /* sessions in one --count or --roster */
-
 /* Read a roster: a name per line, blank lines and # comments skipped. */
 static int
 roster_read(const char *path, char ***names, size_t *n, char **cause)

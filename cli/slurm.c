@@ -7,14 +7,21 @@
  * cluster), DIR/NAME, which is the VMUX_HOME of the vmux that runs it:
  *   new    sbatch a job named vmux-NAME whose body is `vmux new NAME
  *          --foreground ...` (foreground.c); Slurm's cores and memory are
- *          the session's plus QEMU's overhead, --ttl its time limit
+ *          the session's plus QEMU's overhead, --ttl its time limit.
+ *          new --count N --prefix P is one job array vmux-P whose task
+ *          K runs session PK
  *   start  the same with `vmux start NAME --foreground`: it may land on
  *          another node, with the same workspace
  *   stop   scancel: SIGTERM powers the guest off cleanly
  *   rm     scancel, then vmux rm there, then the folder
- *   ls     one squeue for every job, and each folder's record
+ *   ls     one squeue for every job, and each folder's record; the TUI's
+ *          model the same, with each running session's shells asked for
+ *          inside its job
  * and every other command runs inside the job's allocation on its node:
- * `srun --jobid J --overlap env VMUX_HOME=DIR/NAME vmux CMD ...`.
+ * `srun --jobid J --overlap env VMUX_HOME=DIR/NAME vmux CMD ...` (the
+ * TUI's streams too: host.c runs `vmux -H CLUSTER connect` for them).
+ * A job writes its node's name into DIR/NAME/node, so a session whose
+ * job vanished with its node says which node and why.
  */
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -35,13 +42,20 @@
 #define SLURM_OUT_MAX     (4 * 1024 * 1024) /* what squeue may print */
 #define SLURM_CMD_MS      30000             /* one Slurm command */
 #define SLURM_READY_MS    (15 * 60 * 1000)  /* a job's boot, pending included */
+#define SLURM_STOP_MS     60000             /* the guest's clean poweroff */
 #define SLURM_END_MS      120000            /* a cancelled job's end */
 #define SLURM_OVERHEAD_MB 256 /* QEMU and vmux's own, beside guest RAM */
 #define SLURM_JOB_PREFIX  "vmux-"
+/* squeue's columns, one task of an array a line (-r) */
+#define SLURM_QUEUE_FORMAT "%j|%A|%i|%K|%T|%N|%r|%L"
+#define SLURM_QUEUE_FIELDS 8
+/* Slurm's notice ahead of the time limit: vmux stops the guest on it */
+#define SLURM_TIME_SIGNAL "--signal=B:USR2@60"
 
 /* A session's job, as squeue says. */
 struct slurm_job {
-	char id[32];
+	char id[32];    /* the job's own id (%A): srun --jobid */
+	char sid[48];   /* Slurm's name for it (%i: 12_3 in an array) */
 	char state[32]; /* PENDING, RUNNING, ...; "" when there is none */
 	char node[128];
 	char reason[128];
@@ -87,21 +101,65 @@ slurm_run(char *const *argv, char **out)
 	return st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Every vmux job of ours: squeue's lines "NAME|ID|STATE|NODE|REASON|LEFT". */
+/*
+ * What a Slurm tool printed, as one line (free it): its last line, or def;
+ * said plainly when it could not authenticate (munge).
+ */
+static char *
+slurm_said(const char *out, const char *def)
+{
+	char *line = host_last_line(out != NULL ? out : ""), *r;
+	char *e = strstr(line, ": error: ");
+
+	if (*line == '\0') {
+		free(line);
+		return xstrdup(def);
+	}
+	if (e != NULL && e - line < 16) /* "sbatch: error: ": said by us */
+		memmove(line, e + 9, strlen(e + 9) + 1);
+	if (strcasestr(out, "munge") == NULL)
+		return line;
+	xasprintf(
+	    &r, "cannot authenticate to Slurm, is munged running? (%s)", line);
+	free(line);
+	return r;
+}
+
+/* Every vmux job of ours: squeue's lines, SLURM_QUEUE_FORMAT. */
 static char *
 slurm_queue(char **cause)
 {
 	char *argv[] = {
-	    "squeue", "-h", "--me", "-o", "%j|%i|%T|%N|%r|%L", NULL};
+	    "squeue", "-h", "-r", "--me", "-o", SLURM_QUEUE_FORMAT, NULL};
 	char *out;
 
 	if (slurm_run(argv, &out) != 0) {
-		xasprintf(cause, "squeue: %s",
-		    *out != '\0' ? out : "cannot ask Slurm (is slurmctld up?)");
+		char *said =
+		    slurm_said(out, "cannot ask Slurm (is slurmctld up?)");
+		xasprintf(cause, "squeue: %s", said);
+		free(said);
 		free(out);
 		return NULL;
 	}
 	return out;
+}
+
+/*
+ * Is job name jobname, array index k ("N/A" outside an array), session
+ * name's? vmux-NAME is, and task K of the array vmux-PREFIX is PREFIXK.
+ */
+static int
+slurm_job_is(const char *jobname, const char *k, const char *name)
+{
+	size_t pl = strlen(SLURM_JOB_PREFIX), bl;
+
+	if (strncmp(jobname, SLURM_JOB_PREFIX, pl) != 0)
+		return 0;
+	jobname += pl;
+	if (strcmp(k, "N/A") == 0 || *k == '\0')
+		return strcmp(jobname, name) == 0;
+	bl = strlen(jobname);
+	return strncmp(name, jobname, bl) == 0 && strcmp(name + bl, k) == 0;
 }
 
 /*
@@ -112,23 +170,34 @@ static void
 slurm_job_in(
     const char *queue, const char *name, struct slurm_job *j, int ending)
 {
-	char want[256];
-	const char *line = queue;
+	const char *line = queue, *end;
 
 	memset(j, 0, sizeof *j);
-	snprintf(want, sizeof want, SLURM_JOB_PREFIX "%s|", name);
-	while (line != NULL && *line != '\0') {
-		if (strncmp(line, want, strlen(want)) == 0) {
-			sscanf(line + strlen(want),
-			    "%31[^|]|%31[^|]|%127[^|]|%127[^|]|%31[^\n]", j->id,
-			    j->state, j->node, j->reason, j->left);
-			if (ending || strcmp(j->state, "COMPLETING") != 0)
-				return;
+	for (; line != NULL && *line != '\0'; line = end) {
+		char *copy, *p, *f[SLURM_QUEUE_FIELDS];
+		int nf = 0;
+
+		end = strchr(line, '\n');
+		copy = end != NULL ? xstrndup(line, (size_t)(end - line))
+		                   : xstrdup(line);
+		end = end != NULL ? end + 1 : NULL;
+		for (p = copy; p != NULL && nf < SLURM_QUEUE_FIELDS;)
+			f[nf++] = strsep(&p, "|");
+		/* the last field is the time left: no '|' in it */
+		if (nf == SLURM_QUEUE_FIELDS && p == NULL &&
+		    slurm_job_is(f[0], f[3], name) &&
+		    (ending || strcmp(f[4], "COMPLETING") != 0)) {
+			snprintf(j->id, sizeof j->id, "%s", f[1]);
+			snprintf(j->sid, sizeof j->sid, "%s", f[2]);
+			snprintf(j->state, sizeof j->state, "%s", f[4]);
+			snprintf(j->node, sizeof j->node, "%s", f[5]);
+			snprintf(j->reason, sizeof j->reason, "%s", f[6]);
+			snprintf(j->left, sizeof j->left, "%s", f[7]);
+			free(copy);
+			return;
 		}
-		line = strchr(line, '\n');
-		line = line != NULL ? line + 1 : NULL;
+		free(copy);
 	}
-	memset(j, 0, sizeof *j);
 }
 
 /* Session name's job now (state "" if none); 0, or -1 with cause. */
@@ -144,59 +213,37 @@ slurm_job(const char *name, struct slurm_job *j, int ending, char **cause)
 	return 0;
 }
 
-/* The MiB a flag's size asks for (512M, 2G; plain: MiB), or def. */
-static long long
-slurm_size_mb(const char *s, long long def)
-{
-	long long v;
-	char *cause = NULL;
-
-	if (s == NULL ||
-	    option_size_mb("--memory", s, 1, 1LL << 30, &v, &cause) != 0) {
-		free(cause);
-		return def;
-	}
-	return v;
-}
-
-/*
- * Submit session name's job: its body is vmux VERB NAME --foreground
- * WORDS (new's flags, or none for start), asking Slurm for ncpus and
- * mem_mb (plus vmux's overhead) for ttl seconds (0: the partition's
- * limit). 0 with the job id, or -1.
- */
+/* Write the job's script to path; 0, or -1 (said). */
 static int
-slurm_submit(const struct host *h, const char *dir, const char *verb,
-    const char *name, int ncpus, long long mem_mb, long long ttl, char **words,
-    size_t nw, char *id, size_t idlen)
+slurm_script(const char *path, const struct host *h, const char *dir,
+    const char *verb, const char *name, const char *array, char **words,
+    size_t nw)
 {
-	char *sdir, *script, *log, *text, *q, *exe = exe_path(), *out = NULL;
-	char *argv[24], cpus[32], mem[48], jobname[128], tl[32];
-	size_t n = 0;
-	FILE *f;
-	int rc;
+	char *q, *exe = exe_path();
+	FILE *f = fopen(path, "w");
 
-	xasprintf(&sdir, "%s/%s", dir, name);
-	mkdir(sdir, 0700);
-	xasprintf(&script, "%s/job.sh", sdir);
-	xasprintf(&log, "%s/job.log", sdir);
-	f = fopen(script, "w");
-	if (f == NULL) {
-		cli_error("cannot write %s: %s", script, strerror(errno));
-		rc = -1;
-		goto out;
+	if (f == NULL || exe == NULL) {
+		cli_error("cannot write %s: %s", path, strerror(errno));
+		if (f != NULL)
+			fclose(f);
+		free(exe);
+		return -1;
 	}
-	q = host_quote(sdir);
-	fprintf(f,
-	    "#!/bin/sh\n# vmux session %s: its job (vmux -H %s %s)\n"
-	    "export VMUX_HOME=%s\n",
-	    name, h->name, verb, q);
-	free(q);
-	q = host_quote(exe);
-	fprintf(f, "exec %s -H local %s", q, verb);
-	free(q);
+	fprintf(f, "#!/bin/sh\n# vmux: session %s%s on %s (vmux %s)\n", name,
+	    array != NULL ? "N, a task each" : "", h->name, verb);
 	q = host_quote(name);
-	fprintf(f, " %s --foreground", q);
+	if (array != NULL)
+		fprintf(f, "name=%s\"$SLURM_ARRAY_TASK_ID\"\n", q);
+	else
+		fprintf(f, "name=%s\n", q);
+	free(q);
+	q = host_quote(dir);
+	fprintf(f, "export VMUX_HOME=%s/\"$name\"\n", q);
+	free(q);
+	/* which node: for a session whose job vanishes with it */
+	fprintf(f, "echo \"$SLURMD_NODENAME\" >\"$VMUX_HOME/node\"\n");
+	q = host_quote(exe);
+	fprintf(f, "exec %s -H local %s \"$name\" --foreground", q, verb);
 	free(q);
 	for (size_t i = 0; i < nw; i++) {
 		q = host_quote(words[i]);
@@ -204,10 +251,45 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 		free(q);
 	}
 	fprintf(f, "\n");
-	fclose(f);
-	chmod(script, 0700);
-	truncate(log, 0);
+	free(exe);
+	if (fclose(f) != 0) {
+		cli_error("cannot write %s: %s", path, strerror(errno));
+		return -1;
+	}
+	chmod(path, 0700);
+	return 0;
+}
 
+/*
+ * Submit the job of session name, `vmux VERB NAME --foreground WORDS`; or,
+ * with array (Slurm's index list, "1-4" or "1,3"), one job array whose
+ * task K runs session nameK. Each asks Slurm for ncpus and mem_mb (plus
+ * vmux's overhead) for ttl seconds (0: the partition's limit). 0 with the
+ * job id, or -1 (said). The sessions' folders must exist.
+ */
+static int
+slurm_submit(const struct host *h, const char *dir, const char *verb,
+    const char *name, const char *array, int ncpus, long long mem_mb,
+    long long ttl, char **words, size_t nw, char *id, size_t idlen)
+{
+	char *script, *log, *text, *arr = NULL, *out = NULL;
+	char *argv[26], cpus[32], mem[48], jobname[128], tl[32];
+	size_t n = 0;
+	int rc;
+
+	if (array != NULL) { /* sbatch keeps its own copy: this one goes */
+		xasprintf(&script, "%s/.%sN.sh", dir, name);
+		xasprintf(&log, "%s/%s%%a/job.log", dir, name);
+		xasprintf(&arr, "--array=%s", array);
+	} else {
+		xasprintf(&script, "%s/%s/job.sh", dir, name);
+		xasprintf(&log, "%s/%s/job.log", dir, name);
+		truncate(log, 0);
+	}
+	if (slurm_script(script, h, dir, verb, name, array, words, nw) != 0) {
+		rc = -1;
+		goto out;
+	}
 	snprintf(
 	    jobname, sizeof jobname, "--job-name=" SLURM_JOB_PREFIX "%s", name);
 	snprintf(cpus, sizeof cpus, "--cpus-per-task=%d", ncpus);
@@ -217,8 +299,14 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	argv[n++] = jobname;
 	argv[n++] = cpus;
 	argv[n++] = mem;
+	argv[n++] = SLURM_TIME_SIGNAL;
+	/* a node that fails takes its VM with it: the session is lost, and
+	 * started again by the user, not run twice on one workspace */
+	argv[n++] = "--no-requeue";
 	xasprintf(&text, "--output=%s", log);
 	argv[n++] = text;
+	if (arr != NULL)
+		argv[n++] = arr;
 	if (h->partition != NULL) {
 		argv[n++] = "--partition";
 		argv[n++] = h->partition;
@@ -231,8 +319,10 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 		argv[n++] = "--qos";
 		argv[n++] = h->qos;
 	}
-	if (ttl > 0) { /* Slurm's limit is in minutes: ours ends it first */
-		snprintf(tl, sizeof tl, "--time=%lld", (ttl + 59) / 60 + 1);
+	if (ttl > 0) {
+		/* Slurm's limit is in minutes, its notice comes up to two
+		 * early: vmux's own --ttl ends the session first */
+		snprintf(tl, sizeof tl, "--time=%lld", (ttl + 59) / 60 + 3);
 		argv[n++] = tl;
 	}
 	argv[n++] = script;
@@ -240,8 +330,9 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	rc = slurm_run(argv, &out);
 	free(text);
 	if (rc != 0) {
-		out[strcspn(out, "\n")] = '\0';
-		cli_error("sbatch: %s", *out != '\0' ? out : "failed");
+		char *said = slurm_said(out, "failed");
+		cli_error("sbatch: %s", said);
+		free(said);
 		rc = -1;
 	} else {
 		out[strcspn(out, ";\n")] = '\0';
@@ -249,9 +340,10 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 		rc = 0;
 	}
 out:
+	if (array != NULL)
+		unlink(script);
 	free(out);
-	free(exe);
-	free(sdir);
+	free(arr);
 	free(script);
 	free(log);
 	return rc;
@@ -300,6 +392,59 @@ slurm_ready(const char *dir, const char *name, const char *id)
 	return ok;
 }
 
+/* Run scancel with words; 0, or -1 (said). */
+static int
+slurm_scancel(char **argv)
+{
+	char *out, *said;
+
+	if (slurm_run(argv, &out) == 0) {
+		free(out);
+		return 0;
+	}
+	said = slurm_said(out, "failed");
+	cli_error("scancel: %s", said);
+	free(said);
+	free(out);
+	return -1;
+}
+
+/* Wait until session name's job is gone: 1, 0 at deadline, -1. */
+static int
+slurm_wait_gone(const char *name, uint64_t deadline)
+{
+	struct slurm_job j;
+	char *cause = NULL;
+
+	while (mono_ms() < deadline) {
+		if (slurm_job(name, &j, 1, &cause) != 0) {
+			cli_error("%s", cause);
+			free(cause);
+			return -1;
+		}
+		if (j.state[0] == '\0')
+			return 1;
+		poll(NULL, 0, 300);
+	}
+	return 0;
+}
+
+/*
+ * Does a pending job's reason never clear by itself (so it would wait
+ * forever): no account, or one the partition or QOS does not allow?
+ */
+static int
+slurm_reason_final(const char *reason)
+{
+	static const char *const final[] = {"account", "Account", "InvalidQOS",
+	    "QOSNotAllowed", "PartitionConfig", "BadConstraints", NULL};
+
+	for (const char *const *f = final; *f != NULL; f++)
+		if (strstr(reason, *f) != NULL)
+			return 1;
+	return 0;
+}
+
 /* Wait for session name's job to be ready (said once when pending). */
 static int
 slurm_wait_ready(const char *dir, const char *name, const char *cluster)
@@ -318,6 +463,15 @@ slurm_wait_ready(const char *dir, const char *name, const char *cluster)
 		if (strcmp(j.state, "RUNNING") == 0 &&
 		    slurm_ready(dir, name, j.id))
 			return 0;
+		if (strcmp(j.state, "PENDING") == 0 &&
+		    slurm_reason_final(j.reason)) {
+			char *argv[] = {"scancel", j.sid, NULL};
+			cli_error(
+			    "%s cannot run on %s: %s", name, cluster, j.reason);
+			slurm_scancel(argv);
+			slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
+			return EXIT_VMUX;
+		}
 		if (strcmp(j.state, "PENDING") == 0 && !said &&
 		    j.reason[0] != '\0' && strcmp(j.reason, "None") != 0) {
 			fprintf(stderr, "vmux: %s pending on %s (%s)\n", name,
@@ -340,13 +494,19 @@ slurm_wait_ready(const char *dir, const char *name, const char *cluster)
 	return EXIT_VMUX;
 }
 
-/* Cancel session name's job and wait for it to end. 0, or -1. */
+/*
+ * End session name's job and wait for it to go. A running one: SIGTERM to
+ * its batch step alone, which is vmux (foreground.c), so the guest powers
+ * off and the job ends by itself; Slurm's own scancel would signal QEMU
+ * too, which quits at once. Cancelled outright if that does not end it,
+ * or if it is pending. 0, or -1 (said).
+ */
 static int
 slurm_cancel(const char *name)
 {
-	uint64_t deadline = mono_ms() + SLURM_END_MS;
 	struct slurm_job j;
-	char *cause = NULL, *out;
+	char *cause = NULL;
+	int rc;
 
 	if (slurm_job(name, &j, 0, &cause) != 0) {
 		cli_error("%s", cause);
@@ -355,26 +515,24 @@ slurm_cancel(const char *name)
 	}
 	if (j.state[0] == '\0')
 		return 0;
+	if (strcmp(j.state, "RUNNING") == 0) {
+		char *argv[] = {
+		    "scancel", "--batch", "--signal=TERM", j.sid, NULL};
+		if (slurm_scancel(argv) != 0)
+			return -1;
+		rc = slurm_wait_gone(name, mono_ms() + SLURM_STOP_MS);
+		if (rc != 0)
+			return rc > 0 ? 0 : -1;
+	}
 	{
-		char *argv[] = {"scancel", j.id, NULL};
-		if (slurm_run(argv, &out) != 0) {
-			cli_error("scancel %s: %s", j.id, out);
-			free(out);
+		char *argv[] = {"scancel", j.sid, NULL};
+		if (slurm_scancel(argv) != 0)
 			return -1;
-		}
-		free(out);
 	}
-	while (mono_ms() < deadline) {
-		if (slurm_job(name, &j, 1, &cause) != 0) {
-			free(cause);
-			return -1;
-		}
-		if (j.state[0] == '\0')
-			return 0;
-		poll(NULL, 0, 300);
-	}
-	cli_error("%s's job did not end", name);
-	return -1;
+	rc = slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
+	if (rc == 0)
+		cli_error("%s's job did not end", name);
+	return rc > 0 ? 0 : -1;
 }
 
 /* The record of session name in its folder (0), or -1 if there is none. */
@@ -391,51 +549,137 @@ slurm_record(const char *dir, const char *name, struct session_record *r)
 	return rc;
 }
 
-/* vmux -H CLUSTER ls [--json]: one squeue, each folder's record. */
+/*
+ * A session's state on the cluster, from its job and its record's status
+ * (not from its QEMU's pid: that lives on a node, not here).
+ */
+static const char *
+slurm_state(const struct slurm_job *j, const struct session_record *r)
+{
+	if (strcmp(j->state, "PENDING") == 0)
+		return "pending";
+	if (j->state[0] != '\0') { /* running, or going */
+		if (strcmp(j->state, "RUNNING") != 0)
+			return "stopping";
+		return r->status == SESSION_STARTING ? "starting"
+		    : r->status == SESSION_READY     ? "running"
+		                                     : "stopping";
+	}
+	return r->status == SESSION_STOPPED || r->status == SESSION_STOPPING
+	    ? "stopped"
+	    : "lost"; /* it should be running, and its job is gone */
+}
+
+/* The node session name's job last ran on ("" if unknown; free it). */
+static char *
+slurm_node_of(const char *dir, const char *name)
+{
+	char *path, *text;
+
+	xasprintf(&path, "%s/%s/node", dir, name);
+	text = slurm_tail(path);
+	free(path);
+	text[strcspn(text, "\n")] = '\0';
+	return text;
+}
+
+/*
+ * Why a session is lost: its node, and what Slurm says of it (*nodes is
+ * sinfo's "NODE|STATE|REASON" lines, asked for once). Free it.
+ */
+static char *
+slurm_lost_why(const char *node, char **nodes)
+{
+	char *argv[] = {"sinfo", "-h", "-N", "-o", "%N|%T|%E", NULL};
+	char want[160], state[64] = "", why[256] = "", *r;
+	const char *line;
+
+	if (*nodes == NULL && slurm_run(argv, nodes) != 0)
+		**nodes = '\0';
+	snprintf(want, sizeof want, "%s|", node);
+	for (line = *nodes; *node != '\0' && line != NULL && *line != '\0';) {
+		if (strncmp(line, want, strlen(want)) == 0) {
+			sscanf(line + strlen(want), "%63[^|]|%255[^\n]", state,
+			    why);
+			break;
+		}
+		line = strchr(line, '\n');
+		line = line != NULL ? line + 1 : NULL;
+	}
+	if (*node == '\0')
+		r = xstrdup("its job is gone");
+	else if (strstr(state, "down") != NULL ||
+	    strstr(state, "fail") != NULL || strchr(state, '*') != NULL)
+		xasprintf(&r, "its node %s is %s%s%s", node, state,
+		    *why != '\0' && strcmp(why, "none") != 0 ? ": " : "",
+		    *why != '\0' && strcmp(why, "none") != 0 ? why : "");
+	else
+		xasprintf(&r, "its job on %s ended without stopping it", node);
+	return r;
+}
+
+/* One session of the cluster as ls shows it (its job from queue). */
+static cJSON *
+slurm_ls_one(const char *dir, const struct session_record *r, const char *queue,
+    char **nodes)
+{
+	struct slurm_job j;
+	const char *state;
+	cJSON *o = cJSON_CreateObject();
+	char *node;
+
+	slurm_job_in(queue, r->name, &j, 1);
+	state = slurm_state(&j, r);
+	node =
+	    j.node[0] != '\0' ? xstrdup(j.node) : slurm_node_of(dir, r->name);
+	cJSON_AddStringToObject(o, "name", r->name);
+	cJSON_AddStringToObject(o, "state", state);
+	cJSON_AddStringToObject(o, "node", node);
+	cJSON_AddStringToObject(o, "job", j.sid);
+	cJSON_AddStringToObject(o, "time_left", j.left);
+	cJSON_AddNumberToObject(o, "cpus", r->cpus);
+	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
+	if (strcmp(state, "pending") == 0)
+		cJSON_AddStringToObject(o, "reason", j.reason);
+	if (strcmp(state, "lost") == 0) {
+		char *why = slurm_lost_why(node, nodes);
+		cJSON_AddStringToObject(o, "reason", why);
+		free(why);
+	}
+	if (r->stop_reason != NULL && strcmp(state, "stopped") == 0)
+		cJSON_AddStringToObject(o, "stopped_by", r->stop_reason);
+	free(node);
+	return o;
+}
+
+/*
+ * Each session of the cluster (its folder's record), matching sel if
+ * given: fn(dir, record, queue, arg) for each. 0, or -1 (said).
+ */
 static int
-slurm_ls(const char *dir, const struct args *a)
+slurm_each(const char *dir, const struct selector *sel,
+    void (*fn)(
+        const char *, const struct session_record *, const char *, void *),
+    void *arg)
 {
 	char *cause = NULL, *q = slurm_queue(&cause);
-	cJSON *list = cJSON_CreateArray(), *o;
 	struct dirent **ents;
 	int n;
 
 	if (q == NULL) {
 		cli_error("%s", cause);
 		free(cause);
-		cJSON_Delete(list);
-		return EXIT_VMUX;
+		return -1;
 	}
 	n = scandir(dir, &ents, NULL, alphasort);
 	for (int i = 0; i < n; i++) {
 		struct session_record r;
-		struct slurm_job j;
-		const char *state;
-		char st[160];
 
 		if (ents[i]->d_name[0] != '.' &&
 		    slurm_record(dir, ents[i]->d_name, &r) == 0) {
-			slurm_job_in(q, r.name, &j, 0);
-			state = session_state(&r);
-			if (strcmp(j.state, "PENDING") == 0)
-				snprintf(st, sizeof st, "pending");
-			else if (j.state[0] == '\0' &&
-			    strcmp(state, "running") == 0)
-				snprintf(st, sizeof st, "lost");
-			else
-				snprintf(st, sizeof st, "%s", state);
-			o = cJSON_CreateObject();
-			cJSON_AddStringToObject(o, "name", r.name);
-			cJSON_AddStringToObject(o, "state", st);
-			cJSON_AddStringToObject(o, "node", j.node);
-			cJSON_AddStringToObject(o, "job", j.id);
-			cJSON_AddStringToObject(o, "time_left", j.left);
-			if (strcmp(j.state, "PENDING") == 0)
-				cJSON_AddStringToObject(o, "reason", j.reason);
-			if (r.stop_reason != NULL)
-				cJSON_AddStringToObject(
-				    o, "stopped_by", r.stop_reason);
-			cJSON_AddItemToArray(list, o);
+			if (sel == NULL ||
+			    selector_match(sel, r.labels, r.nlabels))
+				fn(dir, &r, q, arg);
 			record_free(&r);
 		}
 		free(ents[i]);
@@ -443,25 +687,228 @@ slurm_ls(const char *dir, const struct args *a)
 	if (n >= 0)
 		free(ents);
 	free(q);
+	return 0;
+}
+
+/* ls's state, to pass through slurm_each. */
+struct slurm_ls_state {
+	cJSON *list;
+	char *nodes; /* sinfo's answer, once a session is lost */
+};
+
+/* slurm_each's fn for ls. */
+static void
+slurm_ls_add(const char *dir, const struct session_record *r, const char *queue,
+    void *arg)
+{
+	struct slurm_ls_state *st = arg;
+
+	cJSON_AddItemToArray(st->list, slurm_ls_one(dir, r, queue, &st->nodes));
+}
+
+/* vmux -H CLUSTER ls [--json]: one squeue, each folder's record. */
+static int
+slurm_ls(const char *dir, const struct args *a)
+{
+	struct slurm_ls_state st = {cJSON_CreateArray(), NULL};
+	cJSON *o;
+
+	if (slurm_each(dir, NULL, slurm_ls_add, &st) != 0) {
+		cJSON_Delete(st.list);
+		return EXIT_VMUX;
+	}
+	free(st.nodes);
 	if (args_has(a, "json")) {
-		char *s = cJSON_Print(list);
+		char *s = cJSON_Print(st.list);
 		printf("%s\n", s);
 		free(s);
 	} else {
-		printf("%-20s  %-10s  %-12s  %-8s  %s\n", "NAME", "STATE",
-		    "NODE", "JOB", "TIME LEFT");
-		cJSON_ArrayForEach(o, list)
+		printf("%-20s  %-10s  %-12s  %-10s  %-10s  %s\n", "NAME",
+		    "STATE", "NODE", "JOB", "TIME LEFT", "WHY");
+		cJSON_ArrayForEach(o, st.list)
 		{
-			printf("%-20s  %-10s  %-12s  %-8s  %s\n",
+			const cJSON *why = cJSON_GetObjectItem(o, "reason");
+			if (why == NULL)
+				why = cJSON_GetObjectItem(o, "stopped_by");
+			printf("%-20s  %-10s  %-12s  %-10s  %-10s  %s\n",
 			    cJSON_GetObjectItem(o, "name")->valuestring,
 			    cJSON_GetObjectItem(o, "state")->valuestring,
 			    cJSON_GetObjectItem(o, "node")->valuestring,
 			    cJSON_GetObjectItem(o, "job")->valuestring,
-			    cJSON_GetObjectItem(o, "time_left")->valuestring);
+			    cJSON_GetObjectItem(o, "time_left")->valuestring,
+			    why != NULL ? why->valuestring : "");
 		}
 	}
-	cJSON_Delete(list);
+	cJSON_Delete(st.list);
 	return 0;
+}
+
+/* The TUI's model of the cluster, being made (slurm_model's). */
+struct slurm_model {
+	const char *dir;
+	const char *group_by;
+	char **names, **jobs; /* the running sessions and their jobs */
+	size_t n;
+	cJSON *list; /* the model: every session, model_to_json's form */
+};
+static struct slurm_model *slurm_model_now; /* many_run's result has it */
+
+/* slurm_each's fn for the model: a running session is asked in its job;
+ * another is shown from its record. */
+static void
+slurm_model_add(const char *dir, const struct session_record *r,
+    const char *queue, void *arg)
+{
+	struct slurm_model *sm = arg;
+	struct slurm_job j;
+	char *nodes = NULL, *node, *why;
+	const char *state, *group;
+	cJSON *o;
+
+	slurm_job_in(queue, r->name, &j, 1);
+	if (strcmp(j.state, "RUNNING") == 0) {
+		sm->names =
+		    xreallocarray(sm->names, sm->n + 1, sizeof *sm->names);
+		sm->jobs = xreallocarray(sm->jobs, sm->n + 1, sizeof *sm->jobs);
+		sm->names[sm->n] = xstrdup(r->name);
+		sm->jobs[sm->n++] = xstrdup(j.id);
+		return;
+	}
+	state = slurm_state(&j, r);
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", r->name);
+	cJSON_AddStringToObject(o, "state", state);
+	if (strcmp(state, "lost") == 0) {
+		node = slurm_node_of(dir, r->name);
+		why = slurm_lost_why(node, &nodes);
+		cJSON_AddStringToObject(o, "detail", why);
+		free(why);
+		free(node);
+		free(nodes);
+	} else if (strcmp(state, "pending") == 0)
+		cJSON_AddStringToObject(o, "detail", j.reason);
+	else if (r->stop_reason != NULL)
+		cJSON_AddStringToObject(o, "detail", r->stop_reason);
+	cJSON_AddNumberToObject(o, "cpus", r->cpus);
+	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
+	group = sm->group_by != NULL
+	    ? label_get(r->labels, r->nlabels, sm->group_by)
+	    : NULL;
+	cJSON_AddStringToObject(o, "group", group != NULL ? group : "");
+	cJSON_AddBoolToObject(o, "check_failed", 0);
+	cJSON_AddBoolToObject(o, "shells_known", 0);
+	cJSON_AddArrayToObject(o, "shells");
+	cJSON_AddItemToArray(sm->list, o);
+}
+
+/* many_run's argv: the model of one session, asked inside its job. */
+static char **
+slurm_model_argv(const struct many *m, const char *self, const char *session)
+{
+	const struct slurm_model *sm = m->arg;
+	char **v = xcalloc(16, sizeof *v);
+	size_t n = 0, i = 0;
+
+	while (i < sm->n && strcmp(sm->names[i], session) != 0)
+		i++;
+	if (i == sm->n)
+		abort(); /* can't happen: many_run runs sm's names */
+	v[n++] = xstrdup("srun");
+	v[n++] = xstrdup("--jobid");
+	v[n++] = xstrdup(sm->jobs[i]);
+	v[n++] = xstrdup("--overlap");
+	v[n++] = xstrdup("--quiet");
+	v[n++] = xstrdup("env");
+	xasprintf(&v[n++], "VMUX_HOME=%s/%s", sm->dir, session);
+	v[n++] = xstrdup(self);
+	v[n++] = xstrdup("-H");
+	v[n++] = xstrdup("local");
+	v[n++] = xstrdup("tui");
+	v[n++] = xstrdup("--model-json");
+	if (sm->group_by != NULL)
+		xasprintf(&v[n++], "--group-by=%s", sm->group_by);
+	return v;
+}
+
+/* many_run's result: each running session's own model, or why not. */
+static void
+slurm_model_result(const struct run *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		cJSON *part = runs[i].status == 0 && runs[i].out[0] != NULL
+		    ? cJSON_Parse(runs[i].out[0])
+		    : NULL;
+		cJSON *o, *next;
+
+		if (cJSON_IsArray(part) && cJSON_GetArraySize(part) > 0) {
+			for (o = part->child; o != NULL; o = next) {
+				next = o->next;
+				cJSON_AddItemToArray(slurm_model_now->list,
+				    cJSON_DetachItemViaPointer(part, o));
+			}
+		} else {
+			char *why =
+			    many_line(runs[i].out[1] ? runs[i].out[1] : "",
+			        runs[i].len[1], 1);
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", runs[i].session);
+			cJSON_AddStringToObject(o, "state", "running");
+			cJSON_AddStringToObject(o, "error",
+			    *why != '\0' ? why : "no answer from its job");
+			cJSON_AddStringToObject(o, "group", "");
+			cJSON_AddBoolToObject(o, "shells_known", 0);
+			cJSON_AddArrayToObject(o, "shells");
+			cJSON_AddItemToArray(slurm_model_now->list, o);
+			free(why);
+		}
+		cJSON_Delete(part);
+	}
+}
+
+/*
+ * vmux -H CLUSTER tui --model-json (what vmux tui -H CLUSTER reads): one
+ * squeue; each running session's shells asked for inside its job, at once;
+ * the others from their records.
+ */
+static int
+slurm_model(const char *dir, struct args *a)
+{
+	const char *s = args_get(a, "selector");
+	struct selector sel = {NULL, 0};
+	struct slurm_model sm = {
+	    dir, args_get(a, "group-by"), NULL, NULL, 0, cJSON_CreateArray()};
+	struct many m = {.a = a,
+	    .sub = "tui",
+	    .argv_of = slurm_model_argv,
+	    .arg = &sm,
+	    .parallel = MANY_PARALLEL,
+	    .result = slurm_model_result};
+	char *cause = NULL;
+	int rc = 0;
+
+	if (s != NULL && selector_parse(s, &sel, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		cJSON_Delete(sm.list);
+		return rc;
+	}
+	if (slurm_each(dir, s != NULL ? &sel : NULL, slurm_model_add, &sm) != 0)
+		rc = EXIT_VMUX;
+	else {
+		slurm_model_now = &sm;
+		many_run(&m, sm.names, sm.n);
+		slurm_model_now = NULL;
+		cli_json_print(stdout, sm.list, 0);
+	}
+	for (size_t i = 0; i < sm.n; i++) {
+		free(sm.names[i]);
+		free(sm.jobs[i]);
+	}
+	free(sm.names);
+	free(sm.jobs);
+	cJSON_Delete(sm.list);
+	selector_free(&sel);
+	return rc;
 }
 
 /* A command inside name's job: srun --overlap there (this process goes). */
@@ -493,6 +940,8 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
 	v[n++] = "--quiet";
 	if ((e->flags & CMD_TTY) && isatty(STDIN_FILENO))
 		v[n++] = "--pty";
+	else if (strcmp(e->name, "connect") == 0)
+		v[n++] = "-u"; /* unbuffered: a stream, not lines (connect) */
 	v[n++] = "env";
 	v[n++] = home;
 	v[n++] = exe;
@@ -507,6 +956,349 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
 	return EXIT_VMUX;
 }
 
+/* The size asked for: cpus, memory and ttl from a's flags over the
+ * defaults given. 0, or a usage error's exit status (said). */
+static int
+slurm_size(struct args *a, int *ncpus, long long *mem, long long *ttl)
+{
+	char *cause = NULL;
+	long long v;
+
+	if (opt(a, "cpus") != NULL) {
+		if (option_number(
+		        "--cpus", opt(a, "cpus"), 1, 1024, &v, &cause) != 0) {
+			int rc = cli_usage_error(a->entry, "%s", cause);
+			free(cause);
+			return rc;
+		}
+		*ncpus = (int)v;
+	}
+	if (opt(a, "memory") != NULL &&
+	    option_size_mb(
+	        "--memory", opt(a, "memory"), 1, 1LL << 30, mem, &cause) != 0) {
+		int rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if (opt(a, "ttl") != NULL &&
+	    option_duration("--ttl", opt(a, "ttl"), ttl, &cause) != 0) {
+		int rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	return 0;
+}
+
+/* Has session name a job (said if so, or if Slurm cannot be asked)? */
+static int
+slurm_has_job(const char *name)
+{
+	struct slurm_job j;
+	char *cause = NULL;
+
+	if (slurm_job(name, &j, 1, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return 1;
+	}
+	if (j.state[0] != '\0') {
+		cli_error("session %s has a job already (%s, %s)", name, j.sid,
+		    j.state);
+		return 1;
+	}
+	return 0;
+}
+
+/* Remove what a new that made no session left in its folder. */
+static void
+slurm_forget(const char *dir, const char *name)
+{
+	static const char *const files[] = {"job.sh", "job.log", "node", NULL};
+	char *path;
+
+	for (const char *const *f = files; *f != NULL; f++) {
+		xasprintf(&path, "%s/%s/%s", dir, name, *f);
+		unlink(path);
+		free(path);
+	}
+	xasprintf(&path, "%s/%s", dir, name);
+	rmdir(path); /* only if nothing else is in it */
+	free(path);
+}
+
+/* vmux -H CLUSTER new NAME / start NAME: one job, waited for. */
+static int
+slurm_new(const struct host *h, const char *dir, struct args *a)
+{
+	static const char *const skip[] = {"json", "foreground", NULL};
+	const char *name = a->argv[0];
+	int is_new = strcmp(a->entry->name, "new") == 0, ncpus = 1, rc;
+	long long mem = 512, ttl = 0;
+	struct session_record r;
+	char *cause = NULL, **words = NULL, *sdir, id[32];
+	size_t nw = 0;
+	int have;
+
+	if (session_name_valid(name, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((have = slurm_record(dir, name, &r) == 0)) {
+		/* start: the session's own size */
+		ncpus = r.cpus > 0 ? r.cpus : 1;
+		mem = r.memory_mb > 0 ? r.memory_mb : 512;
+		ttl = r.ttl_s;
+		record_free(&r);
+	}
+	if (is_new && have) {
+		cli_error("session %s exists on %s", name, h->name);
+		return EXIT_VMUX;
+	}
+	if (!is_new && !have) {
+		cli_error("no session %s on %s", name, h->name);
+		return EXIT_VMUX;
+	}
+	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0)
+		return rc;
+	if (slurm_has_job(name))
+		return EXIT_VMUX;
+	/* new's flags go to the job's vmux new; start takes none */
+	if (is_new)
+		args_flags(a, skip, &words, &nw);
+	xasprintf(&sdir, "%s/%s", dir, name);
+	mkdir(sdir, 0700);
+	free(sdir);
+	rc = slurm_submit(h, dir, a->entry->name, name, NULL, ncpus, mem, ttl,
+	    words, nw, id, sizeof id);
+	for (size_t i = 0; i < nw; i++)
+		free(words[i]);
+	free(words);
+	rc = rc != 0 ? EXIT_VMUX : slurm_wait_ready(dir, name, h->name);
+	if (rc == 0)
+		printf("%s\n", name);
+	else if (is_new && slurm_record(dir, name, &r) != 0)
+		slurm_forget(dir, name); /* nothing was made: no folder */
+	else if (is_new)
+		record_free(&r);
+	return rc;
+}
+
+/* A class's session, waited for by slurm_class. */
+struct slurm_member {
+	char *name;
+	int done;    /* 1 ready, -1 failed */
+	int existed; /* failed as it was there before: not ours to clean */
+	char *error; /* why it failed */
+};
+
+/* Say how a class's member ended (as new-class.c's lines). */
+static void
+slurm_member_done(struct slurm_member *s, int ok, char *error, uint64_t t0)
+{
+	s->done = ok ? 1 : -1;
+	s->error = error;
+	if (cli_json())
+		return;
+	if (ok)
+		printf("%s  ready (%.1f s)\n", s->name,
+		    (double)(mono_ms() - t0) / 1000);
+	else
+		printf("%s  failed: %s\n", s->name, error);
+	fflush(stdout);
+}
+
+/* Wait for every member of a class: ready in its job, or its job gone. */
+static void
+slurm_class_wait(const char *dir, const char *prefix, const char *cluster,
+    struct slurm_member *ms, size_t n, uint64_t t0)
+{
+	uint64_t deadline = mono_ms() + SLURM_READY_MS;
+	size_t left = 0;
+	int said = 0;
+
+	for (size_t i = 0; i < n; i++)
+		left += ms[i].done == 0;
+	while (left > 0 && mono_ms() < deadline) {
+		char *cause = NULL, *q = slurm_queue(&cause);
+
+		for (size_t i = 0; i < n && q != NULL; i++) {
+			struct slurm_job j;
+			char *log, *tail;
+
+			if (ms[i].done != 0)
+				continue;
+			slurm_job_in(q, ms[i].name, &j, 0);
+			if (strcmp(j.state, "RUNNING") == 0 &&
+			    slurm_ready(dir, ms[i].name, j.id)) {
+				slurm_member_done(&ms[i], 1, NULL, t0);
+				left--;
+			} else if (j.state[0] == '\0') {
+				xasprintf(
+				    &log, "%s/%s/job.log", dir, ms[i].name);
+				tail = slurm_tail(log);
+				free(log);
+				if (*tail == '\0') {
+					free(tail);
+					tail = xstrdup("its job ended");
+				}
+				slurm_member_done(&ms[i], 0, tail, t0);
+				left--;
+			} else if (strcmp(j.state, "PENDING") == 0 &&
+			    slurm_reason_final(j.reason)) {
+				char *argv[] = {"scancel", j.sid, NULL};
+				slurm_scancel(argv);
+				slurm_member_done(
+				    &ms[i], 0, xstrdup(j.reason), t0);
+				left--;
+			} else if (strcmp(j.state, "PENDING") == 0 && !said &&
+			    j.reason[0] != '\0' &&
+			    strcmp(j.reason, "None") != 0) {
+				fprintf(stderr,
+				    "vmux: %s... pending on %s (%s)\n", prefix,
+				    cluster, j.reason);
+				said = 1;
+			}
+		}
+		if (q == NULL) {
+			cli_error("%s", cause);
+			free(cause);
+			break;
+		}
+		free(q);
+		if (left > 0)
+			poll(NULL, 0, 300);
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ms[i].done == 0)
+			slurm_member_done(&ms[i], 0,
+			    xstrdup("its job was not ready in time"), t0);
+}
+
+/*
+ * vmux -H CLUSTER new --count N --prefix P: one job array, task K running
+ * session PK, spread by Slurm; a name that exists fails alone. Said as
+ * new-class.c says it; 0 if all were made.
+ */
+static int
+slurm_class(const struct host *h, const char *dir, struct args *a)
+{
+	static const char *const skip[] = {"json", "count", "prefix", NULL};
+	const char *prefix = opt(a, "prefix");
+	struct slurm_member *ms = NULL;
+	char *cause = NULL, **words = NULL, *array = NULL, id[32];
+	long long count, mem = 512, ttl = 0;
+	int ncpus = 1, rc;
+	size_t n = 0, nw = 0, made = 0;
+	uint64_t t0 = mono_ms();
+
+	if (a->argc > 0 || opt(a, "roster") != NULL ||
+	    opt(a, "workspace") != NULL || args_has(a, "publish") ||
+	    args_has(a, "foreground") || opt(a, "hostname") != NULL) {
+		return cli_usage_error(a->entry,
+		    a->argc > 0 ? "NAME, or --count, not both"
+		        : opt(a, "roster") != NULL
+		        ? "--roster on a cluster: not yet (use --count)"
+		        : "--workspace, --publish, --foreground and "
+		          "--hostname are for one session, not a class");
+	}
+	if (option_number("--count", opt(a, "count"), 1, CLASS_MAX, &count,
+	        &cause) != 0 ||
+	    (prefix == NULL &&
+	        (cause = xstrdup("--count needs --prefix (names PREFIX1 ... "
+	                         "PREFIXN)")) != NULL)) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0)
+		return rc;
+	ms = xcalloc((size_t)count, sizeof *ms);
+	for (long long k = 1; k <= count; k++) {
+		struct session_record r;
+		struct slurm_member *s = &ms[n++];
+		char *sdir;
+
+		xasprintf(&s->name, "%s%lld", prefix, k);
+		if (session_name_valid(s->name, &cause) != 0) {
+			rc = cli_usage_error(a->entry, "%s", cause);
+			free(cause);
+			goto out;
+		}
+		xasprintf(&sdir, "%s/%s", dir, s->name);
+		if (slurm_record(dir, s->name, &r) == 0) {
+			record_free(&r);
+			s->existed = 1;
+			xasprintf(&cause, "session %s exists on %s", s->name,
+			    h->name);
+			slurm_member_done(s, 0, cause, t0);
+			cause = NULL;
+		} else {
+			char *log;
+			mkdir(sdir, 0700);
+			xasprintf(&log, "%s/job.log", sdir);
+			truncate(log, 0);
+			free(log);
+			if (array == NULL)
+				xasprintf(&array, "%lld", k);
+			else {
+				char *more;
+				xasprintf(&more, "%s,%lld", array, k);
+				free(array);
+				array = more;
+			}
+		}
+		free(sdir);
+	}
+	if (array != NULL) {
+		args_flags(a, skip, &words, &nw);
+		if (slurm_submit(h, dir, "new", prefix, array, ncpus, mem, ttl,
+		        words, nw, id, sizeof id) != 0) {
+			for (size_t i = 0; i < n; i++)
+				if (ms[i].done == 0)
+					slurm_member_done(&ms[i], 0,
+					    xstrdup("sbatch failed"), t0);
+		} else
+			slurm_class_wait(dir, prefix, h->name, ms, n, t0);
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct session_record r;
+		made += ms[i].done == 1;
+		if (ms[i].done == 1 || ms[i].existed)
+			continue;
+		if (slurm_record(dir, ms[i].name, &r) == 0)
+			record_free(&r);
+		else
+			slurm_forget(dir, ms[i].name);
+	}
+	if (cli_json()) {
+		cJSON *arr = cJSON_CreateArray();
+		for (size_t i = 0; i < n; i++) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", ms[i].name);
+			cJSON_AddBoolToObject(o, "created", ms[i].done == 1);
+			if (ms[i].error != NULL)
+				cJSON_AddStringToObject(
+				    o, "error", ms[i].error);
+			cJSON_AddItemToArray(arr, o);
+		}
+		cli_result(arr);
+	} else
+		printf("%zu of %zu sessions created\n", made, n);
+	rc = made == n ? 0 : EXIT_VMUX;
+out:
+	for (size_t i = 0; i < n; i++) {
+		free(ms[i].name);
+		free(ms[i].error);
+	}
+	free(ms);
+	for (size_t i = 0; i < nw; i++)
+		free(words[i]);
+	free(words);
+	free(array);
+	return rc;
+}
+
 /*
  * Run command e (argc/argv, argv[0] its name) on cluster h. Its exit
  * status.
@@ -516,7 +1308,7 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
     int argc, char **argv)
 {
 	const char *name = a->argc > 0 ? a->argv[0] : NULL;
-	char *dir = slurm_dir(h), id[32], *cpname = NULL;
+	char *dir = slurm_dir(h), *cpname = NULL;
 	int rc = EXIT_VMUX;
 
 	/* cp names its session in an operand NAME:PATH, either side */
@@ -538,76 +1330,21 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		rc = slurm_ls(dir, a);
 		goto out;
 	}
+	if (strcmp(e->name, "tui") == 0 && args_has(a, "model-json")) {
+		rc = slurm_model(dir, a);
+		goto out;
+	}
+	if (strcmp(e->name, "new") == 0 &&
+	    (opt(a, "count") != NULL || opt(a, "roster") != NULL)) {
+		rc = slurm_class(h, dir, a);
+		goto out;
+	}
 	if (name == NULL) {
 		rc = cli_usage_error(e, "on a cluster, name one session");
 		goto out;
 	}
 	if (strcmp(e->name, "new") == 0 || strcmp(e->name, "start") == 0) {
-		struct session_record r;
-		int have = slurm_record(dir, name, &r) == 0;
-		struct slurm_job j;
-		char *cause = NULL;
-
-		int ncpus = 1;
-		long long mem = 512, ttl = 0;
-		char **words;
-		size_t nw = 0;
-
-		if (have) { /* start: the session's own size */
-			ncpus = r.cpus > 0 ? r.cpus : 1;
-			mem = r.memory_mb > 0 ? r.memory_mb : 512;
-			ttl = r.ttl_s;
-			record_free(&r);
-		}
-		if (opt(a, "count") != NULL || opt(a, "roster") != NULL) {
-			rc = cli_usage_error(
-			    e, "--count and --roster on a cluster: not yet");
-			goto out;
-		}
-		if (strcmp(e->name, "new") == 0 && have) {
-			cli_error("session %s exists on %s", name, h->name);
-			goto out;
-		}
-		if (strcmp(e->name, "start") == 0 && !have) {
-			cli_error("no session %s on %s", name, h->name);
-			goto out;
-		}
-		if (opt(a, "cpus") != NULL)
-			ncpus =
-			    atoi(opt(a, "cpus")) > 0 ? atoi(opt(a, "cpus")) : 1;
-		mem = slurm_size_mb(opt(a, "memory"), mem);
-		if (opt(a, "ttl") != NULL &&
-		    option_duration("--ttl", opt(a, "ttl"), &ttl, &cause) !=
-		        0) {
-			rc = cli_usage_error(e, "%s", cause);
-			free(cause);
-			goto out;
-		}
-		if (slurm_job(name, &j, 1, &cause) != 0 || j.state[0] != '\0') {
-			if (cause != NULL) {
-				cli_error("%s", cause);
-				free(cause);
-			} else
-				cli_error(
-				    "session %s has a job already (%s, %s)",
-				    name, j.id, j.state);
-			goto out;
-		}
-		/* new's words but its name go to the job's vmux new */
-		words = xcalloc((size_t)argc + 1, sizeof *words);
-		for (int i = 1; strcmp(e->name, "new") == 0 && i < argc; i++)
-			if (argv[i] != a->argv[0])
-				words[nw++] = argv[i];
-		rc = slurm_submit(h, dir, e->name, name, ncpus, mem, ttl, words,
-		    nw, id, sizeof id);
-		free(words);
-		if (rc != 0) {
-			rc = EXIT_VMUX;
-			goto out;
-		}
-		rc = slurm_wait_ready(dir, name, h->name);
-		if (rc == 0)
-			printf("%s\n", name);
+		rc = slurm_new(h, dir, a);
 		goto out;
 	}
 	if (strcmp(e->name, "stop") == 0) {

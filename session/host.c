@@ -438,15 +438,32 @@ host_ssh_base(const struct host *h, const char *mode, size_t *n, char **cause)
  * login shell, which must be a POSIX one), through the master. mode:
  * HOST_TTY asks for a terminal (-t, no escape character), HOST_NO_STDIN
  * keeps ours (-n). NULL-terminated (host_argv_free), or NULL with cause.
+ * A Slurm cluster's is this machine's own vmux -H CLUSTER with the words
+ * (cli/slurm.c takes them to the session's job).
  */
 char **
 host_ssh_argv(
     const struct host *h, int mode, char *const *words, size_t nw, char **cause)
 {
-	size_t n, i, len;
-	char **v = host_ssh_base(h, "no", &n, cause), *line, *q;
+	size_t n = 0, i, len;
+	char **v, *line, *q;
 
-	if (v == NULL)
+	if (h->slurm) { /* a cluster: this machine's vmux, through Slurm */
+		v = NULL;
+		if ((line = exe_path()) == NULL) {
+			xasprintf(cause, "cannot find the vmux binary: %s",
+			    strerror(errno));
+			return NULL;
+		}
+		argv_add(&v, &n, line);
+		free(line);
+		argv_add(&v, &n, "-H");
+		argv_add(&v, &n, h->name);
+		for (i = 0; i < nw; i++)
+			argv_add(&v, &n, words[i]);
+		return v;
+	}
+	if ((v = host_ssh_base(h, "no", &n, cause)) == NULL)
 		return NULL;
 	argv_add(&v, &n, (mode & HOST_TTY) ? "-t" : "-T");
 	if (mode & HOST_TTY) {
@@ -547,7 +564,7 @@ host_run(char *const *argv, int with_stderr, uint64_t deadline, size_t max,
 }
 
 /* The last non-empty line of text, printable, or "" (caller frees). */
-static char *
+char *
 host_last_line(const char *text)
 {
 	const char *end = text + strlen(text), *start;
@@ -682,6 +699,8 @@ host_connect(const struct host *h, char **cause)
 	size_t n;
 	int lock_fd, st, rc = -1;
 
+	if (h->slurm)
+		return 0; /* Slurm's tools: nothing to hold open */
 	if ((ctl = host_control_path(h, cause)) == NULL)
 		return -1;
 	xasprintf(&lock_path, "%s.lock", ctl);

@@ -549,6 +549,7 @@ int host_run(char *const *argv, int with_stderr, uint64_t deadline, size_t max,
 char **host_ssh_argv(const struct host *, int mode, char *const *words,
     size_t nwords, char **cause);
 void host_argv_free(char **);
+char *host_last_line(const char *text);
 int host_connect(const struct host *, char **cause);
 int host_alive(const struct host *);
 int host_disconnect(const struct host *);

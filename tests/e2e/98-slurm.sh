@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/slurm.sh"
 command -v slurmctld >/dev/null || [[ -x /usr/sbin/slurmctld ]] || { echo "FAIL slurm-wlm is not installed (make deps installs it)"; exit 1; }
 
-e2e_before_cleanup() { slurm_stop; }
+e2e_before_cleanup() { slurm_stop "${SHARED:-}"; }
 slurm_start
 SHARED=$TMP/shared
 mkdir -p "$SHARED"
@@ -58,6 +58,9 @@ t_move() {
 	c stop s1 || return 1
 	expect_eq "state after stop" "$(field s1 state)" stopped
 	expect_eq "stopped by" "$(field s1 stopped_by)" SIGTERM
+	# only vmux was signalled: the guest powered off, QEMU was not killed
+	[[ $(cat "$SHARED/s1/job.log") != *"QEMU was ended"* ]] ||
+		fail "not a clean poweroff: $(cat "$SHARED/s1/job.log")"
 	[[ -z $(squeue -h --me -n vmux-s1) ]] || fail "the job is still there"
 	scontrol update nodename="$first" state=drain reason=vmux-test || return 1
 	c start s1 >/dev/null || { scontrol update nodename="$first" state=resume; fail "start"; return 1; }
@@ -75,7 +78,7 @@ t_bad_partition() {
 	expect_eq "exit" "$?" 125
 	expect_match "said" "$out" "sbatch: .*(partition|Partition)"
 	[[ -z $(squeue -h --me -n vmux-s9) ]] || fail "a job for s9"
-	rm -rf "${SHARED:?}/s9"
+	[[ ! -e $SHARED/s9 ]] || fail "a folder for s9: $(ls "$SHARED/s9")"
 }
 check "a bad partition: one clear error, no job" t_bad_partition
 

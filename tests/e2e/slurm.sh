@@ -3,6 +3,9 @@
 # this machine through Slurm's -N, each with its own port and spool), with
 # the test's own slurm.conf, all in $TMP. slurm_start exports SLURM_CONF
 # or fails the file; slurm_stop cancels every job and waits for them.
+# Partition vm is open to all; class only to account teach. Lines in
+# $SLURM_CONF_EXTRA are added to the config; SLURMD_PID_n1/_n2 are the
+# daemons' pids (a test may kill one).
 
 # slurm_start: start munge and the daemons; wait for both nodes idle.
 slurm_start() {
@@ -49,6 +52,8 @@ AccountingStorageType=accounting_storage/none
 NodeName=n1 NodeHostname=$h NodeAddr=127.0.0.1 Port=$((port + 2)) CPUs=2 RealMemory=4000 State=UNKNOWN
 NodeName=n2 NodeHostname=$h NodeAddr=127.0.0.1 Port=$((port + 3)) CPUs=2 RealMemory=4000 State=UNKNOWN
 PartitionName=vm Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP
+PartitionName=class Nodes=n1,n2 AllowAccounts=teach MaxTime=INFINITE State=UP
+${SLURM_CONF_EXTRA:-}
 EOC
 	export SLURM_CONF=$d/slurm.conf
 	/usr/sbin/slurmctld -D -i -f "$SLURM_CONF" >>"$d/log/daemons.out" 2>&1 &
@@ -57,6 +62,7 @@ EOC
 	for n in n1 n2; do
 		/usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >>"$d/log/daemons.out" 2>&1 &
 		SLURM_PIDS+=" $!"
+		printf -v "SLURMD_PID_$n" %s $!
 		bg_track $!
 	done
 	wait_for 60 bash -c '[[ $(sinfo -h -o "%t" -p vm | sort -u) == idle ]]' || {
@@ -65,14 +71,23 @@ EOC
 	}
 }
 
-# slurm_stop: cancel our jobs, wait for them to end (their VMs stop),
-# then stop the daemons and wait for them to go.
+# slurm_stop [SHARED]: cancel our jobs, wait for them to end (their VMs
+# stop), remove what is left of the sessions in SHARED (a lost node's go
+# on running here), then stop the daemons, and a lost node's job steps.
 slurm_stop() {
+	local d p
 	[[ -n ${SLURM_CONF:-} ]] || return 0
 	scancel --me 2>/dev/null
 	wait_for 90 bash -c '[[ -z $(squeue -h --me 2>/dev/null) ]]'
+	for d in ${1:+"$1"/*/}; do
+		[[ -f $d/sessions/$(basename "$d")/session.json ]] &&
+			VMUX_HOME=$d "$VMUX" -H local rm -f "$(basename "$d")" >/dev/null 2>&1
+	done
 	kill $SLURM_PIDS 2>/dev/null
 	wait_for 30 slurm_gone
+	for p in $(pgrep -x slurmstepd); do
+		grep -qaz "^SLURM_CONF=$SLURM_CONF\$" /proc/"$p"/environ 2>/dev/null && kill -9 "$p"
+	done
 }
 
 # slurm_gone: have the daemons all exited?
