@@ -137,12 +137,8 @@ cmd_connect_exec(struct args *a)
 	char *cause = NULL;
 	long long port, timeout = CONNECT_TIMEOUT_DEFAULT;
 	int fd, rc, announce = args_has(a, "announce");
-	struct termios tio;
-
-	if (!isatty(STDIN_FILENO) && tcgetattr(STDOUT_FILENO, &tio) == 0) {
-		cfmakeraw(&tio);
-		tcsetattr(STDOUT_FILENO, TCSANOW, &tio);
-	}
+	struct termios was, raw;
+	int restore = 0;
 
 	if (option_number("port", a->argv[1], 0, 0xffffffffLL, &port, &cause) !=
 	        0 ||
@@ -169,12 +165,18 @@ cmd_connect_exec(struct args *a)
 		free(cause);
 		return EXIT_VMUX;
 	}
-	/* the other host's vmux reads this line, then the stream */
-	if (announce && write_all(STDOUT_FILENO, "OK\n", 3) < 0) {
-		close(fd);
-		return EXIT_VMUX;
+	if (!isatty(STDIN_FILENO) && tcgetattr(STDOUT_FILENO, &was) == 0) {
+		raw = was; /* put back as it was when the stream ends */
+		cfmakeraw(&raw);
+		restore = tcsetattr(STDOUT_FILENO, TCSANOW, &raw) == 0;
 	}
-	rc = connect_pump(fd);
+	/* the other host's vmux reads this line, then the stream */
+	if (announce && write_all(STDOUT_FILENO, "OK\n", 3) < 0)
+		rc = EXIT_VMUX;
+	else
+		rc = connect_pump(fd);
 	close(fd);
+	if (restore)
+		tcsetattr(STDOUT_FILENO, TCSANOW, &was);
 	return rc;
 }

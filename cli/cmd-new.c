@@ -38,8 +38,8 @@ static const struct cmd_opt cmd_new_own[] = {
         "its name"},
     {"foreground", 0, NULL, 0,
         "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
-        "cleanly (as vmux stop) and ends vmux: a batch job's body (Slurm's "
-        "scancel and time limit send SIGTERM)"},
+        "cleanly (as vmux stop) and ends vmux, SIGUSR2 too as a 'time "
+        "limit': a batch job's body (vmux -H CLUSTER new runs it)"},
     {NULL, 0, NULL, 0, NULL},
 };
 
@@ -455,6 +455,9 @@ cmd_new_exec(struct args *a)
 	o.notice = new_notice;
 	o.interrupted = &new_interrupted;
 	cli_trap_interrupts(new_signal);
+	if (args_has(a, "foreground")) /* Slurm's time-limit notice, early */
+		signal(
+		    SIGUSR2, SIG_IGN); /* foreground.c takes it once booted */
 	transport_cancel_on(&new_interrupted);
 
 	claimed = new_from_pool(a, home, &r, &cause);

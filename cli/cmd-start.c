@@ -27,7 +27,8 @@ static const struct cmd_opt cmd_start_opts[] = {
     {"json", 0, NULL, 0, "print the session as ls --json shows it"},
     {"foreground", 0, NULL, 0,
         "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
-        "cleanly (as vmux stop) and ends vmux (a batch job's body)"},
+        "cleanly (as vmux stop) and ends vmux, SIGUSR2 too as a 'time "
+        "limit' (a batch job's body)"},
     {"append", 0, "ARGS", 0, "more kernel command line words for this boot"},
     {"persist", 0, NULL, 0,
         "keep --append for every later boot (--append '' --persist "
@@ -163,6 +164,9 @@ cmd_start_exec(struct args *a)
 	o.notice = cli_notice;
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);
+	if (args_has(a, "foreground")) /* Slurm's time-limit notice, early */
+		signal(
+		    SIGUSR2, SIG_IGN); /* foreground.c takes it once booted */
 	transport_cancel_on(&start_interrupted);
 	started = session_start(&o, &r, &cause) == 0;
 	if (!started && restarted_meanwhile(a, home)) {

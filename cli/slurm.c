@@ -39,18 +39,26 @@
 #include "session/session.h"
 #include "cli.h"
 
-#define SLURM_OUT_MAX     (4 * 1024 * 1024) /* what squeue may print */
-#define SLURM_CMD_MS      30000             /* one Slurm command */
-#define SLURM_READY_MS    (15 * 60 * 1000)  /* a job's boot, pending included */
-#define SLURM_STOP_MS     60000             /* the guest's clean poweroff */
-#define SLURM_END_MS      120000            /* a cancelled job's end */
+#define SLURM_OUT_MAX     (64 * 1024 * 1024) /* what squeue may print */
+#define SLURM_CMD_MS      30000              /* one Slurm command */
+#define SLURM_READY_MS    (15 * 60 * 1000) /* a job's boot, pending included */
+#define SLURM_STOP_MS     60000            /* the guest's clean poweroff */
+#define SLURM_END_MS      120000           /* a cancelled job's end */
 #define SLURM_OVERHEAD_MB 256 /* QEMU and vmux's own, beside guest RAM */
 #define SLURM_JOB_PREFIX  "vmux-"
 /* squeue's columns, one task of an array a line (-r) */
-#define SLURM_QUEUE_FORMAT "%j|%A|%i|%K|%T|%N|%r|%L"
-#define SLURM_QUEUE_FIELDS 8
+#define SLURM_QUEUE_FORMAT "%j|%A|%i|%K|%T|%N|%r|%L|%k"
+#define SLURM_QUEUE_FIELDS 9       /* the comment last: it may hold a '|' */
+#define SLURM_COMMENT      "vmux " /* and the cluster's folder */
 /* Slurm's notice ahead of the time limit: vmux stops the guest on it */
 #define SLURM_TIME_SIGNAL "--signal=B:USR2@60"
+
+/*
+ * The cluster's folder, in its jobs' comment ("vmux DIR"): a job is one of
+ * this cluster's sessions only if it says so, not by its name alone (two
+ * clusters on one controller, or a job of the user's named vmux-x).
+ */
+static const char *slurm_scope;
 
 /* A session's job, as squeue says. */
 struct slurm_job {
@@ -67,6 +75,20 @@ static const char *
 opt(const struct args *a, const char *name)
 {
 	return args_has_opt(a, name) ? args_get(a, name) : NULL;
+}
+
+/* This vmux's own path, for the node's side (free it). Without it no
+ * command could be built: said, and vmux ends. */
+static char *
+slurm_exe(void)
+{
+	char *exe = exe_path();
+
+	if (exe == NULL) {
+		cli_error("cannot find the vmux binary: %s", strerror(errno));
+		exit(EXIT_VMUX);
+	}
+	return exe;
 }
 
 /* The cluster's sessions' folder (made if missing; free it). */
@@ -181,10 +203,12 @@ slurm_job_in(
 		copy = end != NULL ? xstrndup(line, (size_t)(end - line))
 		                   : xstrdup(line);
 		end = end != NULL ? end + 1 : NULL;
-		for (p = copy; p != NULL && nf < SLURM_QUEUE_FIELDS;)
+		for (p = copy; p != NULL && nf < SLURM_QUEUE_FIELDS - 1;)
 			f[nf++] = strsep(&p, "|");
-		/* the last field is the time left: no '|' in it */
-		if (nf == SLURM_QUEUE_FIELDS && p == NULL &&
+		f[nf++] = p; /* the comment: the rest of the line */
+		if (nf == SLURM_QUEUE_FIELDS && p != NULL &&
+		    strncmp(p, SLURM_COMMENT, strlen(SLURM_COMMENT)) == 0 &&
+		    strcmp(p + strlen(SLURM_COMMENT), slurm_scope) == 0 &&
 		    slurm_job_is(f[0], f[3], name) &&
 		    (ending || strcmp(f[4], "COMPLETING") != 0)) {
 			snprintf(j->id, sizeof j->id, "%s", f[1]);
@@ -219,13 +243,11 @@ slurm_script(const char *path, const struct host *h, const char *dir,
     const char *verb, const char *name, const char *array, char **words,
     size_t nw)
 {
-	char *q, *exe = exe_path();
+	char *q, *exe = slurm_exe();
 	FILE *f = fopen(path, "w");
 
-	if (f == NULL || exe == NULL) {
+	if (f == NULL) {
 		cli_error("cannot write %s: %s", path, strerror(errno));
-		if (f != NULL)
-			fclose(f);
 		free(exe);
 		return -1;
 	}
@@ -272,7 +294,7 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
     const char *name, const char *array, int ncpus, long long mem_mb,
     long long ttl, char **words, size_t nw, char *id, size_t idlen)
 {
-	char *script, *log, *text, *arr = NULL, *out = NULL;
+	char *script, *log, *text, *comment, *arr = NULL, *out = NULL;
 	char *argv[26], cpus[32], mem[48], jobname[128], tl[32];
 	size_t n = 0;
 	int rc;
@@ -305,6 +327,8 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	argv[n++] = "--no-requeue";
 	xasprintf(&text, "--output=%s", log);
 	argv[n++] = text;
+	xasprintf(&comment, "--comment=" SLURM_COMMENT "%s", dir);
+	argv[n++] = comment;
 	if (arr != NULL)
 		argv[n++] = arr;
 	if (h->partition != NULL) {
@@ -329,6 +353,7 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	argv[n] = NULL;
 	rc = slurm_run(argv, &out);
 	free(text);
+	free(comment);
 	if (rc != 0) {
 		char *said = slurm_said(out, "failed");
 		cli_error("sbatch: %s", said);
@@ -349,7 +374,7 @@ out:
 	return rc;
 }
 
-/* The last lines of a file, for an error (free it). */
+/* The last lines of a file, made printable, for an error (free it). */
 static char *
 slurm_tail(const char *path)
 {
@@ -369,14 +394,14 @@ slurm_tail(const char *path)
 	buf[n > 0 ? n : 0] = '\0';
 	while (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
-	return xstrdup(buf);
+	return str_printable(buf, STR_KEEP_NL); /* the job wrote it */
 }
 
 /* Does session name answer inside job id (vmux ping there)? */
 static int
 slurm_ready(const char *dir, const char *name, const char *id)
 {
-	char *home, *exe = exe_path(), *out;
+	char *home, *exe = slurm_exe(), *out;
 	int ok;
 
 	xasprintf(&home, "VMUX_HOME=%s/%s", dir, name);
@@ -427,6 +452,24 @@ slurm_wait_gone(const char *name, uint64_t deadline)
 		poll(NULL, 0, 300);
 	}
 	return 0;
+}
+
+/* Cancel session name's job outright, if it has one, and wait for it. */
+static void
+slurm_kill(const char *name)
+{
+	struct slurm_job j;
+	char *cause = NULL;
+
+	if (slurm_job(name, &j, 0, &cause) != 0) {
+		free(cause);
+		return;
+	}
+	if (j.state[0] != '\0') {
+		char *argv[] = {"scancel", j.sid, NULL};
+		if (slurm_scancel(argv) == 0)
+			slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
+	}
 }
 
 /*
@@ -917,7 +960,7 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
     int argc, char **argv)
 {
 	struct slurm_job j;
-	char *cause = NULL, *home, *exe = exe_path(), **v;
+	char *cause = NULL, *home, *exe = slurm_exe(), **v;
 	size_t n = 0;
 
 	if (slurm_job(name, &j, 0, &cause) != 0) {
@@ -1028,10 +1071,10 @@ slurm_forget(const char *dir, const char *name)
 
 /* vmux -H CLUSTER new NAME / start NAME: one job, waited for. */
 static int
-slurm_new(const struct host *h, const char *dir, struct args *a)
+slurm_new(
+    const struct host *h, const char *dir, struct args *a, const char *name)
 {
 	static const char *const skip[] = {"json", "foreground", NULL};
-	const char *name = a->argv[0];
 	int is_new = strcmp(a->entry->name, "new") == 0, ncpus = 1, rc;
 	long long mem = 512, ttl = 0;
 	struct session_record r;
@@ -1075,6 +1118,8 @@ slurm_new(const struct host *h, const char *dir, struct args *a)
 		free(words[i]);
 	free(words);
 	rc = rc != 0 ? EXIT_VMUX : slurm_wait_ready(dir, name, h->name);
+	if (rc != 0)
+		slurm_kill(name); /* not left to start later */
 	if (rc == 0)
 		printf("%s\n", name);
 	else if (is_new && slurm_record(dir, name, &r) != 0)
@@ -1170,9 +1215,11 @@ slurm_class_wait(const char *dir, const char *prefix, const char *cluster,
 			poll(NULL, 0, 300);
 	}
 	for (size_t i = 0; i < n; i++)
-		if (ms[i].done == 0)
+		if (ms[i].done == 0) {
+			slurm_kill(ms[i].name); /* not left to start later */
 			slurm_member_done(&ms[i], 0,
 			    xstrdup("its job was not ready in time"), t0);
+		}
 }
 
 /*
@@ -1186,9 +1233,10 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 	static const char *const skip[] = {"json", "count", "prefix", NULL};
 	const char *prefix = opt(a, "prefix");
 	struct slurm_member *ms = NULL;
-	char *cause = NULL, **words = NULL, *array = NULL, id[32];
+	char *cause = NULL, **words = NULL, *array = NULL, id[32], *q;
+	struct slurm_job j;
 	long long count, mem = 512, ttl = 0;
-	int ncpus = 1, rc;
+	int ncpus = 1, rc, have;
 	size_t n = 0, nw = 0, made = 0;
 	uint64_t t0 = mono_ms();
 
@@ -1213,6 +1261,11 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 	}
 	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0)
 		return rc;
+	if ((q = slurm_queue(&cause)) == NULL) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_VMUX;
+	}
 	ms = xcalloc((size_t)count, sizeof *ms);
 	for (long long k = 1; k <= count; k++) {
 		struct session_record r;
@@ -1226,11 +1279,18 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 			goto out;
 		}
 		xasprintf(&sdir, "%s/%s", dir, s->name);
-		if (slurm_record(dir, s->name, &r) == 0) {
-			record_free(&r);
+		slurm_job_in(q, s->name, &j, 1);
+		if ((have = slurm_record(dir, s->name, &r) == 0) ||
+		    j.state[0] != '\0') {
+			if (have) {
+				record_free(&r);
+				xasprintf(&cause, "session %s exists on %s",
+				    s->name, h->name);
+			} else
+				xasprintf(&cause,
+				    "session %s has a job already (%s, %s)",
+				    s->name, j.sid, j.state);
 			s->existed = 1;
-			xasprintf(&cause, "session %s exists on %s", s->name,
-			    h->name);
 			slurm_member_done(s, 0, cause, t0);
 			cause = NULL;
 		} else {
@@ -1287,6 +1347,7 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 		printf("%zu of %zu sessions created\n", made, n);
 	rc = made == n ? 0 : EXIT_VMUX;
 out:
+	free(q);
 	for (size_t i = 0; i < n; i++) {
 		free(ms[i].name);
 		free(ms[i].error);
@@ -1296,6 +1357,75 @@ out:
 		free(words[i]);
 	free(words);
 	free(array);
+	return rc;
+}
+
+/*
+ * vmux -H CLUSTER stop NAME: its job ended, the guest powered off first.
+ * Not while it boots: vmux new, signalled then, undoes the session.
+ */
+static int
+slurm_stop(const char *dir, const char *name)
+{
+	struct session_record r;
+	char *cause = NULL;
+
+	if (session_name_valid(name, &cause) != 0 ||
+	    slurm_record(dir, name, &r) != 0) {
+		cli_error("%s", cause != NULL ? cause : "no such session");
+		free(cause);
+		return EXIT_VMUX;
+	}
+	if (r.status == SESSION_STARTING) {
+		record_free(&r);
+		cli_error("session %s is still starting: stop it once it is "
+		          "ready, or rm it",
+		    name);
+		return EXIT_VMUX;
+	}
+	record_free(&r);
+	return slurm_cancel(name) == 0 ? 0 : EXIT_VMUX;
+}
+
+/* vmux -H CLUSTER rm NAME: its job cancelled, the session and folder gone. */
+static int
+slurm_rm(const char *dir, const char *name)
+{
+	char *home, *sdir, *exe, *cause = NULL;
+	pid_t pid;
+	int st, rc;
+
+	if (session_name_valid(name, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		return EXIT_VMUX;
+	}
+	if (slurm_cancel(name) != 0)
+		slurm_kill(name); /* its guest's clean end is not rm's aim */
+	exe = slurm_exe();
+	xasprintf(&sdir, "%s/%s", dir, name);
+	xasprintf(&home, "VMUX_HOME=%s", sdir);
+	if ((pid = fork()) == 0) {
+		putenv(home);
+		execl(exe, exe, "-H", "local", "rm", "-f", name, (char *)NULL);
+		_exit(127);
+	}
+	rc = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st)
+	    ? WEXITSTATUS(st)
+	    : EXIT_VMUX;
+	if (rc == 0 && (pid = fork()) == 0) {
+		execlp("rm", "rm", "-rf", "--", sdir, (char *)NULL);
+		_exit(127);
+	}
+	if (rc == 0 &&
+	    (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	        WEXITSTATUS(st) != 0)) {
+		cli_error("cannot remove %s", sdir);
+		rc = EXIT_VMUX;
+	}
+	free(exe);
+	free(home);
+	free(sdir);
 	return rc;
 }
 
@@ -1326,6 +1456,14 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 
 	if (dir == NULL)
 		return EXIT_VMUX;
+	if (strpbrk(dir, "%\\|") != NULL) { /* Slurm expands %x in --output */
+		cli_error("the cluster's folder %s has a '%%', '\\' or '|': "
+		          "set one without (dir=)",
+		    dir);
+		free(dir);
+		return EXIT_VMUX;
+	}
+	slurm_scope = dir;
 	if (strcmp(e->name, "ls") == 0) {
 		rc = slurm_ls(dir, a);
 		goto out;
@@ -1344,39 +1482,25 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		goto out;
 	}
 	if (strcmp(e->name, "new") == 0 || strcmp(e->name, "start") == 0) {
-		rc = slurm_new(h, dir, a);
+		rc = slurm_new(h, dir, a, name);
 		goto out;
 	}
-	if (strcmp(e->name, "stop") == 0) {
-		rc = slurm_cancel(name) == 0 ? 0 : EXIT_VMUX;
-		goto out;
-	}
-	if (strcmp(e->name, "rm") == 0) {
-		char *home, *sdir;
-		pid_t pid;
-		int st;
-
-		if (slurm_cancel(name) != 0)
+	if (strcmp(e->name, "stop") == 0 || strcmp(e->name, "rm") == 0) {
+		if (args_has_opt(a, "keep-workspace") &&
+		    args_has(a, "keep-workspace")) {
+			rc = cli_usage_error(
+			    e, "--keep-workspace on a cluster: not yet");
 			goto out;
-		xasprintf(&sdir, "%s/%s", dir, name);
-		xasprintf(&home, "VMUX_HOME=%s", sdir);
-		if ((pid = fork()) == 0) {
-			char *exe = exe_path();
-			putenv(home);
-			execl(exe, exe, "-H", "local", "rm", "-f", name,
-			    (char *)NULL);
-			_exit(127);
 		}
-		waitpid(pid, &st, 0);
-		rc = WIFEXITED(st) ? WEXITSTATUS(st) : EXIT_VMUX;
-		if (rc == 0 && (pid = fork()) == 0) {
-			execlp("rm", "rm", "-rf", "--", sdir, (char *)NULL);
-			_exit(127);
+		/* each name, as on one machine; the status is the worst */
+		rc = 0;
+		for (int i = 0; i < a->argc; i++) {
+			int r = strcmp(e->name, "stop") == 0
+			    ? slurm_stop(dir, a->argv[i])
+			    : slurm_rm(dir, a->argv[i]);
+			if (r != 0)
+				rc = r;
 		}
-		if (rc == 0)
-			waitpid(pid, &st, 0);
-		free(home);
-		free(sdir);
 		goto out;
 	}
 	rc = slurm_inside(dir, name, e, argc, argv);

@@ -9,7 +9,9 @@
  * named HOST:NAME. So a host that is slow or gone delays nobody: its
  * sessions stay as they were, its heading says why, and it is asked again
  * at the next tick, which is how it reconnects. Shells of another host's
- * sessions are attached through host_stream (work.c's hosts_target).
+ * sessions are attached through host_stream (work.c's hosts_target). A
+ * Slurm cluster is asked every 10 s at most: its answer costs an srun for
+ * each of its running sessions (cli/slurm.c).
  * The TUI owns t->hosts.
  */
 #include <stdio.h>
@@ -24,6 +26,8 @@
 #define HOSTS_SESSIONS 4096               /* sessions kept from one host */
 #define HOSTS_SHELLS   256                /* shells kept of one session */
 #define HOSTS_VALUES   500000 /* values in one answer (json_values) */
+/* a cluster is asked at most this often: each ask is an srun a session */
+#define HOSTS_CLUSTER_MS 10000
 
 /* Resolve the -H hosts into t->hosts. 0, or -1 with cause. */
 int
@@ -340,13 +344,17 @@ hosts_fetched(struct tui *t, struct work *w)
 	free(was);
 	if (th->dirty) {
 		th->dirty = 0;
-		hosts_refresh(t);
+		hosts_refresh(t, 0);
 	}
 }
 
-/* Ask every host not already being asked for its sessions. */
+/*
+ * Ask every host not already being asked for its sessions; tick: only the
+ * clock asks (a cluster is then asked every HOSTS_CLUSTER_MS at most,
+ * while what a key did is asked for at once).
+ */
 void
-hosts_refresh(struct tui *t)
+hosts_refresh(struct tui *t, int tick)
 {
 	for (size_t i = 0; i < t->nhosts; i++) {
 		struct tui_host *th = &t->hosts[i];
@@ -355,6 +363,10 @@ hosts_refresh(struct tui *t)
 			th->dirty = 1;
 			continue;
 		}
+		if (tick && th->h.slurm && th->asked_at != 0 &&
+		    mono_ms() < th->asked_at + HOSTS_CLUSTER_MS)
+			continue;
+		th->asked_at = mono_ms();
 		th->busy = 1;
 		w = work_new(t, hosts_fetch, hosts_fetched);
 		w->th = th;

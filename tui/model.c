@@ -387,7 +387,7 @@ model_refresh(struct tui *t)
 	if (t->opts.local != NULL)
 		return;
 	if (t->nhosts > 0) {
-		hosts_refresh(t);
+		hosts_refresh(t, 0);
 		return;
 	}
 	if (t->model_busy) {

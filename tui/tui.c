@@ -591,8 +591,13 @@ tick_cb(uv_timer_t *h)
 	struct tui *t = h->data;
 	uint64_t now = mono_ms();
 
-	if (now - t->typed_at >= TICK_MS || now - t->model_at >= TICK_TYPING_MS)
-		model_refresh(t);
+	if (now - t->typed_at >= TICK_MS ||
+	    now - t->model_at >= TICK_TYPING_MS) {
+		if (t->nhosts > 0)
+			hosts_refresh(t, 1);
+		else
+			model_refresh(t);
+	}
 	sync_sel(t);
 	if (t->message != NULL || t->jobs != NULL || t->mode == MODE_GRID)
 		draw_schedule(t);

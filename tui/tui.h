@@ -673,17 +673,18 @@ void work_attach(struct work *);
 /* ---- hosts.c: sessions of other hosts, over ssh ---- */
 
 struct tui_host {
-	char *name;      /* "local" or a name from vmux host ls */
-	struct host h;   /* where (not for local) */
-	cJSON *part;     /* its sessions as model_to_json made them */
-	char *error;     /* its last refresh failed: why (shown) */
-	int busy, dirty; /* a refresh is on its way; another is wanted */
-	uint64_t ok_at;  /* mono_ms of its last answer */
+	char *name;        /* "local" or a name from vmux host ls */
+	struct host h;     /* where (not for local) */
+	cJSON *part;       /* its sessions as model_to_json made them */
+	char *error;       /* its last refresh failed: why (shown) */
+	int busy, dirty;   /* a refresh is on its way; another is wanted */
+	uint64_t ok_at;    /* mono_ms of its last answer */
+	uint64_t asked_at; /* mono_ms its last refresh was asked for */
 };
 
 int hosts_open(struct tui *, char **cause);
 void hosts_free(struct tui *);
-void hosts_refresh(struct tui *);
+void hosts_refresh(struct tui *, int tick);
 cJSON *model_to_json(const struct model *);
 const char *hosts_error(const struct tui *, const char *host);
 const struct host *hosts_target(

@@ -56,8 +56,8 @@ t_tui() {
 	wait_on tui 'tui-42 on ' 30 || return 1
 	tm send-keys -t tui C-b d
 	# what the TUI asked Slurm for ends with it
-	wait_for 30 eval '! pgrep -f -- "connect --announce .*st-2" >/dev/null &&
-		! pgrep -f -- "tui --model-json" >/dev/null' ||
+	wait_for 30 eval '! pgrep -f -- "$SHARED/st-2 .*connect --announce" >/dev/null &&
+		! pgrep -f -- "$VMUX -H c tui --model-json" >/dev/null' ||
 		fail "left running: $(pgrep -af -- "--model-json|--announce")"
 }
 check "the TUI over the cluster: every node's sessions, typing into one" t_tui
@@ -105,6 +105,18 @@ t_node_lost() {
 }
 check "a node's slurmd killed: its sessions lost with why, the other node's answer" t_node_lost
 
+t_several() {
+	local names
+	names=$(c ls --json | jq -r '[.[] | select(.state == "running") | .name] | join(" ")')
+	[[ $names == *" "* ]] || { fail "fewer than two running: $(c ls)"; return 1; }
+	c stop $names || return 1
+	for n in $names; do
+		expect_eq "$n stopped" "$(field "$n" state)" stopped
+	done
+	expect_status 2 c new a b 2>/dev/null
+}
+check "stop takes several names" t_several
+
 t_no_account() {
 	local out
 	vmux host add cls "slurm://class?dir=$SHARED" >/dev/null || return 1
@@ -128,6 +140,6 @@ t_no_munge() {
 	expect_eq "new exit" "$?" 125
 	expect_match "new said" "$out" '^vmux: .*munge'
 	expect_eq "new: one line" "$(wc -l <<<"$out")" 1
-	[[ ! -e $SHARED/nomunge/session.json ]] || fail "a record for nomunge"
+	[[ ! -e $SHARED/nomunge ]] || fail "a folder for nomunge: $(ls -R "$SHARED/nomunge")"
 }
 check "no munge: one clear error" t_no_munge
