@@ -185,6 +185,37 @@ slurm_job_is(const char *jobname, const char *k, const char *name)
 }
 
 /*
+ * Is a job's comment one of this cluster's: "vmux [LABELS] DIR", the
+ * labels (KEY=VALUE,...: letters, digits, '.', '_', '-') for squeue's
+ * readers, the folder for us?
+ */
+static int
+slurm_ours(const char *comment)
+{
+	if (strncmp(comment, SLURM_COMMENT, strlen(SLURM_COMMENT)) != 0)
+		return 0;
+	comment += strlen(SLURM_COMMENT);
+	if (*comment == '[' && (comment = strstr(comment, "] ")) != NULL)
+		comment += 2;
+	return comment != NULL && strcmp(comment, slurm_scope) == 0;
+}
+
+/* The labels as a job's comment shows them ("[a=1,b=2] ", or ""). */
+static char *
+slurm_labels(char *const *labels, size_t n)
+{
+	char *s = xstrdup(n > 0 ? "[" : ""), *more;
+
+	for (size_t i = 0; i < n; i++) {
+		xasprintf(
+		    &more, "%s%s%s", s, labels[i], i + 1 < n ? "," : "] ");
+		free(s);
+		s = more;
+	}
+	return s;
+}
+
+/*
  * Session name's job in a queue listing, into j (state "" if none; a job
  * COMPLETING counts only with ending: it is going, its VM stopping).
  */
@@ -206,9 +237,7 @@ slurm_job_in(
 		for (p = copy; p != NULL && nf < SLURM_QUEUE_FIELDS - 1;)
 			f[nf++] = strsep(&p, "|");
 		f[nf++] = p; /* the comment: the rest of the line */
-		if (nf == SLURM_QUEUE_FIELDS && p != NULL &&
-		    strncmp(p, SLURM_COMMENT, strlen(SLURM_COMMENT)) == 0 &&
-		    strcmp(p + strlen(SLURM_COMMENT), slurm_scope) == 0 &&
+		if (nf == SLURM_QUEUE_FIELDS && p != NULL && slurm_ours(p) &&
 		    slurm_job_is(f[0], f[3], name) &&
 		    (ending || strcmp(f[4], "COMPLETING") != 0)) {
 			snprintf(j->id, sizeof j->id, "%s", f[1]);
@@ -285,14 +314,16 @@ slurm_script(const char *path, const struct host *h, const char *dir,
 /*
  * Submit the job of session name, `vmux VERB NAME --foreground WORDS`; or,
  * with array (Slurm's index list, "1-4" or "1,3"), one job array whose
- * task K runs session nameK. Each asks Slurm for ncpus and mem_mb (plus
+ * task K runs session nameK; its comment shows labels (slurm_labels).
+ * Each asks Slurm for ncpus and mem_mb (plus
  * vmux's overhead) for ttl seconds (0: the partition's limit). 0 with the
  * job id, or -1 (said). The sessions' folders must exist.
  */
 static int
 slurm_submit(const struct host *h, const char *dir, const char *verb,
-    const char *name, const char *array, int ncpus, long long mem_mb,
-    long long ttl, char **words, size_t nw, char *id, size_t idlen)
+    const char *name, const char *array, const char *labels, int ncpus,
+    long long mem_mb, long long ttl, char **words, size_t nw, char *id,
+    size_t idlen)
 {
 	char *script, *log, *text, *comment, *arr = NULL, *out = NULL;
 	char *argv[26], cpus[32], mem[48], jobname[128], tl[32];
@@ -327,7 +358,7 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	argv[n++] = "--no-requeue";
 	xasprintf(&text, "--output=%s", log);
 	argv[n++] = text;
-	xasprintf(&comment, "--comment=" SLURM_COMMENT "%s", dir);
+	xasprintf(&comment, "--comment=" SLURM_COMMENT "%s%s", labels, dir);
 	argv[n++] = comment;
 	if (arr != NULL)
 		argv[n++] = arr;
@@ -1032,6 +1063,24 @@ slurm_size(struct args *a, int *ncpus, long long *mem, long long *ttl)
 	return 0;
 }
 
+/* new's --label flags, checked, as a job's comment shows them (*out;
+ * free it). 0, or a usage error's exit status (said). */
+static int
+slurm_new_labels(struct args *a, char **out)
+{
+	char **labels, *cause = NULL;
+	int n, rc;
+
+	labels = args_values(a, "label", &n);
+	if (labels_valid(labels, (size_t)n, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	*out = slurm_labels(labels, (size_t)n);
+	return 0;
+}
+
 /* Has session name a job (said if so, or if Slurm cannot be asked)? */
 static int
 slurm_has_job(const char *name)
@@ -1078,7 +1127,7 @@ slurm_new(
 	int is_new = strcmp(a->entry->name, "new") == 0, ncpus = 1, rc;
 	long long mem = 512, ttl = 0;
 	struct session_record r;
-	char *cause = NULL, **words = NULL, *sdir, id[32];
+	char *cause = NULL, **words = NULL, *sdir, id[32], *labels = NULL;
 	size_t nw = 0;
 	int have;
 
@@ -1092,28 +1141,36 @@ slurm_new(
 		ncpus = r.cpus > 0 ? r.cpus : 1;
 		mem = r.memory_mb > 0 ? r.memory_mb : 512;
 		ttl = r.ttl_s;
+		labels = slurm_labels(r.labels, r.nlabels);
 		record_free(&r);
 	}
 	if (is_new && have) {
 		cli_error("session %s exists on %s", name, h->name);
+		free(labels);
 		return EXIT_VMUX;
 	}
 	if (!is_new && !have) {
 		cli_error("no session %s on %s", name, h->name);
 		return EXIT_VMUX;
 	}
-	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0)
+	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0 ||
+	    (is_new && (rc = slurm_new_labels(a, &labels)) != 0)) {
+		free(labels);
 		return rc;
-	if (slurm_has_job(name))
+	}
+	if (slurm_has_job(name)) {
+		free(labels);
 		return EXIT_VMUX;
+	}
 	/* new's flags go to the job's vmux new; start takes none */
 	if (is_new)
 		args_flags(a, skip, &words, &nw);
 	xasprintf(&sdir, "%s/%s", dir, name);
 	mkdir(sdir, 0700);
 	free(sdir);
-	rc = slurm_submit(h, dir, a->entry->name, name, NULL, ncpus, mem, ttl,
-	    words, nw, id, sizeof id);
+	rc = slurm_submit(h, dir, a->entry->name, name, NULL, labels, ncpus,
+	    mem, ttl, words, nw, id, sizeof id);
+	free(labels);
 	for (size_t i = 0; i < nw; i++)
 		free(words[i]);
 	free(words);
@@ -1234,6 +1291,7 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 	const char *prefix = opt(a, "prefix");
 	struct slurm_member *ms = NULL;
 	char *cause = NULL, **words = NULL, *array = NULL, id[32], *q;
+	char *labels = NULL;
 	struct slurm_job j;
 	long long count, mem = 512, ttl = 0;
 	int ncpus = 1, rc, have;
@@ -1259,9 +1317,11 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 		free(cause);
 		return rc;
 	}
-	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0)
+	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0 ||
+	    (rc = slurm_new_labels(a, &labels)) != 0)
 		return rc;
 	if ((q = slurm_queue(&cause)) == NULL) {
+		free(labels);
 		cli_error("%s", cause);
 		free(cause);
 		return EXIT_VMUX;
@@ -1312,8 +1372,8 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 	}
 	if (array != NULL) {
 		args_flags(a, skip, &words, &nw);
-		if (slurm_submit(h, dir, "new", prefix, array, ncpus, mem, ttl,
-		        words, nw, id, sizeof id) != 0) {
+		if (slurm_submit(h, dir, "new", prefix, array, labels, ncpus,
+		        mem, ttl, words, nw, id, sizeof id) != 0) {
 			for (size_t i = 0; i < n; i++)
 				if (ms[i].done == 0)
 					slurm_member_done(&ms[i], 0,
@@ -1348,6 +1408,7 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 	rc = made == n ? 0 : EXIT_VMUX;
 out:
 	free(q);
+	free(labels);
 	for (size_t i = 0; i < n; i++) {
 		free(ms[i].name);
 		free(ms[i].error);

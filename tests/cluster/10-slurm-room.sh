@@ -29,6 +29,8 @@ t_array() {
 	expect_match "a line a session" "$(grep -c '^st-[1-4]  ready (' <<<"$out")" '^4$'
 	# one job array, a task a session
 	expect_eq "array tasks" "$(squeue -h -r --me -n vmux-st- -o %i | sed 's/_.*//' | sort -u | wc -l)" 1
+	# its comment names the labels and the cluster's folder
+	expect_eq "comment" "$(squeue -h -r --me -n vmux-st- -o %k | sort -u)" "vmux [room=a] $SHARED"
 	expect_eq "running" "$(c ls --json | jq '[.[] | select(.state == "running")] | length')" 4
 	nodes=$(c ls --json | jq -r '[.[].node] | unique | join(",")')
 	expect_eq "spread over both nodes" "$nodes" n1,n2
@@ -64,6 +66,18 @@ check "the TUI over the cluster: every node's sessions, typing into one" t_tui
 
 # secs M:SS or H:MM:SS or D-H:MM:SS (squeue's times): seconds
 secs() { awk -F'[-:]' '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; print s }' <<<"$1"; }
+
+t_shell() {
+	tm new-session -d -s sh -x 100 -y 30 \
+		"env -i PATH=$PATH HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME SLURM_CONF=$SLURM_CONF $VMUX -H c shell st-3"
+	wait_on sh '~ #' 60 || return 1
+	type_line 'stty size; echo shell-$((7*6))' sh
+	wait_on sh '^30 100' 30 || return 1
+	wait_on sh 'shell-42' 30 || return 1
+	type_line 'exit' sh
+	wait_for 30 eval '! tm has-session -t sh 2>/dev/null' || fail "vmux shell did not end with its shell"
+}
+check "vmux -H c shell in tmux: a terminal inside the job (srun --pty)" t_shell
 
 t_time_limit() {
 	local job used
