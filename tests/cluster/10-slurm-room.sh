@@ -56,6 +56,12 @@ t_tui() {
 	wait_on tui '~ #' 60 || return 1
 	type_line 'echo tui-$((6*7)) on $(cat /etc/hostname)' tui
 	wait_on tui 'tui-42 on ' 30 || return 1
+	# the wall tiles it, live, through the same stream
+	tm send-keys -t tui C-b w
+	wait_on tui 'c:st-2:shell-1 live (active|idle)' 30 || return 1
+	wait_on tui 'no shell yet' 30 || return 1 # st-1, st-3, st-4
+	tm send-keys -t tui Escape
+	wait_for 10 eval '! screen tui | grep -q "no shell yet"' || fail "the wall did not close"
 	tm send-keys -t tui C-b d
 	# what the TUI asked Slurm for ends with it
 	wait_for 30 eval '! pgrep -f -- "$SHARED/st-2 .*connect --announce" >/dev/null &&

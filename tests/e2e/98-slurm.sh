@@ -36,6 +36,8 @@ t_new() {
 	[[ $node == n1 || $node == n2 ]] || fail "node '$node'"
 	[[ $(field s1 job) =~ ^[0-9]+$ ]] || fail "job '$(field s1 job)'"
 	squeue -h --me -o '%j %T' | grep -q '^vmux-s1 RUNNING$' || fail "squeue: $(squeue)"
+	# listed beside this machine's sessions, as any host is
+	expect_match "ls over two hosts" "$(vmux -H c -H local ls)" 'c +s1 +running'
 }
 check "new on the cluster: a job runs the session on a node" t_new
 
