@@ -328,6 +328,9 @@ struct cJSON;
 struct launch_opts;
 struct profile;
 struct session_mount;
+struct settings;
+int new_defaults(
+    struct args *, struct profile *, struct settings *, char **cause);
 int new_parse(struct args *, struct launch_opts *, struct profile *,
     unsigned **allow, struct session_mount **mounts, char **cause);
 void new_mounts_free(struct session_mount *, size_t);

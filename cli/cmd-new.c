@@ -169,8 +169,9 @@ new_options(
 	return 0;
 }
 
-/* The settings and the profile: --profile, else the settings', else default. */
-static int
+/* The settings and the profile: --profile, else the settings', else
+ * default (slurm.c sizes a job by it too). */
+int
 new_defaults(
     struct args *a, struct profile *p, struct settings *st, char **cause)
 {

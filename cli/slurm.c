@@ -1081,6 +1081,27 @@ slurm_new_labels(struct args *a, char **out)
 	return 0;
 }
 
+/* new's size before its flags: the profile's (--profile, the settings',
+ * default). 0, or a usage error's exit status (said). */
+static int
+slurm_profile_size(struct args *a, int *ncpus, long long *mem)
+{
+	struct profile p;
+	struct settings st;
+	char *cause = NULL;
+	int rc;
+
+	if (new_defaults(a, &p, &st, &cause) != 0) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		free(cause);
+		return rc;
+	}
+	settings_free(&st);
+	*ncpus = p.cpus > 0 ? p.cpus : 1;
+	*mem = p.memory_mb > 0 ? p.memory_mb : 512;
+	return 0;
+}
+
 /* Has session name a job (said if so, or if Slurm cannot be asked)? */
 static int
 slurm_has_job(const char *name)
@@ -1153,7 +1174,8 @@ slurm_new(
 		cli_error("no session %s on %s", name, h->name);
 		return EXIT_VMUX;
 	}
-	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0 ||
+	if ((is_new && (rc = slurm_profile_size(a, &ncpus, &mem)) != 0) ||
+	    (rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0 ||
 	    (is_new && (rc = slurm_new_labels(a, &labels)) != 0)) {
 		free(labels);
 		return rc;
@@ -1317,7 +1339,8 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 		free(cause);
 		return rc;
 	}
-	if ((rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0 ||
+	if ((rc = slurm_profile_size(a, &ncpus, &mem)) != 0 ||
+	    (rc = slurm_size(a, &ncpus, &mem, &ttl)) != 0 ||
 	    (rc = slurm_new_labels(a, &labels)) != 0)
 		return rc;
 	if ((q = slurm_queue(&cause)) == NULL) {

@@ -41,6 +41,19 @@ t_new() {
 }
 check "new on the cluster: a job runs the session on a node" t_new
 
+t_profile() {
+	mkdir -p "$XDG_CONFIG_HOME/vmux/profiles"
+	printf 'inherit default\nmemory 384\n' >"$XDG_CONFIG_HOME/vmux/profiles/lab.profile"
+	c new s2 --profile lab >/dev/null || return 1
+	# the job asks for the profile's memory and vmux's overhead
+	expect_eq "memory asked" "$(squeue -h --me -n vmux-s2 -o %m)" 640M
+	expect_eq "the guest's" "$(c exec s2 -- sh -c "awk '/MemTotal/ { print (\$2 > 300000) }' /proc/meminfo")" 1
+	c rm s2 || return 1
+	expect_status 2 c new s3 --profile nosuch 2>/dev/null
+	[[ ! -e $SHARED/s3 ]] || fail "a folder for s3"
+}
+check "a profile sizes the job" t_profile
+
 t_inside() {
 	local got
 	got=$(c exec s1 -- sh -c 'echo hello-$((6*7)) > /workspace/w; cat /workspace/w; sync')
