@@ -623,6 +623,27 @@ slurm_record(const char *dir, const char *name, struct session_record *r)
 	return rc;
 }
 
+/* How a session's QEMU ended, if its reaper left word (free it), else
+ * NULL: the reaper is on the node, its word on the shared folder. */
+static char *
+slurm_exit_why(const struct session_record *r)
+{
+	struct session_exit e;
+	char *why;
+
+	if (session_exit_get(r, &e) != 0 || !e.known)
+		return NULL;
+	if (e.signal != 0)
+		xasprintf(
+		    &why, "QEMU was killed by SIG%s", sigabbrev_np(e.signal));
+	else
+		xasprintf(&why,
+		    "QEMU exited %d (a poweroff in the guest, or a "
+		    "crash)",
+		    e.code);
+	return why;
+}
+
 /*
  * A session's state on the cluster, from its job and its record's status
  * (not from its QEMU's pid: that lives on a node, not here).
@@ -630,6 +651,9 @@ slurm_record(const char *dir, const char *name, struct session_record *r)
 static const char *
 slurm_state(const struct slurm_job *j, const struct session_record *r)
 {
+	char *why;
+	int ended;
+
 	if (strcmp(j->state, "PENDING") == 0)
 		return "pending";
 	if (j->state[0] != '\0') { /* running, or going */
@@ -639,9 +663,14 @@ slurm_state(const struct slurm_job *j, const struct session_record *r)
 		    : r->status == SESSION_READY     ? "running"
 		                                     : "stopping";
 	}
-	return r->status == SESSION_STOPPED || r->status == SESSION_STOPPING
-	    ? "stopped"
-	    : "lost"; /* it should be running, and its job is gone */
+	if (r->status == SESSION_STOPPED || r->status == SESSION_STOPPING)
+		return "stopped";
+	/* it should be running and its job is gone: its QEMU ended by
+	 * itself if its reaper said so, else it went with its node */
+	why = slurm_exit_why(r);
+	ended = why != NULL;
+	free(why);
+	return ended ? "crashed" : "lost";
 }
 
 /* The node session name's job last ran on ("" if unknown; free it). */
@@ -715,8 +744,10 @@ slurm_ls_one(const char *dir, const struct session_record *r, const char *queue,
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	if (strcmp(state, "pending") == 0)
 		cJSON_AddStringToObject(o, "reason", j.reason);
-	if (strcmp(state, "lost") == 0) {
-		char *why = slurm_lost_why(node, nodes);
+	if (strcmp(state, "lost") == 0 || strcmp(state, "crashed") == 0) {
+		char *why = strcmp(state, "lost") == 0
+		    ? slurm_lost_why(node, nodes)
+		    : slurm_exit_why(r);
 		cJSON_AddStringToObject(o, "reason", why);
 		free(why);
 	}
@@ -859,6 +890,10 @@ slurm_model_add(const char *dir, const struct session_record *r,
 		free(why);
 		free(node);
 		free(nodes);
+	} else if (strcmp(state, "crashed") == 0) {
+		why = slurm_exit_why(r);
+		cJSON_AddStringToObject(o, "detail", why != NULL ? why : "");
+		free(why);
 	} else if (strcmp(state, "pending") == 0)
 		cJSON_AddStringToObject(o, "detail", j.reason);
 	else if (r->stop_reason != NULL)

@@ -97,6 +97,15 @@ t_bad_partition() {
 }
 check "a bad partition: one clear error, no job" t_bad_partition
 
+t_poweroff() {
+	c exec s1 -- poweroff >/dev/null 2>&1
+	wait_for 60 eval '[[ -z $(squeue -h --me -n vmux-s1) ]]' || { fail "the job did not end: $(squeue)"; return 1; }
+	# the VM ended by itself: crashed, as on one machine, not lost
+	expect_eq "state" "$(field s1 state)" crashed
+	expect_match "why" "$(field s1 reason)" '^QEMU exited 0'
+}
+check "a poweroff in the guest ends its job: crashed with why, not lost" t_poweroff
+
 t_rm() {
 	c rm s1 || return 1
 	[[ -z $(squeue -h --me -n vmux-s1) ]] || fail "a job is left"
