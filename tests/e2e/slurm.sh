@@ -60,10 +60,13 @@ EOC
 	SLURM_PIDS+=" $!"
 	bg_track $!
 	for n in n1 n2; do
-		/usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >>"$d/log/daemons.out" 2>&1 &
-		SLURM_PIDS+=" $!"
-		printf -v "SLURMD_PID_$n" %s $!
-		bg_track $!
+		# started from a subshell: not this shell's job, so a test that
+		# kills one gets no "Killed" notice from bash
+		(/usr/sbin/slurmd -D -f "$SLURM_CONF" -N $n >>"$d/log/daemons.out" 2>&1 &
+			echo $! >"$d/slurmd-$n.bgpid")
+		printf -v "SLURMD_PID_$n" %s "$(cat "$d/slurmd-$n.bgpid")"
+		SLURM_PIDS+=" $(cat "$d/slurmd-$n.bgpid")"
+		bg_track "$(cat "$d/slurmd-$n.bgpid")"
 	done
 	wait_for 60 bash -c '[[ $(sinfo -h -o "%t" -p vm | sort -u) == idle ]]' || {
 		echo "FAIL the cluster never came up: $(sinfo 2>&1; tail -5 "$d"/log/*.log)"
