@@ -11,7 +11,8 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/pool.c cli/cmd-pool.c cli/keys.c cli/cmd-keys.c \
             cli/cmd-capture.c cli/cmd-open.c cli/cmd-resize.c \
             agent/signame.c cli/cmd-mcp.c $(MCP_SRCS) \
-            cli/cmd-web.c cli/grant-web.c cli/foreground.c cli/slurm.c $(WEB_SRCS)
+            cli/cmd-web.c cli/grant-web.c cli/foreground.c cli/slurm.c \
+            cli/slurm-job.c cli/slurm-ls.c $(WEB_SRCS)
 
 PROGRAMS += $(BIN)/vmux
 
