@@ -156,6 +156,7 @@ int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
 char *cli_home(void);
 extern char *cli_last_error;
 void cli_record_error(const struct cmd_entry *, const struct args *);
+void cli_trap_signal(int sig, void (*fn)(int));
 void cli_trap_interrupts(void (*fn)(int));
 char *cli_secret_line(const char *flag, const char *file, char **cause);
 struct session_record;
@@ -247,6 +248,7 @@ struct host;
 int slurm_route(const struct host *, const struct cmd_entry *, struct args *,
     int argc, char **argv);
 /* foreground.c */
+void session_foreground_early(void);
 int session_foreground(const char *home, const char *name, int sig_seen);
 /* grant-web.c */
 int grant_web_exec(struct args *);

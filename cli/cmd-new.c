@@ -456,9 +456,8 @@ cmd_new_exec(struct args *a)
 	o.notice = new_notice;
 	o.interrupted = &new_interrupted;
 	cli_trap_interrupts(new_signal);
-	if (args_has(a, "foreground")) /* Slurm's time-limit notice, early */
-		signal(
-		    SIGUSR2, SIG_IGN); /* foreground.c takes it once booted */
+	if (args_has(a, "foreground"))
+		session_foreground_early();
 	transport_cancel_on(&new_interrupted);
 
 	claimed = new_from_pool(a, home, &r, &cause);

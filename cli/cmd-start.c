@@ -164,9 +164,8 @@ cmd_start_exec(struct args *a)
 	o.notice = cli_notice;
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);
-	if (args_has(a, "foreground")) /* Slurm's time-limit notice, early */
-		signal(
-		    SIGUSR2, SIG_IGN); /* foreground.c takes it once booted */
+	if (args_has(a, "foreground"))
+		session_foreground_early();
 	transport_cancel_on(&start_interrupted);
 	started = session_start(&o, &r, &cause) == 0;
 	if (!started && restarted_meanwhile(a, home)) {

@@ -312,6 +312,19 @@ cli_running_session(
 	return 0;
 }
 
+/* Send signal sig to fn (or SIG_IGN), no flags: a blocking call it
+ * interrupts returns EINTR. */
+void
+cli_trap_signal(int sig, void (*fn)(int))
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = fn;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+}
+
 /*
  * Send SIGINT, SIGTERM and SIGHUP to fn (which sets a flag a boot loop
  * checks), so an interrupted boot cleans up instead of dying half-way.
@@ -319,14 +332,9 @@ cli_running_session(
 void
 cli_trap_interrupts(void (*fn)(int))
 {
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = fn;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	cli_trap_signal(SIGINT, fn);
+	cli_trap_signal(SIGTERM, fn);
+	cli_trap_signal(SIGHUP, fn);
 }
 
 /*

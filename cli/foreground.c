@@ -40,6 +40,17 @@ foreground_notice(const char *text)
 }
 
 /*
+ * Before new or start --foreground boots: a time-limit notice (SIGUSR2)
+ * this early is let go rather than end vmux half-way; session_foreground
+ * takes it once booted.
+ */
+void
+session_foreground_early(void)
+{
+	cli_trap_signal(SIGUSR2, SIG_IGN);
+}
+
+/*
  * Wait while session name's VM runs; on a signal, stop it cleanly. The
  * exit status: 0 once the VM is down, EXIT_VMUX if stopping failed.
  * *sig_seen is a signal that came before this was called (0: none).
@@ -50,14 +61,10 @@ session_foreground(const char *home, const char *name, int sig_seen)
 	struct session_record r;
 	char *cause = NULL, reason[64];
 	int alive = 1;
-	struct sigaction sa;
 
 	foreground_sig = sig_seen;
 	cli_trap_interrupts(foreground_on_signal);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = foreground_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGUSR2, &sa, NULL);
+	cli_trap_signal(SIGUSR2, foreground_on_signal);
 	fflush(stdout);
 	while (foreground_sig == 0 && alive) {
 		poll(NULL, 0, FOREGROUND_POLL_MS); /* a signal ends it early */

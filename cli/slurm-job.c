@@ -55,7 +55,7 @@ slurm_run(char *const *argv, char **out)
  * What a Slurm tool printed, as one line (free it): its last line, or def;
  * said plainly when it could not authenticate (munge).
  */
-char *
+static char *
 slurm_said(const char *out, const char *def)
 {
 	char *line = host_last_line(out != NULL ? out : ""), *r;
@@ -356,23 +356,47 @@ slurm_tail(const char *path)
 	return str_printable(buf, STR_KEEP_NL); /* the job wrote it */
 }
 
+/*
+ * The command that runs this vmux inside session name's job id, on its
+ * node, as that session's (its folder its home), then words (nw of them):
+ * srun --jobid ID --overlap --quiet [opt] env VMUX_HOME=DIR/NAME VMUX -H
+ * local WORDS. opt is srun's own (--pty, -u) or NULL. NULL-terminated,
+ * each word the caller's (host_argv_free).
+ */
+char **
+slurm_srun_argv(const char *dir, const char *name, const char *id,
+    const char *opt, char *const *words, size_t nw)
+{
+	char **v = xcalloc(nw + 13, sizeof *v);
+	size_t n = 0;
+
+	v[n++] = xstrdup("srun");
+	v[n++] = xstrdup("--jobid");
+	v[n++] = xstrdup(id);
+	v[n++] = xstrdup("--overlap");
+	v[n++] = xstrdup("--quiet");
+	if (opt != NULL)
+		v[n++] = xstrdup(opt);
+	v[n++] = xstrdup("env");
+	xasprintf(&v[n++], "VMUX_HOME=%s/%s", dir, name);
+	v[n++] = slurm_exe();
+	v[n++] = xstrdup("-H");
+	v[n++] = xstrdup("local");
+	for (size_t i = 0; i < nw; i++)
+		v[n++] = xstrdup(words[i]);
+	return v;
+}
+
 /* Does session name answer inside job id (vmux ping there)? */
 int
 slurm_ready(const char *dir, const char *name, const char *id)
 {
-	char *home, *exe = slurm_exe(), *out;
-	int ok;
+	char *words[] = {"ping", (char *)name}, *out;
+	char **v = slurm_srun_argv(dir, name, id, NULL, words, 2);
+	int ok = slurm_run(v, &out) == 0;
 
-	xasprintf(&home, "VMUX_HOME=%s/%s", dir, name);
-	{
-		char *argv[] = {"srun", "--jobid", (char *)id, "--overlap",
-		    "--quiet", "env", home, exe, "-H", "local", "ping",
-		    (char *)name, NULL};
-		ok = slurm_run(argv, &out) == 0;
-	}
 	free(out);
-	free(home);
-	free(exe);
+	host_argv_free(v);
 	return ok;
 }
 
@@ -394,7 +418,7 @@ slurm_scancel(char **argv)
 }
 
 /* Wait until session name's job is gone: 1, 0 at deadline, -1. */
-int
+static int
 slurm_wait_gone(const char *name, uint64_t deadline)
 {
 	struct slurm_job j;
@@ -413,6 +437,18 @@ slurm_wait_gone(const char *name, uint64_t deadline)
 	return 0;
 }
 
+/* Cancel job sid (session name's) outright and wait for it to go: 1, 0
+ * at the deadline, -1 (said). */
+static int
+slurm_end(const char *name, const char *sid)
+{
+	char *argv[] = {"scancel", (char *)sid, NULL};
+
+	if (slurm_scancel(argv) != 0)
+		return -1;
+	return slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
+}
+
 /* Cancel session name's job outright, if it has one, and wait for it. */
 void
 slurm_kill(const char *name)
@@ -424,11 +460,8 @@ slurm_kill(const char *name)
 		free(cause);
 		return;
 	}
-	if (j.state[0] != '\0') {
-		char *argv[] = {"scancel", j.sid, NULL};
-		if (slurm_scancel(argv) == 0)
-			slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
-	}
+	if (j.state[0] != '\0')
+		slurm_end(name, j.sid);
 }
 
 /*
@@ -467,11 +500,9 @@ slurm_wait_ready(const char *dir, const char *name, const char *cluster)
 			return 0;
 		if (strcmp(j.state, "PENDING") == 0 &&
 		    slurm_reason_final(j.reason)) {
-			char *argv[] = {"scancel", j.sid, NULL};
 			cli_error(
 			    "%s cannot run on %s: %s", name, cluster, j.reason);
-			slurm_scancel(argv);
-			slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
+			slurm_end(name, j.sid);
 			return EXIT_VMUX;
 		}
 		if (strcmp(j.state, "PENDING") == 0 && !said &&
@@ -526,12 +557,7 @@ slurm_cancel(const char *name)
 		if (rc != 0)
 			return rc > 0 ? 0 : -1;
 	}
-	{
-		char *argv[] = {"scancel", j.sid, NULL};
-		if (slurm_scancel(argv) != 0)
-			return -1;
-	}
-	rc = slurm_wait_gone(name, mono_ms() + SLURM_END_MS);
+	rc = slurm_end(name, j.sid);
 	if (rc == 0)
 		cli_error("%s's job did not end", name);
 	return rc > 0 ? 0 : -1;

@@ -39,14 +39,14 @@ slurm_exit_why(const struct session_record *r)
 
 /*
  * A session's state on the cluster, from its job and its record's status
- * (not from its QEMU's pid: that lives on a node, not here).
+ * (not from its QEMU's pid: that lives on a node, not here). A crashed
+ * one's *exit_why says how its QEMU ended (free it; else NULL).
  */
 static const char *
-slurm_state(const struct slurm_job *j, const struct session_record *r)
+slurm_state(
+    const struct slurm_job *j, const struct session_record *r, char **exit_why)
 {
-	char *why;
-	int ended;
-
+	*exit_why = NULL;
 	if (strcmp(j->state, "PENDING") == 0)
 		return "pending";
 	if (j->state[0] != '\0') { /* running, or going */
@@ -60,10 +60,8 @@ slurm_state(const struct slurm_job *j, const struct session_record *r)
 		return "stopped";
 	/* it should be running and its job is gone: its QEMU ended by
 	 * itself if its reaper said so, else it went with its node */
-	why = slurm_exit_why(r);
-	ended = why != NULL;
-	free(why);
-	return ended ? "crashed" : "lost";
+	*exit_why = slurm_exit_why(r);
+	return *exit_why != NULL ? "crashed" : "lost";
 }
 
 /* The node session name's job last ran on ("" if unknown; free it). */
@@ -114,39 +112,63 @@ slurm_lost_why(const char *node, char **nodes)
 	return r;
 }
 
+/* One session of the cluster as ls and the TUI show it. */
+struct slurm_view {
+	struct slurm_job j; /* its job in the queue ("" state: none) */
+	const char *state;
+	char *node; /* its job's node, or the one it last ran on */
+	char *why;  /* why it is pending, crashed, lost, stopped; or NULL */
+};
+
+/* Session r of the cluster, its job from queue, into v (slurm_view_free);
+ * *nodes is sinfo's answer, asked for once a session is lost. */
+static void
+slurm_view(const char *dir, const struct session_record *r, const char *queue,
+    char **nodes, struct slurm_view *v)
+{
+	slurm_job_in(queue, r->name, &v->j, 1);
+	v->state = slurm_state(&v->j, r, &v->why);
+	v->node = v->j.node[0] != '\0' ? xstrdup(v->j.node)
+	                               : slurm_node_of(dir, r->name);
+	if (strcmp(v->state, "pending") == 0)
+		v->why = xstrdup(v->j.reason);
+	else if (strcmp(v->state, "lost") == 0)
+		v->why = slurm_lost_why(v->node, nodes);
+	else if ((strcmp(v->state, "stopped") == 0 ||
+	             strcmp(v->state, "stopping") == 0) &&
+	    r->stop_reason != NULL)
+		v->why = xstrdup(r->stop_reason);
+}
+
+/* Free what slurm_view made. */
+static void
+slurm_view_free(struct slurm_view *v)
+{
+	free(v->node);
+	free(v->why);
+}
+
 /* One session of the cluster as ls shows it (its job from queue). */
 static cJSON *
 slurm_ls_one(const char *dir, const struct session_record *r, const char *queue,
     char **nodes)
 {
-	struct slurm_job j;
-	const char *state;
+	struct slurm_view v;
 	cJSON *o = cJSON_CreateObject();
-	char *node;
 
-	slurm_job_in(queue, r->name, &j, 1);
-	state = slurm_state(&j, r);
-	node =
-	    j.node[0] != '\0' ? xstrdup(j.node) : slurm_node_of(dir, r->name);
+	slurm_view(dir, r, queue, nodes, &v);
 	cJSON_AddStringToObject(o, "name", r->name);
-	cJSON_AddStringToObject(o, "state", state);
-	cJSON_AddStringToObject(o, "node", node);
-	cJSON_AddStringToObject(o, "job", j.sid);
-	cJSON_AddStringToObject(o, "time_left", j.left);
+	cJSON_AddStringToObject(o, "state", v.state);
+	cJSON_AddStringToObject(o, "node", v.node);
+	cJSON_AddStringToObject(o, "job", v.j.sid);
+	cJSON_AddStringToObject(o, "time_left", v.j.left);
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
-	if (strcmp(state, "pending") == 0)
-		cJSON_AddStringToObject(o, "reason", j.reason);
-	if (strcmp(state, "lost") == 0 || strcmp(state, "crashed") == 0) {
-		char *why = strcmp(state, "lost") == 0
-		    ? slurm_lost_why(node, nodes)
-		    : slurm_exit_why(r);
-		cJSON_AddStringToObject(o, "reason", why);
-		free(why);
-	}
-	if (r->stop_reason != NULL && strcmp(state, "stopped") == 0)
-		cJSON_AddStringToObject(o, "stopped_by", r->stop_reason);
-	free(node);
+	if (v.why != NULL && strcmp(v.state, "stopped") == 0)
+		cJSON_AddStringToObject(o, "stopped_by", v.why);
+	else if (v.why != NULL && strcmp(v.state, "stopping") != 0)
+		cJSON_AddStringToObject(o, "reason", v.why);
+	slurm_view_free(&v);
 	return o;
 }
 
@@ -248,6 +270,7 @@ struct slurm_model {
 	char **names, **jobs; /* the running sessions and their jobs */
 	size_t n;
 	cJSON *list; /* the model: every session, model_to_json's form */
+	char *nodes; /* sinfo's answer, once a session is lost */
 };
 static struct slurm_model *slurm_model_now; /* many_run's result has it */
 
@@ -258,39 +281,26 @@ slurm_model_add(const char *dir, const struct session_record *r,
     const char *queue, void *arg)
 {
 	struct slurm_model *sm = arg;
-	struct slurm_job j;
-	char *nodes = NULL, *node, *why;
-	const char *state, *group;
+	struct slurm_view v;
+	const char *group;
 	cJSON *o;
 
-	slurm_job_in(queue, r->name, &j, 1);
-	if (strcmp(j.state, "RUNNING") == 0) {
+	slurm_view(dir, r, queue, &sm->nodes, &v);
+	if (strcmp(v.j.state, "RUNNING") == 0) {
 		sm->names =
 		    xreallocarray(sm->names, sm->n + 1, sizeof *sm->names);
 		sm->jobs = xreallocarray(sm->jobs, sm->n + 1, sizeof *sm->jobs);
 		sm->names[sm->n] = xstrdup(r->name);
-		sm->jobs[sm->n++] = xstrdup(j.id);
+		sm->jobs[sm->n++] = xstrdup(v.j.id);
+		slurm_view_free(&v);
 		return;
 	}
-	state = slurm_state(&j, r);
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "name", r->name);
-	cJSON_AddStringToObject(o, "state", state);
-	if (strcmp(state, "lost") == 0) {
-		node = slurm_node_of(dir, r->name);
-		why = slurm_lost_why(node, &nodes);
-		cJSON_AddStringToObject(o, "detail", why);
-		free(why);
-		free(node);
-		free(nodes);
-	} else if (strcmp(state, "crashed") == 0) {
-		why = slurm_exit_why(r);
-		cJSON_AddStringToObject(o, "detail", why != NULL ? why : "");
-		free(why);
-	} else if (strcmp(state, "pending") == 0)
-		cJSON_AddStringToObject(o, "detail", j.reason);
-	else if (r->stop_reason != NULL)
-		cJSON_AddStringToObject(o, "detail", r->stop_reason);
+	cJSON_AddStringToObject(o, "state", v.state);
+	if (v.why != NULL)
+		cJSON_AddStringToObject(o, "detail", v.why);
+	slurm_view_free(&v);
 	cJSON_AddNumberToObject(o, "cpus", r->cpus);
 	cJSON_AddNumberToObject(o, "memory_mb", r->memory_mb);
 	group = sm->group_by != NULL
@@ -308,27 +318,20 @@ static char **
 slurm_model_argv(const struct many *m, const char *self, const char *session)
 {
 	const struct slurm_model *sm = m->arg;
-	char **v = xcalloc(16, sizeof *v);
-	size_t n = 0, i = 0;
+	char *words[3] = {"tui", "--model-json", NULL};
+	char **v;
+	size_t i = 0;
 
+	(void)self; /* slurm_srun_argv finds it */
 	while (i < sm->n && strcmp(sm->names[i], session) != 0)
 		i++;
 	if (i == sm->n)
 		abort(); /* can't happen: many_run runs sm's names */
-	v[n++] = xstrdup("srun");
-	v[n++] = xstrdup("--jobid");
-	v[n++] = xstrdup(sm->jobs[i]);
-	v[n++] = xstrdup("--overlap");
-	v[n++] = xstrdup("--quiet");
-	v[n++] = xstrdup("env");
-	xasprintf(&v[n++], "VMUX_HOME=%s/%s", sm->dir, session);
-	v[n++] = xstrdup(self);
-	v[n++] = xstrdup("-H");
-	v[n++] = xstrdup("local");
-	v[n++] = xstrdup("tui");
-	v[n++] = xstrdup("--model-json");
 	if (sm->group_by != NULL)
-		xasprintf(&v[n++], "--group-by=%s", sm->group_by);
+		xasprintf(&words[2], "--group-by=%s", sm->group_by);
+	v = slurm_srun_argv(sm->dir, session, sm->jobs[i], NULL, words,
+	    sm->group_by != NULL ? 3 : 2);
+	free(words[2]);
 	return v;
 }
 
@@ -377,8 +380,9 @@ slurm_model(const char *dir, struct args *a)
 {
 	const char *s = args_get(a, "selector");
 	struct selector sel = {NULL, 0};
-	struct slurm_model sm = {
-	    dir, args_get(a, "group-by"), NULL, NULL, 0, cJSON_CreateArray()};
+	struct slurm_model sm = {.dir = dir,
+	    .group_by = args_get(a, "group-by"),
+	    .list = cJSON_CreateArray()};
 	struct many m = {.a = a,
 	    .sub = "tui",
 	    .argv_of = slurm_model_argv,
@@ -408,6 +412,7 @@ slurm_model(const char *dir, struct args *a)
 	}
 	free(sm.names);
 	free(sm.jobs);
+	free(sm.nodes);
 	cJSON_Delete(sm.list);
 	selector_free(&sel);
 	return rc;

@@ -26,7 +26,6 @@
  * job (squeue, sbatch, scancel, srun), slurm-ls.c what the cluster shows.
  */
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <errno.h>
 #include <poll.h>
@@ -75,8 +74,8 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
     int argc, char **argv)
 {
 	struct slurm_job j;
-	char *cause = NULL, *home, *exe = slurm_exe(), **v;
-	size_t n = 0;
+	const char *opt = NULL;
+	char *cause = NULL, **v;
 
 	if (slurm_job(name, &j, 0, &cause) != 0) {
 		cli_error("%s", cause);
@@ -89,28 +88,15 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
 		    j.state[0] != '\0' ? j.state : "");
 		return EXIT_VMUX;
 	}
-	xasprintf(&home, "VMUX_HOME=%s/%s", dir, name);
-	v = xcalloc((size_t)argc + 12, sizeof *v);
-	v[n++] = "srun";
-	v[n++] = "--jobid";
-	v[n++] = j.id;
-	v[n++] = "--overlap";
-	v[n++] = "--quiet";
 	if ((e->flags & CMD_TTY) && isatty(STDIN_FILENO))
-		v[n++] = "--pty";
+		opt = "--pty";
 	else if (strcmp(e->name, "connect") == 0)
-		v[n++] = "-u"; /* unbuffered: a stream, not lines (connect) */
-	v[n++] = "env";
-	v[n++] = home;
-	v[n++] = exe;
-	v[n++] = "-H";
-	v[n++] = "local";
-	for (int i = 0; i < argc; i++)
-		v[n++] = argv[i];
-	v[n] = NULL;
+		opt = "-u"; /* unbuffered: a stream, not lines (connect) */
+	v = slurm_srun_argv(dir, name, j.id, opt, argv, (size_t)argc);
 	fflush(NULL);
 	execvp("srun", v);
 	cli_error("srun: %s", strerror(errno));
+	host_argv_free(v);
 	return EXIT_VMUX;
 }
 
@@ -559,9 +545,8 @@ slurm_stop(const char *dir, const char *name)
 static int
 slurm_rm(const char *dir, const char *name)
 {
-	char *home, *sdir, *exe, *cause = NULL;
-	pid_t pid;
-	int st, rc;
+	char *sdir, *cause = NULL;
+	int err;
 
 	if (session_name_valid(name, &cause) != 0) {
 		cli_error("%s", cause);
@@ -570,31 +555,21 @@ slurm_rm(const char *dir, const char *name)
 	}
 	if (slurm_cancel(name) != 0)
 		slurm_kill(name); /* its guest's clean end is not rm's aim */
-	exe = slurm_exe();
+	/* as vmux rm -f there: the session's folder is its home */
 	xasprintf(&sdir, "%s/%s", dir, name);
-	xasprintf(&home, "VMUX_HOME=%s", sdir);
-	if ((pid = fork()) == 0) {
-		putenv(home);
-		execl(exe, exe, "-H", "local", "rm", "-f", name, (char *)NULL);
-		_exit(127);
+	if (session_remove(sdir, name, 1, 0, NULL, &cause) != 0) {
+		cli_error("%s", cause);
+		free(cause);
+		free(sdir);
+		return EXIT_VMUX;
 	}
-	rc = pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st)
-	    ? WEXITSTATUS(st)
-	    : EXIT_VMUX;
-	if (rc == 0 && (pid = fork()) == 0) {
-		execlp("rm", "rm", "-rf", "--", sdir, (char *)NULL);
-		_exit(127);
+	if ((err = rmtree(sdir)) != 0) {
+		cli_error("cannot remove %s: %s", sdir, strerror(-err));
+		free(sdir);
+		return EXIT_VMUX;
 	}
-	if (rc == 0 &&
-	    (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-	        WEXITSTATUS(st) != 0)) {
-		cli_error("cannot remove %s", sdir);
-		rc = EXIT_VMUX;
-	}
-	free(exe);
-	free(home);
 	free(sdir);
-	return rc;
+	return 0;
 }
 
 /*

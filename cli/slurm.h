@@ -41,16 +41,20 @@ struct slurm_job {
 extern const char *slurm_scope; /* the cluster's folder (slurm_route) */
 char *slurm_exe(void);
 int slurm_run(char *const *argv, char **out);
-char *slurm_said(const char *out, const char *def);
 char *slurm_queue(char **cause);
 char *slurm_labels(char *const *labels, size_t n);
-void slurm_job_in( const char *queue, const char *name, struct slurm_job *j, int ending);
+void slurm_job_in(
+    const char *queue, const char *name, struct slurm_job *j, int ending);
 int slurm_job(const char *name, struct slurm_job *j, int ending, char **cause);
-int slurm_submit(const struct host *h, const char *dir, const char *verb, const char *name, const char *array, const char *labels, int ncpus, long long mem_mb, long long ttl, char **words, size_t nw, char *id, size_t idlen);
+int slurm_submit(const struct host *h, const char *dir, const char *verb,
+    const char *name, const char *array, const char *labels, int ncpus,
+    long long mem_mb, long long ttl, char **words, size_t nw, char *id,
+    size_t idlen);
 char *slurm_tail(const char *path);
+char **slurm_srun_argv(const char *dir, const char *name, const char *id,
+    const char *opt, char *const *words, size_t nw);
 int slurm_ready(const char *dir, const char *name, const char *id);
 int slurm_scancel(char **argv);
-int slurm_wait_gone(const char *name, uint64_t deadline);
 void slurm_kill(const char *name);
 int slurm_reason_final(const char *reason);
 int slurm_wait_ready(const char *dir, const char *name, const char *cluster);
