@@ -258,11 +258,14 @@ cmd_capture_exec(struct args *a)
 	rc = capture_gather(&t, a->argv[1], cursor, (size_t)max, (int)idle,
 	    mono_ms() + (uint64_t)timeout * 1000, &c, &cause);
 	if (rc == 0 && args_has(a, "plain")) {
-		/* the guest's numbers: kept to what a terminal can be */
+		/* the guest's numbers: clamped as the TUI's panes are (a
+		 * screen of 4096x4096 would be 577 MiB) */
 		cols = (int)reply_num(c.record, "cols", 80);
 		rows = (int)reply_num(c.record, "rows", 24);
-		if (cols < 1 || cols > 4096 || rows < 1 || rows > 4096)
+		if (cols < 1 || rows < 1)
 			cols = 80, rows = 24;
+		cols = cols > SCREEN_MAX_COLS ? SCREEN_MAX_COLS : cols;
+		rows = rows > SCREEN_MAX_ROWS ? SCREEN_MAX_ROWS : rows;
 		/* the whole scrollback kept, rendered */
 		memset(&all, 0, sizeof all);
 		rc = capture_gather(&t, a->argv[1], -1, CAPTURE_SCREEN_MAX, 0,
@@ -294,10 +297,8 @@ cmd_capture_exec(struct args *a)
 	cJSON_AddNumberToObject(res, "next_cursor", (double)c.next);
 	if (screen != NULL) {
 		cJSON_AddStringToObject(res, "screen", screen);
-		cJSON_AddNumberToObject(
-		    res, "cols", reply_num(c.record, "cols", 0));
-		cJSON_AddNumberToObject(
-		    res, "rows", reply_num(c.record, "rows", 0));
+		cJSON_AddNumberToObject(res, "cols", cols);
+		cJSON_AddNumberToObject(res, "rows", rows);
 	} else
 		cJSON_AddStringToObject(res, "output", c.out);
 	cJSON_AddBoolToObject(res, "truncated", c.truncated);

@@ -39,6 +39,10 @@ static const struct cmd_opt cmd_mcp_opts[] = {
     {"allow-root", 0, "DIR", 1,
         "host folder copies and mounts may use (default: none)"},
     {"no-net", 0, NULL, 0, "sessions may not have a network"},
+    {"label-key", 0, "PATTERN", 1,
+        "label keys the agent may set on its sessions (a glob: task, "
+        "team.*; default mcp.*, so its sessions join no person's "
+        "selector)"},
     {"http", 0, "ADDR:PORT", 0,
         "serve the Streamable HTTP transport on http://ADDR:PORT/mcp "
         "instead of stdio (ADDR an IPv4 address, 127.0.0.1 for this "
@@ -105,6 +109,18 @@ mcp_policy_build(const struct args *a, struct mcp_policy *p, char **cause)
 		        1LL << 30, &v, cause) != 0)
 			return -1;
 		p->max_memory_mb = v;
+	}
+	for (char **k = args_values(a, "label-key", &n); n > 0; k++, n--) {
+		if (**k == '\0' || strpbrk(*k, "=, ") != NULL) {
+			xasprintf(cause,
+			    "--label-key '%s': a key or a glob of keys "
+			    "(task, team.*)",
+			    *k);
+			return -1;
+		}
+		p->label_keys = xreallocarray(
+		    p->label_keys, p->nlabel_keys + 1, sizeof *p->label_keys);
+		p->label_keys[p->nlabel_keys++] = xstrdup(*k);
 	}
 	p->see_all = args_has(a, "see-all");
 	p->no_net = args_has(a, "no-net");

@@ -26,12 +26,16 @@ static int cmd_web_exec(struct args *);
 static const struct cmd_opt cmd_web_opts[] = {
     {"listen", 0, "ADDR:PORT", 0,
         "where to serve (default 127.0.0.1:8022; 0.0.0.0:PORT for a room "
-        "on the network, better behind TLS)"},
+        "on the network, with --cert or --behind-proxy)"},
     SELECT_OPT,
     {"teacher-token-file", 0, "FILE", 0,
         "the wall's token, from FILE (mode 0600; 22 or more of "
-        "A-Z a-z 0-9 - _); default: a new one, printed in the wall's "
-        "link at start"},
+        "A-Z a-z 0-9 - _); default: a new one each start, written with "
+        "the wall's link to a file of mode 0600 whose path is printed"},
+    {"behind-proxy", 0, NULL, 0,
+        "listen off loopback without --cert: a proxy in front serves the "
+        "TLS (links and tokens would otherwise cross the network in "
+        "clear)"},
     {"cert", 0, "FILE", 0, "serve HTTPS with this certificate (PEM)"},
     {"key", 0, "FILE", 0, "... and this private key"},
     {"prefix", 0, "PATH", 0,
@@ -114,6 +118,38 @@ teacher_token_read(const char *file, char **cause)
 	return t;
 }
 
+/*
+ * Keep a new teacher's token out of stdout (and so out of logs): write it to
+ * HOME/web/teacher-token-PORT and the whole wall link to
+ * HOME/web/wall-link-PORT, both 0600 (a server per port: two rooms keep
+ * their own). The token file's path (static), with *link_file; NULL (said).
+ */
+static const char *
+wall_link_write(const char *home, int port, const char *base, const char *token,
+    char **link_file)
+{
+	static char *token_file;
+	char *link, *tf, *lf;
+	int error;
+
+	xasprintf(&tf, "%s/web/teacher-token-%d", home, port);
+	xasprintf(&lf, "%s/web/wall-link-%d", home, port);
+	xasprintf(&link, "%s/wall.html#%s\n", base, token);
+	if ((error = file_replace(tf, token, strlen(token), 0600)) != 0 ||
+	    (error = file_replace(lf, link, strlen(link), 0600)) != 0) {
+		cli_error("cannot write %s: %s", tf, strerror(-error));
+		free(tf);
+		free(lf);
+		free(link);
+		return NULL;
+	}
+	free(link);
+	free(token_file);
+	token_file = tf;
+	*link_file = lf;
+	return tf;
+}
+
 /* --listen into host and port; 0 or -1 with cause. */
 static int
 listen_parse(const char *s, char **host, int *port, char **cause)
@@ -155,6 +191,15 @@ web_opts_check(const struct args *a, struct web_opts *o, char **cause)
 		xasprintf(cause, "--cert and --key go together");
 		return -1;
 	}
+	if (strncmp(o->host, "127.", 4) != 0 && o->cert == NULL &&
+	    !args_has(a, "behind-proxy")) {
+		xasprintf(cause,
+		    "--listen %s:%d is off loopback: give --cert and --key "
+		    "(tokens would cross the network in clear), or "
+		    "--behind-proxy when a proxy in front serves the TLS",
+		    o->host, o->port);
+		return -1;
+	}
 	if (prefix != NULL &&
 	    (prefix[0] != '/' || prefix[1] == '\0' ||
 	        prefix[strlen(prefix) - 1] == '/' ||
@@ -194,6 +239,7 @@ cmd_web_exec(struct args *a)
 	const char *listen = args_get(a, "listen"), *tfile;
 	char *host = NULL, *cause = NULL, *home, *token = NULL, *assets = NULL;
 	char hash[WEB_HASH_HEX + 1], *base = NULL, *urlfile, *exe, *wall;
+	char *wall_file = NULL;
 	int rc;
 
 	memset(&o, 0, sizeof o);
@@ -204,14 +250,17 @@ cmd_web_exec(struct args *a)
 	o.check_script = args_get(a, "check");
 	o.origins = args_values(a, "allow-origin", &o.norigins);
 	tfile = args_get(a, "teacher-token-file");
-	if ((listen != NULL && listen_parse(listen, &host, &o.port, &cause)) ||
-	    web_opts_check(a, &o, &cause) != 0 ||
+	if (listen != NULL && listen_parse(listen, &host, &o.port, &cause)) {
+		rc = cli_usage_error(a->entry, "%s", cause);
+		goto out;
+	}
+	o.host = host != NULL ? host : "127.0.0.1";
+	if (web_opts_check(a, &o, &cause) != 0 ||
 	    (tfile != NULL &&
 	        (token = teacher_token_read(tfile, &cause)) == NULL)) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		goto out;
 	}
-	o.host = host != NULL ? host : "127.0.0.1";
 	if ((assets = web_assets(&cause)) == NULL) {
 		cli_error("%s", cause);
 		rc = EXIT_VMUX;
@@ -223,6 +272,12 @@ cmd_web_exec(struct args *a)
 		goto out;
 	}
 	o.home = home;
+	if (web_grants_mkdir(home, &cause) != 0) { /* a first run's HOME too */
+		cli_error("%s", cause);
+		free(home);
+		rc = EXIT_VMUX;
+		goto out;
+	}
 	if (token == NULL)
 		token = web_token_new();
 	web_token_hash(token, hash);
@@ -245,10 +300,19 @@ cmd_web_exec(struct args *a)
 	xasprintf(&urlfile, "%s/web/url", home);
 	file_replace(urlfile, base, strlen(base), 0600);
 	free(urlfile);
-	if (tfile == NULL)
-		xasprintf(&wall, "%s/wall.html#%s", base, token);
-	else
-		xasprintf(&wall, "%s/wall.html#<the token in %s>", base, tfile);
+	if (tfile == NULL &&
+	    (tfile = wall_link_write(home, o.port, base, token, &wall_file)) ==
+	        NULL) {
+		rc = EXIT_VMUX;
+		free(exe);
+		free(home);
+		goto out;
+	}
+	xasprintf(&wall, "%s/wall.html#<the token in %s>", base, tfile);
+	if (wall_file != NULL)
+		xasprintf(&o.wall_note,
+		    "the wall's link, token and all, is in %s (mode 0600)",
+		    wall_file);
 	o.wall_link = wall;
 	rc = web_serve(&o, &cause);
 	if (rc != 0) {
@@ -258,7 +322,9 @@ cmd_web_exec(struct args *a)
 	free(exe);
 	free(home);
 	free(wall);
+	free(o.wall_note);
 out:
+	free(wall_file);
 	free(cause);
 	free(host);
 	free(token);

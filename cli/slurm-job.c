@@ -201,8 +201,16 @@ slurm_script(const char *path, const struct host *h, const char *dir,
     size_t nw)
 {
 	char *q, *exe = slurm_exe();
-	FILE *f = fopen(path, "w");
+	FILE *f = NULL;
+	int fd;
 
+	/* made anew, never another's file or a symlink's target: the folder
+	 * is the user's alone (slurm_dir), and sbatch reads it whole below */
+	unlink(path);
+	fd = open(
+	    path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+	if (fd >= 0 && (f = fdopen(fd, "w")) == NULL)
+		close(fd);
 	if (f == NULL) {
 		cli_error("cannot write %s: %s", path, strerror(errno));
 		free(exe);
@@ -231,11 +239,15 @@ slurm_script(const char *path, const struct host *h, const char *dir,
 	}
 	fprintf(f, "\n");
 	free(exe);
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		cli_error("cannot write %s: %s", path, strerror(errno));
+		fclose(f);
+		return -1;
+	}
 	if (fclose(f) != 0) {
 		cli_error("cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
-	chmod(path, 0700);
 	return 0;
 }
 
@@ -265,7 +277,7 @@ slurm_submit(const struct host *h, const char *dir, const char *verb,
 	} else {
 		xasprintf(&script, "%s/%s/job.sh", dir, name);
 		xasprintf(&log, "%s/%s/job.log", dir, name);
-		truncate(log, 0);
+		unlink(log); /* the job makes it anew */
 	}
 	if (slurm_script(script, h, dir, verb, name, array, words, nw) != 0) {
 		rc = -1;

@@ -46,17 +46,27 @@ opt(const struct args *a, const char *name)
 	return args_has_opt(a, name) ? args_get(a, name) : NULL;
 }
 
-/* The cluster's sessions' folder (made if missing; free it). */
+/*
+ * The cluster's sessions' folder (free it): made if missing, and refused
+ * unless it is the user's alone (private_dir_make), since a job's script
+ * runs from it. NULL (said).
+ */
 static char *
 slurm_dir(const struct host *h)
 {
-	char *d, *home;
+	char *d, *home, *cause = NULL;
 
 	if (h->dir != NULL)
 		d = xstrdup(h->dir);
 	else {
 		if ((home = cli_home()) == NULL)
 			return NULL;
+		if (session_home_create(home, &cause) != 0) {
+			cli_error("%s", cause);
+			free(cause);
+			free(home);
+			return NULL;
+		}
 		xasprintf(&d, "%s/slurm", home);
 		mkdir(d, 0700);
 		free(d);
@@ -64,8 +74,30 @@ slurm_dir(const struct host *h)
 		    strstr(h->name, "://") == NULL ? h->name : "cluster");
 		free(home);
 	}
-	mkdir(d, 0700);
+	if (private_dir_make(d, &cause) != 0) {
+		cli_error("the cluster's folder: %s", cause);
+		free(cause);
+		free(d);
+		return NULL;
+	}
 	return d;
+}
+
+/* Make session name's folder in dir, or take it if it is the user's alone.
+ * 0, or -1 (said). */
+int
+slurm_session_dir(const char *dir, const char *name)
+{
+	char *sdir, *cause = NULL;
+	int rc;
+
+	xasprintf(&sdir, "%s/%s", dir, name);
+	if ((rc = private_dir_make(sdir, &cause)) != 0) {
+		cli_error("session %s's folder: %s", name, cause);
+		free(cause);
+	}
+	free(sdir);
+	return rc;
 }
 
 /* A command inside name's job: srun --overlap there (this process goes). */
@@ -218,7 +250,7 @@ slurm_new(
 	int is_new = strcmp(a->entry->name, "new") == 0, ncpus = 1, rc;
 	long long mem = 512, ttl = 0;
 	struct session_record r;
-	char *cause = NULL, **words = NULL, *sdir, id[32], *labels = NULL;
+	char *cause = NULL, **words = NULL, id[32], *labels = NULL;
 	size_t nw = 0;
 	int have;
 
@@ -255,11 +287,12 @@ slurm_new(
 		return EXIT_VMUX;
 	}
 	/* new's flags go to the job's vmux new; start takes none */
+	if (slurm_session_dir(dir, name) != 0) {
+		free(labels);
+		return EXIT_VMUX;
+	}
 	if (is_new)
 		args_flags(a, skip, &words, &nw);
-	xasprintf(&sdir, "%s/%s", dir, name);
-	mkdir(sdir, 0700);
-	free(sdir);
 	rc = slurm_submit(h, dir, a->entry->name, name, NULL, labels, ncpus,
 	    mem, ttl, words, nw, id, sizeof id);
 	free(labels);
@@ -446,11 +479,17 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 			s->existed = 1;
 			slurm_member_done(s, 0, cause, t0);
 			cause = NULL;
+		} else if (slurm_session_dir(dir, s->name) != 0) {
+			xasprintf(&cause,
+			    "session %s's folder is not yours "
+			    "alone",
+			    s->name);
+			slurm_member_done(s, 0, cause, t0);
+			cause = NULL;
 		} else {
 			char *log;
-			mkdir(sdir, 0700);
 			xasprintf(&log, "%s/job.log", sdir);
-			truncate(log, 0);
+			unlink(log); /* the job makes it anew */
 			free(log);
 			if (array == NULL)
 				xasprintf(&array, "%lld", k);

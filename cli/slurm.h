@@ -46,6 +46,7 @@ char *slurm_labels(char *const *labels, size_t n);
 void slurm_job_in(
     const char *queue, const char *name, struct slurm_job *j, int ending);
 int slurm_job(const char *name, struct slurm_job *j, int ending, char **cause);
+int slurm_session_dir(const char *dir, const char *name);
 int slurm_submit(const struct host *h, const char *dir, const char *verb,
     const char *name, const char *array, const char *labels, int ncpus,
     long long mem_mb, long long ttl, char **words, size_t nw, char *id,

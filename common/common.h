@@ -21,6 +21,11 @@
 #define NEVER(msg) fatalx("%s:%d: can't happen: %s", __FILE__, __LINE__, (msg))
 
 /* printable.c: guest text made safe to print on a terminal. */
+/* The largest screen vmux draws of a guest's PTY (the TUI's panes, capture
+ * --plain): a guest may say any size, and a screen costs cols x rows cells. */
+#define SCREEN_MAX_COLS 512
+#define SCREEN_MAX_ROWS 256
+
 #define STR_KEEP_NL 0x1 /* keep newlines: the text is multi-line */
 char *str_printable(const char *, int flags);
 char *json_printable(const char *);

@@ -8,10 +8,14 @@
  * alive with a comment every 25 s: the server sends nothing on it yet),
  * DELETE ends a session and its streams. initialize makes a session and says
  * its id in Mcp-Session-Id; every later request must carry it (400 without, 404
- * for an unknown one). Before anything is read, each request is checked: Host
- * and Origin name this machine when it listens on loopback (DNS
- * rebinding), an Origin elsewhere must be one --allow-origin gave, and
+ * for an unknown one). The table of sessions is bounded: an idle one expires,
+ * and initialize is refused (503) while every slot is live. Before anything
+ * is read, each request is checked: Host and Origin name this machine and an
+ * Origin its port when it listens on loopback (DNS rebinding; another local
+ * web app's page), an Origin elsewhere must be one --allow-origin gave, and
  * with a token (required off loopback) Authorization: Bearer must match.
+ * There are no WebSockets here: an upgrade is refused before it opens. GET
+ * streams are bounded, per session and in all.
  *
  * libwebsockets runs in a thread of its own (Debian's build has no
  * external poll); the MCP server stays on the main thread with its jobs.
@@ -29,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <libwebsockets.h>
@@ -39,6 +44,9 @@
 
 #define HTTP_PATH         "/mcp"
 #define HTTP_SESSIONS     1024
+#define HTTP_SESSION_IDLE 1800 /* seconds: an unused session expires */
+#define HTTP_GET_PER      8    /* GET streams open for one session */
+#define HTTP_GET_MAX      256  /* ... and in all */
 #define HTTP_HEADER_ROOM  2048
 #define HTTP_ID_LEN       32             /* hex of a 128-bit session id */
 #define HTTP_QUEUE_MAX    64             /* messages waiting for one stream */
@@ -82,7 +90,10 @@ static struct {
 	int wake[2];                      /* in: the main loop polls [0] */
 	uint64_t next_stream;
 	struct http_pss *live; /* requests waiting (libwebsockets' thread) */
-	char sessions[HTTP_SESSIONS][HTTP_ID_LEN + 1];
+	struct {
+		char id[HTTP_ID_LEN + 1]; /* empty: a free slot */
+		time_t used;              /* its last request's (monotonic) */
+	} sessions[HTTP_SESSIONS];
 	volatile int stop;
 } h;
 
@@ -115,6 +126,31 @@ host_local(const char *host)
 			return 1;
 	}
 	return 0;
+}
+
+/* Does an Origin's host[:port] name this machine at port (http's 80 when
+ * it names none)? Another local port is another local web app's page. */
+static int
+origin_local(const char *origin, int port)
+{
+	const char *hp, *colon;
+	char *end;
+	long p;
+
+	if (strncmp(origin, "http://", 7) == 0)
+		hp = origin + 7;
+	else if (strncmp(origin, "https://", 8) == 0)
+		hp = origin + 8;
+	else
+		return 0;
+	if (!host_local(hp))
+		return 0;
+	colon = strrchr(hp, ':');
+	if (colon == NULL || (hp[0] == '[' && colon < strchr(hp, ']')))
+		return port == (hp == origin + 7 ? 80 : 443);
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	return errno == 0 && *end == '\0' && end != colon + 1 && p == port;
 }
 
 /* A header's value into buf (empty when absent). */
@@ -158,7 +194,6 @@ http_allowed(struct lws *wsi, const char **why)
 {
 	const struct mcp_http_opts *o = h.opts;
 	char host[256], origin[512], auth[512];
-	const char *oh;
 	int ok;
 
 	header(wsi, WSI_TOKEN_HOST, host, sizeof host);
@@ -171,11 +206,8 @@ http_allowed(struct lws *wsi, const char **why)
 		ok = 0;
 		for (size_t i = 0; i < o->norigins; i++)
 			ok |= strcmp(origin, o->origins[i]) == 0;
-		oh = strstr(origin, "://");
-		if (!ok && o->loopback && oh != NULL &&
-		    (strncmp(origin, "http://", 7) == 0 ||
-		        strncmp(origin, "https://", 8) == 0))
-			ok = host_local(oh + 3);
+		if (!ok && o->loopback)
+			ok = origin_local(origin, o->port);
 		if (!ok) {
 			*why = "Origin not allowed";
 			return 403;
@@ -192,31 +224,71 @@ http_allowed(struct lws *wsi, const char **why)
 	return 0;
 }
 
-/* Is id a session we made? */
-static int
-session_known(const char *id)
+/* The monotonic clock's seconds. */
+static time_t
+now_s(void)
 {
-	for (int i = 0; i < HTTP_SESSIONS; i++)
-		if (h.sessions[i][0] != '\0' && strcmp(h.sessions[i], id) == 0)
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* Is session slot i in use by a request or a GET stream now? */
+static int
+session_busy(int i)
+{
+	for (struct http_pss *p = h.live; p != NULL; p = p->next_live)
+		if (strcmp(p->session, h.sessions[i].id) == 0)
 			return 1;
 	return 0;
 }
 
-/* Make a session (the oldest goes when all slots are taken). */
-static void
+/* Is id a session we made (and not expired)? Marks it used. */
+static int
+session_known(const char *id)
+{
+	time_t now = now_s();
+
+	for (int i = 0; i < HTTP_SESSIONS; i++)
+		if (h.sessions[i].id[0] != '\0' &&
+		    strcmp(h.sessions[i].id, id) == 0) {
+			if (now - h.sessions[i].used > HTTP_SESSION_IDLE &&
+			    !session_busy(i)) {
+				h.sessions[i].id[0] = '\0'; /* expired */
+				return 0;
+			}
+			h.sessions[i].used = now;
+			return 1;
+		}
+	return 0;
+}
+
+/* Make a session in a free or expired slot: 0, or -1 when every slot is
+ * live (a live session is never evicted for a new one). */
+static int
 session_new(char *out)
 {
-	static int next;
 	unsigned char r[HTTP_ID_LEN / 2];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	time_t now = now_s();
+	int slot = -1, fd;
 
+	for (int i = 0; i < HTTP_SESSIONS && slot < 0; i++)
+		if (h.sessions[i].id[0] == '\0' ||
+		    (now - h.sessions[i].used > HTTP_SESSION_IDLE &&
+		        !session_busy(i)))
+			slot = i;
+	if (slot < 0)
+		return -1;
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read_full(fd, r, sizeof r) != (ssize_t)sizeof r)
 		fatalx("/dev/urandom: cannot read");
 	close(fd);
 	for (size_t i = 0; i < sizeof r; i++)
 		snprintf(out + 2 * i, 3, "%02x", r[i]);
-	snprintf(h.sessions[next], sizeof h.sessions[next], "%s", out);
-	next = (next + 1) % HTTP_SESSIONS;
+	snprintf(h.sessions[slot].id, sizeof h.sessions[slot].id, "%s", out);
+	h.sessions[slot].used = now;
+	return 0;
 }
 
 /* Forget a session. */
@@ -224,12 +296,25 @@ static int
 session_end(const char *id)
 {
 	for (int i = 0; i < HTTP_SESSIONS; i++)
-		if (h.sessions[i][0] != '\0' &&
-		    strcmp(h.sessions[i], id) == 0) {
-			h.sessions[i][0] = '\0';
+		if (h.sessions[i].id[0] != '\0' &&
+		    strcmp(h.sessions[i].id, id) == 0) {
+			h.sessions[i].id[0] = '\0';
 			return 1;
 		}
 	return 0;
+}
+
+/* How many GET streams are open, for session id (NULL: in all)? */
+static int
+get_streams(const char *id)
+{
+	int n = 0;
+
+	for (struct http_pss *p = h.live; p != NULL; p = p->next_live)
+		if (p->standalone && !p->closing &&
+		    (id == NULL || strcmp(p->session, id) == 0))
+			n++;
+	return n;
 }
 
 /* Send the headers and body of a whole answer. -1: close. */
@@ -434,9 +519,13 @@ http_body_done(struct lws *wsi, struct http_pss *p)
 	p->initialize =
 	    kind == JSONRPC_REQUEST && strcmp(m.method, "initialize") == 0;
 	jsonrpc_msg_free(&m);
-	if (p->initialize && p->session[0] == '\0')
-		session_new(p->session);
-	else if (p->session[0] == '\0')
+	if (p->initialize && p->session[0] == '\0') {
+		if (session_new(p->session) != 0)
+			return http_error(wsi, 503, JSONRPC_INVALID_REQUEST,
+			    "Service Unavailable: every session slot is in "
+			    "use (DELETE a session, or wait for one to "
+			    "expire)");
+	} else if (p->session[0] == '\0')
 		return http_error(wsi, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: no Mcp-Session-Id (initialize first)");
 	else if (!session_known(p->session))
@@ -479,6 +568,11 @@ http_get(struct lws *wsi, struct http_pss *p)
 	if (!session_known(p->session))
 		return http_error(
 		    wsi, 404, JSONRPC_INVALID_REQUEST, "Session not found");
+	if (get_streams(p->session) >= HTTP_GET_PER ||
+	    get_streams(NULL) >= HTTP_GET_MAX)
+		return http_error(wsi, 429, JSONRPC_INVALID_REQUEST,
+		    "Too Many Requests: this session's GET streams are open "
+		    "already");
 	if (lws_add_http_common_headers(wsi, HTTP_STATUS_OK,
 	        "text/event-stream", LWS_ILLEGAL_HTTP_CONTENT_LEN, &q, end) ||
 	    lws_finalize_write_http_header(wsi, start, &q, end))
@@ -520,6 +614,12 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	int status;
 
 	switch (reason) {
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		/* MCP has no WebSocket transport: no upgrade opens */
+		fprintf(stderr,
+		    "vmux mcp: refused: a WebSocket upgrade (MCP speaks "
+		    "HTTP here)\n");
+		return 1;
 	case LWS_CALLBACK_HTTP:
 		memset(p, 0, sizeof *p);
 		if ((status = http_allowed(wsi, &why)) != 0)

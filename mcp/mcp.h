@@ -80,6 +80,8 @@ struct mcp_policy {
 	char **roots;            /* host folders copies may touch */
 	size_t nroots;
 	int no_net;                  /* sessions may not have a network */
+	char **label_keys;           /* keys it may label with (fnmatch) */
+	size_t nlabel_keys;          /* ... 0: MCP_LABEL_KEYS alone */
 	char *home;                  /* VMUX_HOME */
 	int pending_sessions;        /* session_create calls under way */
 	long long pending_memory_mb; /* ... and their memory */
@@ -89,7 +91,10 @@ struct mcp_pending {
 	struct mcp_policy *policy;
 	long long memory_mb;
 };
-#define MCP_LABEL_KEY    "vmux.mcp"
+#define MCP_LABEL_KEY "vmux.mcp"
+/* The label keys an agent may set unless --label-key says otherwise: its
+ * own name space, so a session it makes joins no person's selector. */
+#define MCP_LABEL_KEYS   "mcp.*"
 #define MCP_MAX_SESSIONS 8
 #define MCP_NAME_DEFAULT "agent"
 int policy_session_visible(
@@ -99,6 +104,7 @@ int policy_may_create(
 int policy_host_path(const struct mcp_policy *, const char *path, int for_write,
     char **resolved, char **cause);
 char *policy_selector(const struct mcp_policy *, const char *given);
+int policy_label_key(const struct mcp_policy *, const char *key, char **cause);
 void policy_free(struct mcp_policy *);
 
 /* jobs.c: vmux commands run as children. */

@@ -5,11 +5,14 @@
  * it makes carry the label vmux.mcp=NAME and it sees only those (unless
  * --see-all), it holds at most so many sessions and so much memory, its
  * copies touch host files only beneath the folders it was given, and with
- * --no-net its sessions have no network. The profile it creates under (and
- * what that profile locks) is enforced by vmux new itself. The caller owns
- * struct mcp_policy.
+ * --no-net its sessions have no network. The labels it sets are under the
+ * keys it was given (--label-key; by default mcp.* alone), so that its
+ * sessions join no person's selector (a class's wall, cp -l, check -l). The
+ * profile it creates under (and what that profile locks) is enforced by vmux
+ * new itself. The caller owns struct mcp_policy.
  */
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +190,42 @@ policy_selector(const struct mcp_policy *p, const char *given)
 	return s;
 }
 
+/*
+ * May the agent set a label under key? Its own vmux.mcp never; else a key
+ * that matches one of --label-key's patterns (fnmatch), MCP_LABEL_KEYS
+ * when none was given. 0, or -1 with *cause naming what is allowed.
+ */
+int
+policy_label_key(const struct mcp_policy *p, const char *key, char **cause)
+{
+	static const char *const defaults[] = {MCP_LABEL_KEYS};
+	const char *const *keys =
+	    p->nlabel_keys > 0 ? (const char *const *)p->label_keys : defaults;
+	size_t n = p->nlabel_keys > 0 ? p->nlabel_keys : nitems(defaults);
+	char *allowed = NULL, *more;
+
+	if (strcmp(key, MCP_LABEL_KEY) == 0) {
+		xasprintf(
+		    cause, "the label %s is the server's own", MCP_LABEL_KEY);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(keys[i], key, 0) == 0)
+			return 0;
+	for (size_t i = 0; i < n; i++) {
+		xasprintf(&more, "%s%s%s", allowed != NULL ? allowed : "",
+		    allowed != NULL ? ", " : "", keys[i]);
+		free(allowed);
+		allowed = more;
+	}
+	xasprintf(cause,
+	    "the label key %s is not one this server may set (allowed: %s; "
+	    "vmux mcp --label-key)",
+	    key, allowed);
+	free(allowed);
+	return -1;
+}
+
 /* Release what the policy holds. */
 void
 policy_free(struct mcp_policy *p)
@@ -196,6 +235,9 @@ policy_free(struct mcp_policy *p)
 	for (size_t i = 0; i < p->nroots; i++)
 		free(p->roots[i]);
 	free(p->roots);
+	for (size_t i = 0; i < p->nlabel_keys; i++)
+		free(p->label_keys[i]);
+	free(p->label_keys);
 	free(p->home);
 	memset(p, 0, sizeof p[0]);
 }

@@ -484,13 +484,15 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 		av_add(&a, "--net");
 	if (arg_pairs(args, "labels", "--label", &a, cause) != 0)
 		goto bad;
-	for (size_t i = 0; i + 1 < a.n; i++) /* its own label is the server's */
-		if (strcmp(a.v[i], "--label") == 0 && i > 5 &&
-		    strncmp(a.v[i + 1], MCP_LABEL_KEY "=",
-		        strlen(MCP_LABEL_KEY) + 1) == 0) {
-			xasprintf(cause, "the label %s is the server's own",
-			    MCP_LABEL_KEY);
-			goto bad;
+	for (size_t i = 6; i + 1 < a.n; i++) /* past the server's own label */
+		if (strcmp(a.v[i], "--label") == 0) {
+			char *key =
+			    xstrndup(a.v[i + 1], strcspn(a.v[i + 1], "="));
+			int ok = policy_label_key(p, key, cause);
+
+			free(key);
+			if (ok != 0)
+				goto bad;
 		}
 	mounts = cJSON_GetObjectItemCaseSensitive(args, "mounts");
 	if (mounts != NULL && !cJSON_IsNull(mounts) && !cJSON_IsArray(mounts)) {
@@ -1586,7 +1588,9 @@ const struct mcp_tool mcp_tools[] = {
                "images), e.g. debian-12\"},\"cpus\":{\"type\":\"integer\"},"
                "\"memory_mb\":{\"type\":\"integer\"},\"net\":{\"type\":"
                "\"boolean\",\"description\":\"outbound network\"},"
-               "\"labels\":{\"type\":\"object\",\"additionalProperties\":{"
+               "\"labels\":{\"type\":\"object\",\"description\":\"keys "
+               "the server allows (by default mcp.*: mcp.task)\","
+               "\"additionalProperties\":{"
                "\"type\":\"string\"}},\"mounts\":{\"type\":\"array\","
                "\"items\":{\"type\":\"object\",\"properties\":{\"host\":{"
                "\"type\":\"string\"},\"guest\":{\"type\":\"string\"},"

@@ -376,8 +376,8 @@ void strike_flush(struct strike *);
 
 #define PANE_REPLAY_BYTES (256 * 1024) /* repainted on (re)attach */
 #define PANE_FEED_US      8000 /* parsing per wake-up before keys' turn */
-#define PANE_MAX_COLS     512  /* a guest's PTY size is clamped to these */
-#define PANE_MAX_ROWS     256
+#define PANE_MAX_COLS     SCREEN_MAX_COLS /* a guest's PTY size is clamped */
+#define PANE_MAX_ROWS     SCREEN_MAX_ROWS
 
 /*
  * A pane's source: where its output comes from and where its keys go, as a

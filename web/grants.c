@@ -26,6 +26,7 @@
 #include <openssl/evp.h>
 
 #include "common/common.h"
+#include "session/session.h"
 #include "web.h"
 
 #define GRANT_FILE_MAX 8192
@@ -94,22 +95,18 @@ web_grants_dir(const char *home)
 	return d;
 }
 
-/* Make HOME/web/grants (0700) if missing; 0, or -1 with cause. */
+/* Make HOME/web/grants (0700), and HOME itself on a first run, if
+ * missing; 0, or -1 with cause. */
 int
 web_grants_mkdir(const char *home, char **cause)
 {
-	char *dir = web_grants_dir(home), *parent;
-	int rc = 0;
+	char *dir = web_grants_dir(home);
+	int error = mkdir_p(dir, 0700);
 
-	xasprintf(&parent, "%s/web", home);
-	if ((mkdir(parent, 0700) != 0 && errno != EEXIST) ||
-	    (mkdir(dir, 0700) != 0 && errno != EEXIST)) {
-		xasprintf(cause, "cannot make %s: %s", dir, strerror(errno));
-		rc = -1;
-	}
-	free(parent);
+	if (error != 0)
+		xasprintf(cause, "cannot make %s: %s", dir, strerror(-error));
 	free(dir);
-	return rc;
+	return error == 0 ? 0 : -1;
 }
 
 /*

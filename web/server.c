@@ -4,13 +4,16 @@
  * The pages and xterm.js are files of the asset folder, served by a mount
  * at the path prefix; every other thing is a WebSocket with subprotocol
  * vmux.v1, checked before it opens (its Origin must be the page's own
- * host or one --allow-origin gave) and then by its first message, the
- * hello with a token (term.c, wall.c). The agents' sockets join the same
- * loop (adopted as raw sockets), so one thread moves every byte and no
- * queue grows without a bound: a page that reads slowly stops vmux reading
- * its agent, and the agent's ring drops what it misses (TRUNCATED). The
- * grants folder is watched with inotify, so a revoke closes its sockets at
- * once. This module owns the context, the connections list and the timers.
+ * host or one --allow-origin gave, and its address may hold only so many
+ * sockets) and then by its first message, the hello with a token (term.c,
+ * wall.c). An upgrade to any other protocol, or to none, is refused: the
+ * server's other protocols are for its own descriptors, never a peer's. The
+ * agents' sockets join the same loop (adopted as raw sockets), so one thread
+ * moves every byte and no queue grows without a bound: a page that reads slowly
+ * stops vmux reading its agent, and the agent's ring drops what it misses
+ * (TRUNCATED). The grants folder is watched with inotify, so a revoke closes
+ * its sockets at once. This module owns the context, the connections list and
+ * the timers.
  */
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -24,12 +27,21 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
 
 #include "common/common.h"
 #include "web-int.h"
 
 #define WEB_HELLO_US (10 * 1000000) /* a page says hello within this */
 #define WEB_TICK_US  (1000 * 1000)  /* grants' expiry, the wall's list */
+/* Sockets one address may hold: a room behind one NAT shares it, so the
+ * bound is wide; those still owing a hello are held to fewer. */
+#define WEB_PEER_SOCKETS 256
+#define WEB_PEER_NEW     16
+#define WEB_TLS12_CIPHERS                                                      \
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"           \
+	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"           \
+	"ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
 struct web_server web;
 static volatile sig_atomic_t web_stop;
@@ -415,6 +427,23 @@ conn_writeable(struct lws *wsi, struct web_conn *c)
 	return 0;
 }
 
+/*
+ * Refuse a WebSocket upgrade to a protocol that is not the page's (its
+ * internal ones, "http", or none): 1, libwebsockets' word for no.
+ */
+int
+web_refuse_upgrade(struct lws *wsi)
+{
+	char peer[64];
+
+	lws_get_peer_simple(wsi, peer, sizeof peer);
+	fprintf(stderr,
+	    "vmux web: %s: refused: a WebSocket upgrade not asking for "
+	    "%s\n",
+	    peer, WEB_PROTOCOL);
+	return 1;
+}
+
 /* Hand each finished attach to its connection. */
 static void
 attach_take_done(void)
@@ -427,6 +456,31 @@ attach_take_done(void)
 	}
 }
 
+/*
+ * May another socket from peer open? 0, or -1 with *why: an address holds
+ * at most WEB_PEER_SOCKETS, of which WEB_PEER_NEW still owe their hello.
+ */
+static int
+peer_room(const char *peer, const char **why)
+{
+	int all = 0, fresh = 0;
+
+	for (struct web_conn *c = web.conns; c != NULL; c = c->next)
+		if (c->ws != NULL && strcmp(c->peer, peer) == 0) {
+			all++;
+			fresh += c->kind == WEB_NEW;
+		}
+	if (all >= WEB_PEER_SOCKETS) {
+		*why = "this address holds too many sockets";
+		return -1;
+	}
+	if (fresh >= WEB_PEER_NEW) {
+		*why = "this address has too many sockets without a hello";
+		return -1;
+	}
+	return 0;
+}
+
 /* The WebSocket protocol, vmux.v1. */
 static int
 ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
@@ -436,18 +490,22 @@ ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	struct web_conn *c = pss != NULL ? pss->c : NULL;
 
 	switch (reason) {
-	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-		if (!origin_ok(wsi)) {
-			char peer[64];
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+		char peer[64];
+		const char *why = NULL;
 
-			lws_get_peer_simple(wsi, peer, sizeof peer);
-			fprintf(stderr,
-			    "vmux web: %s: refused: a WebSocket from another "
-			    "site's page (Origin)\n",
-			    peer);
+		lws_get_peer_simple(wsi, peer, sizeof peer);
+		if (!origin_ok(wsi))
+			why = "a WebSocket from another site's page (Origin)";
+		else
+			peer_room(peer, &why);
+		if (why != NULL) {
+			fprintf(
+			    stderr, "vmux web: %s: refused: %s\n", peer, why);
 			return 1;
 		}
 		return 0;
+	}
 	case LWS_CALLBACK_ESTABLISHED:
 		pss->c = conn_new(wsi);
 		lws_set_timer_usecs(wsi, WEB_HELLO_US);
@@ -506,6 +564,20 @@ ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	}
 }
 
+/*
+ * The plain HTTP protocol (the pages' mount). libwebsockets binds an
+ * upgrade asking for no subprotocol, or one it does not know, to the first
+ * protocol: refuse it here before it opens.
+ */
+static int
+http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
+    void *in, size_t len)
+{
+	if (reason == LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION)
+		return web_refuse_upgrade(wsi);
+	return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
 /* The grants folder changed: drain the events, close revoked sockets. */
 static int
 watch_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
@@ -513,6 +585,8 @@ watch_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 {
 	char buf[4096];
 
+	if (reason == LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION)
+		return web_refuse_upgrade(wsi);
 	if (reason != LWS_CALLBACK_RAW_RX_FILE)
 		return 0;
 	while (read(lws_get_socket_fd(wsi), buf, sizeof buf) > 0)
@@ -522,7 +596,7 @@ watch_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 }
 
 static const struct lws_protocols web_protocols[] = {
-    {"http", lws_callback_http_dummy, 0, 0, 0, NULL, 0},
+    {"http", http_callback, 0, 0, 0, NULL, 0},
     {WEB_PROTOCOL, ws_callback, sizeof(struct web_pss), WEB_MSG_MAX, 0, NULL,
         0},
     {"vmux-agent", web_agent_callback, 0, 0, 0, NULL, 0},
@@ -644,6 +718,11 @@ web_serve(const struct web_opts *o, char **cause)
 		info.options |= LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT;
 		info.ssl_cert_filepath = o->cert;
 		info.ssl_private_key_filepath = o->key;
+		/* TLS 1.2 or later, forward-secret AEAD ciphers alone (1.3's
+		 * are all so) */
+		info.ssl_options_set =
+		    SSL_OP_NO_SSLv3 | SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1;
+		info.ssl_cipher_list = WEB_TLS12_CIPHERS;
 	}
 	if ((web.ctx = lws_create_context(&info)) == NULL) {
 		xasprintf(cause, "cannot listen on %s:%d (in use?)", o->host,
@@ -662,6 +741,8 @@ web_serve(const struct web_opts *o, char **cause)
 	printf("vmux web: serving %s/ (links: vmux grant NAME --web)\n",
 	    o->base_url);
 	printf("vmux web: the wall: %s\n", o->wall_link);
+	if (o->wall_note != NULL)
+		printf("vmux web: %s\n", o->wall_note);
 	fflush(stdout);
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = web_on_signal; /* no SA_RESTART: poll returns */

@@ -465,6 +465,8 @@ web_agent_callback(struct lws *wsi, enum lws_callback_reasons reason,
 	struct web_conn *c = lws_get_opaque_user_data(wsi);
 
 	switch (reason) {
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+		return web_refuse_upgrade(wsi); /* ours alone, no peer's */
 	case LWS_CALLBACK_RAW_RX:
 		if (c == NULL)
 			return -1;

@@ -109,6 +109,7 @@ void web_attach_shutdown(void);
 
 /* server.c */
 void web_conn_release(struct web_conn *);
+int web_refuse_upgrade(struct lws *);
 void web_send(struct web_conn *, char type, const void *, size_t);
 void web_send_json(struct web_conn *, cJSON *);
 void web_close(struct web_conn *, int code, int urgent, const char *fmt, ...)

@@ -75,6 +75,7 @@ struct web_opts {
 	const char *base_url;     /* the links' start, as users reach it */
 	int base_url_given;       /* ... given by --url */
 	const char *wall_link;    /* said once the server listens */
+	char *wall_note;          /* ... and where the link is kept, or NULL */
 	const char *teacher_hash; /* SHA-256 of the teacher's token */
 	const char *cert, *key;   /* TLS, or NULL */
 	const char *check_script; /* the wall's check; NULL: none */

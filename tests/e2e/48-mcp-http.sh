@@ -33,6 +33,7 @@ serve() {
 		"$VMUX" mcp --http "127.0.0.1:$PORT" "$@" 2>"$log" &
 		pid=$!
 		bg_track "$pid"
+		echo "$pid" >"$TMP/serve.pid"
 		if wait_for 10 grep -qs 'listening on' "$log"; then
 			URL=http://127.0.0.1:$PORT/mcp
 			return 0
@@ -118,6 +119,11 @@ t_refusals() {
 	expect_match "foreign Host" "$r" '^403 ' || return 1
 	r=$(post -H "Mcp-Session-Id: $sid" -H "Origin: http://localhost:$PORT" "$PING")
 	expect_match "local Origin" "$r" '^200 ' || return 1
+	# another local port is another local web app's page
+	r=$(post -H "Mcp-Session-Id: $sid" -H "Origin: http://localhost:$((PORT + 1))" "$PING")
+	expect_match "another local port's Origin" "$r" '^403 ' || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" -H "Origin: http://127.0.0.1" "$PING")
+	expect_match "a local Origin of port 80" "$r" '^403 ' || return 1
 	grep -q 'refused (403): Origin not allowed' "$TMP/http.err" ||
 		fail "no log line for the refusal" || return 1
 	r=$(post -H "Mcp-Session-Id: $sid" 'not json')
@@ -133,9 +139,11 @@ t_token() {
 	local log=$TMP/token.err out
 	printf 'a-secret-of-enough-length\n' >"$TMP/token"
 	chmod 644 "$TMP/token"
-	out=$("$VMUX" mcp --http 127.0.0.1:1 --token-file "$TMP/token" 2>&1)
+	# on the running server's port, bounded: were a refusal to regress,
+	# this fails instead of hanging or serving
+	out=$(timeout 10 "$VMUX" mcp --http "127.0.0.1:$PORT" --token-file "$TMP/token" 2>&1)
 	expect_match "readable token file" "$out" 'chmod 600' || return 1
-	out=$("$VMUX" mcp --http 0.0.0.0:1 2>&1)
+	out=$(timeout 10 "$VMUX" mcp --http "0.0.0.0:$PORT" 2>&1)
 	expect_match "no token off loopback" "$out" 'give --token-file' || return 1
 	chmod 600 "$TMP/token"
 	local url0=$URL port0=$PORT
@@ -145,6 +153,76 @@ t_token() {
 	expect_match "token" "$(post -H 'Authorization: Bearer a-secret-of-enough-length' "$INIT")" '^200 .*"protocolVersion"' || return 1
 	VMUX_MCP_URL=$URL VMUX_MCP_TOKEN=a-secret-of-enough-length node "$CLIENT" tools || return 1
 	URL=$url0 PORT=$port0
+}
+
+# upgrade [CURL ARGS...]: a WebSocket upgrade to /mcp; prints its status
+# (000: closed without an answer), bounded in time.
+upgrade() {
+	curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H 'Connection: Upgrade' \
+		-H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' \
+		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$@" "$URL"
+}
+
+# MCP speaks HTTP alone: a WebSocket upgrade is refused, whoever asks
+t_websocket() {
+	local code
+	for h in 'Origin: http://evil.example' "Origin: http://127.0.0.1:$PORT" 'Host: evil.example'; do
+		code=$(upgrade -H "$h")
+		[[ $code != 101 ]] || fail "an upgrade with $h was opened" || return 1
+	done
+	code=$(upgrade -H 'Sec-WebSocket-Protocol: mcp')
+	[[ $code != 101 ]] || fail "an upgrade asking for mcp was opened" || return 1
+	grep -q 'refused: a WebSocket upgrade' "$TMP/http.err" || fail "the refusal was not logged"
+}
+
+# the session table: a live session is never evicted by initialize (503
+# when every slot is live); a session's GET streams are bounded (429)
+t_table() {
+	local log=$TMP/table.err url0=$URL port0=$PORT first r
+	serve "$log" || return 1
+	first=$(session)
+	python3 - "$PORT" "$INIT" >"$TMP/table.out" <<-'PY' || { fail "initialize loop: $(tail -3 "$TMP/table.out")"; return 1; }
+		import http.client, sys
+		c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+		codes = {}
+		for _ in range(1024):
+		    c.request("POST", "/mcp", sys.argv[2], {"Content-Type": "application/json",
+		        "Accept": "application/json, text/event-stream"})
+		    r = c.getresponse(); r.read()
+		    codes[r.status] = codes.get(r.status, 0) + 1
+		print(" ".join(f"{k}:{v}" for k, v in sorted(codes.items())))
+	PY
+	expect_eq "1024 initializes" "$(cat "$TMP/table.out")" "200:1023 503:1" || return 1
+	r=$(post -H "Mcp-Session-Id: $first" "$PING")
+	expect_match "the first session lives" "$r" '^200 ' || return 1
+	expect_eq "DELETE frees a slot" "$(curl -s -o /dev/null -w '%{http_code}' -X DELETE -H "Mcp-Session-Id: $first" "$URL")" 200 || return 1
+	first=$(session)
+	[[ $first =~ ^[0-9a-f]{32}$ ]] || fail "no session after a DELETE" || return 1
+	for i in 1 2 3 4 5 6 7 8; do
+		curl -s -N -H "Mcp-Session-Id: $first" -H 'Accept: text/event-stream' \
+			--max-time 30 -o "$TMP/get$i.out" "$URL" &
+		bg_track $!
+	done
+	wait_for 10 bash -c "for i in 1 2 3 4 5 6 7 8; do [[ -s $TMP/get\$i.out ]] || exit 1; done" ||
+		fail "eight GET streams did not all open" || return 1
+	expect_eq "a ninth GET stream" "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+		-H "Mcp-Session-Id: $first" -H 'Accept: text/event-stream' "$URL")" 429 || return 1
+	kill "$(cat "$TMP/serve.pid")" 2>/dev/null
+	URL=$url0 PORT=$port0
+}
+
+# an agent labels only under the keys it was given (mcp.* by default): it
+# cannot join a person's selector
+t_labels() {
+	local sid r
+	sid=$(session)
+	r=$(post -H "Mcp-Session-Id: $sid" \
+		'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"session_create","arguments":{"name":"lab1","labels":{"class":"cs101"}}}}')
+	expect_match "a person's label key" "$r" 'label key class is not one.*"isError":true' || return 1
+	[[ ! -e $VMUX_HOME/sessions/lab1 ]] || fail "a session was made" || return 1
+	r=$(post -H "Mcp-Session-Id: $sid" \
+		'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"session_create","arguments":{"name":"lab1","labels":{"vmux.mcp":"other"}}}}')
+	expect_match "the server's own key" "$r" 'server.s own.*"isError":true'
 }
 
 # mcp SCENARIO ARGS...: the SDK client over HTTP.
@@ -171,6 +249,9 @@ check "conformance suite: every server scenario that applies passes" t_conforman
 check "sessions: Mcp-Session-Id, 400, 404, 202, 405, GET's stream, DELETE" t_sessions
 check "DNS rebinding, Origin, bad and oversized bodies refused" t_refusals
 check "a bearer token: 401 without it; a readable file or none off loopback refused" t_token
+check "a WebSocket upgrade is refused, whatever its Host, Origin or protocol" t_websocket
+check "initialize never evicts a live session (503); GET streams bounded (429)" t_table
+check "an agent's labels: its own keys only (mcp.*), never a person's" t_labels
 check "SDK client over HTTP: session_create" t_create
 check "SDK client over HTTP: exec cut head and tail, stdin, env, timeout" t_exec
 check "a 20 s call is answered on its POST" t_long_call

@@ -57,7 +57,8 @@ serve() {
 		bg_track "$WEB_PID"
 		if wait_for 10 grep -qs 'the wall:' "$TMP/web.out"; then
 			WEB=http://127.0.0.1:$PORT
-			WALL=$(sed -n 's/^vmux web: the wall: //p' "$TMP/web.out")
+			wait_for 10 grep -qs "link, token and all, is in" "$TMP/web.out" &&
+				WALL=$(cat "$VMUX_HOME/web/wall-link-$PORT") || return 1
 			return 0
 		fi
 		kill "$WEB_PID" 2>/dev/null
@@ -89,7 +90,7 @@ check_grants() {
 	expect_match "the 1 s grant" "$(jq -r '[.[] | select(.expires != 0) | .expires - .created] | map(tostring) | join(",")' <<<"$out")" '^(1)?$'
 	expect_eq "read-only one" "$(jq -r '[.[] | select(.mode == "read-only")][0].as' <<<"$out")" watcher
 	# the tokens are nowhere in the state directory, only their hashes
-	! grep -rqF "${LINK_S1#*#}" "$VMUX_HOME" --exclude-dir=tmp ||
+	! grep -rqF -e "${LINK_S1#*#}" "$VMUX_HOME" --exclude-dir=tmp ||
 		fail "a token is stored in the clear"
 	expect_status 2 vmux grant s1 --web --key /dev/null
 	expect_status 2 vmux grant s1 --web --expires soon
@@ -128,6 +129,8 @@ check "a hostile guest's escapes, invalid UTF-8 and flood through a page" \
 	env FLOOD=4194304 bash -c "cd '$WEBT' && timeout 400 node browser.mjs hostile"
 
 check "a forged Origin is refused before the upgrade" protocol origin
+check "an upgrade to another protocol, or none, is refused from any Origin" protocol upgrades
+check "an address holds at most 16 sockets owing a hello" protocol peer
 check "wrong, expired and malformed tokens: refused after a second" protocol tokens
 check "a link reaches only its own session" protocol other
 check "the teacher reaches the wall's sessions and open shells only" protocol teacher
@@ -151,6 +154,14 @@ check_tls_prefix() {
 	wait_for 10 grep -qs 'the wall:' "$TMP/tls.out" || { fail "no TLS server: $(cat "$TMP/tls.err")"; return 1; }
 	code=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/vmux/shell.html")
 	expect_eq "under the prefix" "$code" 200
+	# TLS 1.2 or later, forward-secret ciphers only
+	</dev/null openssl s_client -connect "127.0.0.1:$port" -tls1_1 -cipher "DEFAULT:@SECLEVEL=0" >/dev/null 2>&1 &&
+		fail "TLS 1.1 was accepted"
+	</dev/null openssl s_client -connect "127.0.0.1:$port" -tls1_2 -cipher AES128-SHA >/dev/null 2>&1 &&
+		fail "AES128-SHA (no forward secrecy) was accepted"
+	</dev/null openssl s_client -connect "127.0.0.1:$port" -tls1_2 >"$TMP/s_client" 2>&1 ||
+		fail "TLS 1.2: $(tail -3 "$TMP/s_client")"
+	grep -q 'Cipher is ECDHE' "$TMP/s_client" || fail "TLS 1.2's cipher: $(grep Cipher "$TMP/s_client")"
 	code=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/shell.html")
 	[[ $code != 200 ]] || fail "a page outside the prefix was served"
 	link=$(vmux grant s1 --web 2>/dev/null)
@@ -161,13 +172,28 @@ check_tls_prefix() {
 check "HTTPS and WSS under a path prefix" check_tls_prefix
 check "the VM stops under a page, then starts: the page says so and comes back" browser vmstop
 
+# the teacher's token is kept in a 0600 file, never printed (logs keep
+# stdout); off loopback, tokens are not sent in clear
+check_teacher_token() {
+	local out
+	[[ -n $WALL && $WALL == "$WEB/wall.html#"* ]] || fail "wall link '$WALL'" || return 1
+	expect_eq "the link's file mode" "$(stat -c %a "$VMUX_HOME/web/wall-link-$PORT")" 600
+	expect_eq "the token's file mode" "$(stat -c %a "$VMUX_HOME/web/teacher-token-$PORT")" 600
+	expect_eq "the token's file" "$(cat "$VMUX_HOME/web/teacher-token-$PORT")" "${WALL#*#}"
+	! grep -qF -e "${WALL#*#}" "$TMP/web.out" "$TMP/web.err" || fail "the teacher's token was printed"
+	out=$("$VMUX" web --listen 0.0.0.0:1 2>&1)
+	expect_status 2 "$VMUX" web --listen 0.0.0.0:1 2>/dev/null || return 1
+	expect_match "off loopback in clear" "$out" 'off loopback: give --cert'
+}
+check "the teacher's token is in a 0600 file, not on stdout; no clear text off loopback" check_teacher_token
+
 check_refusals_logged() {
 	local n
 	n=$(grep -c 'refused: the token is not a live' "$TMP/web.err")
 	((n >= 4)) || fail "refused tokens logged $n times, want 4 or more"
 	grep -q 'refused: a WebSocket from another site' "$TMP/web.err" ||
 		fail "the forged Origin was not logged"
-	! grep -qF "${LINK_S1#*#}" "$TMP/web.err" "$TMP/web.out" || fail "a token is in the log"
+	! grep -qF -e "${LINK_S1#*#}" "$TMP/web.err" "$TMP/web.out" || fail "a token is in the log"
 }
 check "refusals are one log line each, without the token" check_refusals_logged
 

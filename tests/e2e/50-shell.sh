@@ -127,6 +127,21 @@ t_list() {
 	expect_eq json-state "$(shell_rec raw state)" running
 }
 
+# a guest may say any size up to 4096x4096; capture --plain draws at most
+# the TUI's 512x256 (a 4096x4096 screen took 577 MiB)
+t_capture_plain_clamped() {
+	local out kb
+	raw '{"action":"resize_shell","shell_id":"raw","cols":4096,"rows":4096}' >/dev/null
+	out=$(/usr/bin/time -f '%M' -o "$TMP/capture.kb" "$VMUX" capture sh raw --plain --json) ||
+		fail "capture --plain: $out" || return 1
+	expect_eq "cols" "$(jq -r .cols <<<"$out")" 512 || return 1
+	expect_eq "rows" "$(jq -r .rows <<<"$out")" 256 || return 1
+	kb=$(tail -n 1 "$TMP/capture.kb")
+	echo "figure: capture --plain of a 4096x4096 shell: $((kb / 1024)) MiB peak"
+	((kb < 128 * 1024)) || fail "capture --plain peaked at $((kb / 1024)) MiB"
+	raw '{"action":"resize_shell","shell_id":"raw","cols":123,"rows":45}' >/dev/null
+}
+
 t_stopped_shell_readable() {
 	local r
 	raw '{"action":"open_shell","shell_id":"done","command":["sh","-c","echo bye-bye; exit 7"]}' >/dev/null
@@ -329,6 +344,7 @@ check "kill -s INT stops sleep 100" t_signal_int_stops_sleep
 check "kill sends TERM by default" t_kill_default_term
 check "resize shows in stty size" t_resize
 check "shells lists id, state, size" t_list
+check "capture --plain draws at most 512x256, whatever the guest says" t_capture_plain_clamped
 check "a stopped shell stays readable with its exit code" t_stopped_shell_readable
 check "write to a stopped shell is an error" t_write_to_stopped_is_error
 check "close_shell and vmux close remove shells" t_close

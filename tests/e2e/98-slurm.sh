@@ -13,7 +13,7 @@ command -v slurmctld >/dev/null || [[ -x /usr/sbin/slurmctld ]] || { echo "FAIL 
 e2e_before_cleanup() { slurm_stop "${SHARED:-}"; }
 slurm_start
 SHARED=$TMP/shared
-mkdir -p "$SHARED"
+mkdir -p "$SHARED" && chmod 0700 "$SHARED" # its own alone, whatever the umask
 
 c() { vmux -H c "$@"; }
 field() { c ls --json | jq -r --arg n "$1" ".[] | select(.name == \$n) | .$2"; }
@@ -113,3 +113,34 @@ t_rm() {
 	expect_eq "ls" "$(c ls --json | jq length)" 0
 }
 check "rm: no job, no folder" t_rm
+
+# On a shared /scratch another user may make the folder first: vmux takes
+# only a folder of the user's alone (no job's script in one others can
+# write), and never writes through a symlink planted in its folders.
+t_hostile_folder() {
+	local open=$TMP/open out
+	mkdir -p "$open" && chmod 0777 "$open"
+	vmux host add h1 "slurm://vm?dir=$open" || return 1
+	out=$(vmux -H h1 new x1 2>&1) && fail "new in a folder others can write" || true
+	expect_match "a world-writable folder" "$out" 'not yours alone.*mode 0777' || return 1
+	ln -s "$SHARED" "$TMP/link"
+	vmux host add h2 "slurm://vm?dir=$TMP/link" || return 1
+	out=$(vmux -H h2 new x2 2>&1) && fail "new through a symlinked folder" || true
+	expect_match "a symlinked folder" "$out" 'not a folder' || return 1
+	# a session's folder made first by someone else (here: mode 0777)
+	mkdir -m 0777 "$SHARED/x3"
+	out=$(c new x3 2>&1) && fail "new in a session folder others can write" || true
+	expect_match "a session's open folder" "$out" "x3's folder: .*not yours alone" || return 1
+	rmdir "$SHARED/x3"
+	squeue -h --me -o %j | grep -q 'vmux-x[123]' && fail "a job was submitted: $(squeue)"
+	# job.sh and job.log planted as symlinks: replaced, their targets kept
+	mkdir -m 0700 "$SHARED/x4"
+	echo victim >"$TMP/victim"
+	ln -s "$TMP/victim" "$SHARED/x4/job.sh"
+	ln -s "$TMP/victim" "$SHARED/x4/job.log"
+	out=$(c new x4 --memory 256M 2>&1) || { fail "new x4: $out"; return 1; }
+	expect_eq "the symlinks' target" "$(cat "$TMP/victim")" victim || return 1
+	[[ ! -L $SHARED/x4/job.sh && ! -L $SHARED/x4/job.log ]] || fail "a symlink was kept"
+	c rm x4
+}
+check "a cluster folder others can write, or a symlink in it: refused, nothing run" t_hostile_folder

@@ -161,6 +161,35 @@ TEST(policy_selector_adds_the_servers_label)
 	policy_free(&p);
 }
 
+/* The agent's labels: mcp.* alone by default, --label-key's globs when
+ * given, never the server's own vmux.mcp. */
+TEST(policy_label_keys_default_to_the_agents_own)
+{
+	struct mcp_policy p;
+	char *cause = NULL;
+
+	policy(&p, "/nonexistent", NULL);
+	CHECK(policy_label_key(&p, "mcp.task", &cause) == 0);
+	CHECK(policy_label_key(&p, "class", &cause) == -1);
+	CHECK(strstr(cause, "class") != NULL && strstr(cause, "mcp.*") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(policy_label_key(&p, "vmux.mcp", &cause) == -1);
+	free(cause);
+	cause = NULL;
+	p.label_keys = xcalloc(2, sizeof *p.label_keys);
+	p.label_keys[p.nlabel_keys++] = xstrdup("task");
+	p.label_keys[p.nlabel_keys++] = xstrdup("team.*");
+	CHECK(policy_label_key(&p, "task", &cause) == 0);
+	CHECK(policy_label_key(&p, "team.red", &cause) == 0);
+	CHECK(policy_label_key(&p, "mcp.task", &cause) == -1);
+	free(cause);
+	cause = NULL;
+	CHECK(policy_label_key(&p, "tasks", &cause) == -1);
+	free(cause);
+	policy_free(&p);
+}
+
 /* Write session name's record under home, labelled label (NULL: none). */
 static void
 session_put(const char *home, const char *name, const char *label, int mem)

@@ -48,6 +48,39 @@ const scenarios = {
       ws.end();
     }
   },
+  // an upgrade to any protocol but vmux.v1 (the server's internal ones,
+  // plain http, one it does not know, or none) is refused before it opens,
+  // whatever its Origin
+  async upgrades() {
+    for (const proto of [null, "http", "vmux-agent", "vmux-watch", "chat"])
+      for (const o of ["http://evil.example", ORIGIN]) {
+        const ws = await RawWS.open(WSURL, { Origin: o, "Sec-WebSocket-Protocol": proto });
+        assert(ws.status !== 101, `protocol ${proto} from ${o} was upgraded`);
+        ws.end();
+      }
+  },
+  // one address holds a bounded number of sockets that owe their hello:
+  // the next is refused, and room comes back as they close
+  async peer() {
+    const open = [];
+    for (let i = 0; i < 16; i++) {
+      const ws = await RawWS.open(WSURL, { Origin: ORIGIN });
+      assert(ws.status === 101, `socket ${i + 1}: status ${ws.status}`);
+      open.push(ws);
+    }
+    let ws = await RawWS.open(WSURL, { Origin: ORIGIN });
+    assert(ws.status !== 101, "a 17th socket without a hello was upgraded");
+    ws.end();
+    for (const w of open) w.end();
+    const end = Date.now() + 10000;
+    for (;;) {
+      ws = await RawWS.open(WSURL, { Origin: ORIGIN });
+      ws.end();
+      if (ws.status === 101) break;
+      assert(Date.now() < end, "no room after the sockets closed");
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  },
   // the teacher's token reaches the wall's sessions only, and no shell
   // that is not there yet
   async teacher() {
