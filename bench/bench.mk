@@ -15,7 +15,8 @@ $(BUILD)/bench/pty-rtt: $(BUILD)/obj/bench/pty-rtt.o $(BUILD)/obj/bench/stats.o
 	@mkdir -p $(@D)
 	$(Q)$(CC) -o $@ $^ -lutil
 
-bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP)
+# $(GUEST_DEBIAN): the boot figures' baseline, Debian's cloud kernel
+bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP) $(GUEST_DEBIAN)
 	@BUILD=$(BUILD) bench/run
 	@BUILD=$(BUILD) bench/tui
 	@BUILD=$(BUILD) bench/workspace

@@ -100,67 +100,6 @@ session_home(char **cause)
 	return out;
 }
 
-/* mkdir -p with mode for the directories created; 0 or -errno. */
-int
-mkdir_p(const char *path, mode_t mode)
-{
-	char *copy = xstrdup(path), *p;
-	struct stat st;
-	int error = 0;
-
-	for (p = copy + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-		*p = '\0';
-		if (mkdir(copy, mode) != 0 && errno != EEXIST) {
-			error = -errno;
-			break;
-		}
-		*p = saved;
-		if (saved == '\0')
-			break;
-	}
-	if (error == 0 && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
-		error = -ENOTDIR;
-	free(copy);
-	return error;
-}
-
-/*
- * Make path (one level, 0700) or take it as found if it is ours alone: a
- * directory, not a symlink, owned by us, not group- or other-writable. On a
- * shared folder (a cluster's /scratch) another user who made it first
- * could swap what we write in it. 0, or -1 with cause.
- */
-int
-private_dir_make(const char *path, char **cause)
-{
-	struct stat st;
-
-	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-		xasprintf(cause, "cannot make %s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (lstat(path, &st) != 0) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		xasprintf(cause, "%s is not a folder (a symlink?)", path);
-		return -1;
-	}
-	if (st.st_uid != getuid() || (st.st_mode & 022) != 0) {
-		xasprintf(cause,
-		    "%s is not yours alone (owner uid %u, mode %04o): others "
-		    "could change what vmux writes there; make it yours with "
-		    "mode 0700, or use another",
-		    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	return 0;
-}
-
 /* Create home and home/sessions (mode 0700 for what we create). */
 int
 session_home_create(const char *home, char **cause)

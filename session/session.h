@@ -167,7 +167,6 @@ char *session_home(char **cause);
 int session_home_create(const char *home, char **cause);
 char *session_dir(const char *home, const char *name);
 char *session_sock_dir(const char *dir, char **cause);
-int mkdir_p(const char *path, mode_t mode);
 int private_dir(const char *path);
 int private_dir_make(const char *path, char **cause);
 char *exe_path(void);

@@ -5,6 +5,7 @@
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,25 +114,36 @@ TEST(beneath_root_longest_match)
 	CHECK(beneath_root("/sr", roots, 3) == NULL);
 }
 
+/* A uid of 4242 or above with no passwd entry on this machine. */
+static uid_t
+uid_unnamed(void)
+{
+	uid_t u = 4242;
+
+	while (getpwuid(u) != NULL)
+		u++;
+	return u;
+}
+
 TEST(beneath_owner_never_root)
 {
 	struct stat st;
 	char *cause = NULL;
-	uid_t u;
+	uid_t u, none = uid_unnamed();
 	gid_t g;
 
 	memset(&st, 0, sizeof st);
-	st.st_uid = 4242; /* no passwd entry: its group must do */
+	st.st_uid = none; /* no passwd entry: its group must do */
 	st.st_gid = 4243;
 	CHECK_INT(beneath_owner("/x", &st, 0, &u, &g, &cause), 0);
-	CHECK(u == 4242 && g == 4243);
+	CHECK(u == none && g == 4243);
 	/* a system group (root's, shadow's) is never the guest's */
 	st.st_gid = 0;
 	CHECK_INT(beneath_owner("/x", &st, 0, &u, &g, &cause), -1);
 	CHECK(strstr(cause, "group 0, a system group") != NULL);
 	free(cause);
 	CHECK_INT(beneath_owner("/x", &st, 1, &u, &g, &cause), 0);
-	CHECK(u == 4242 && g == BENEATH_NOBODY);
+	CHECK(u == none && g == BENEATH_NOBODY);
 	/* root or a system account: refused writable, nobody read-only */
 	st.st_uid = 0;
 	CHECK_INT(beneath_owner("/x", &st, 1, &u, &g, &cause), 0);
