@@ -169,6 +169,7 @@ const char *default_cwd(void);
 void user_home_set(const char *);
 void user_cwd_set(const char *);
 void user_cgroup_set(const char *);
+void user_nofile_set(long long);
 const char *user_home(void);
 void kill_session(pid_t, int);
 int wait_status_code(int, int *);

@@ -5,6 +5,7 @@
  *	    [--max-conns N] [--max-shells N] [--scrollback BYTES]
  *	    [--memory-budget BYTES] [--poweroff-pid PID] [--home DIR]
  *	    [--cgroup DIR] [--cwd DIR] [--gate FD] [--listen-fd FD]
+ *	    [--nofile N]
  *
  * By default it listens on AF_VSOCK port 5005, any CID, retrying for a while
  * if the vsock transport is not up yet. --unix listens on a Unix socket
@@ -18,6 +19,9 @@
  * stays outside, so a fork bomb or a memory hog cannot take it down.
  * --gate FD: listen, then serve nothing until FD (from vmux-init) brings the
  * home and the cgroup and closes (gate.c).
+ * --nofile N: the open-file limit (RLIMIT_NOFILE, soft and hard) of every
+ * command and shell it starts (vmux new --nofile); the agent's own is not
+ * lowered.
  * --listen-fd FD: serve a listening socket vmux-init made and keeps (see
  * guest/init.c agent_listen), so a host that connects while this agent is
  * still starting, or restarting, waits in the kernel's queue instead of
@@ -59,7 +63,7 @@ usage(int status)
 	    "[--home DIR]\n"
 	    "                  [--cgroup DIR] [--cwd DIR] [--gate FD] "
 	    "[--listen-fd FD]\n"
-	    "                  [--version]\n");
+	    "                  [--nofile N] [--version]\n");
 	exit(status);
 }
 
@@ -173,6 +177,7 @@ main(int argc, char **argv)
 	    {"cwd", required_argument, NULL, 'C'},
 	    {"gate", required_argument, NULL, 'g'},
 	    {"listen-fd", required_argument, NULL, 'L'},
+	    {"nofile", required_argument, NULL, 'n'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -255,6 +260,10 @@ main(int argc, char **argv)
 			break;
 		case 'g':
 			gate = (int)number("--gate", optarg, 3, 1 << 20);
+			break;
+		case 'n':
+			user_nofile_set(
+			    (long long)number("--nofile", optarg, 1, 1 << 30));
 			break;
 		case 'L':
 			inherited =

@@ -9,6 +9,7 @@
  * and signal the processes of a session.
  */
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -69,6 +70,17 @@ static const char *cwd_dir;
  * --cgroup), or NULL. Set once at start-up, before any thread.
  */
 static const char *user_cgroup;
+
+/* The open-file limit of what the agent starts (agent --nofile), or 0:
+ * theirs is the agent's own. */
+static long long user_nofile;
+
+/* Set the open-file limit of the user's commands and shells. */
+void
+user_nofile_set(long long n)
+{
+	user_nofile = n;
+}
 
 /* Set the user's cgroup. The string must outlive the agent. */
 void
@@ -287,6 +299,11 @@ child_run(const struct spawn *sp, int errfd)
 	oom_score_adj("0");
 	if (cgroup_join() < 0)
 		child_fail(errfd, STEP_SETUP);
+	if (user_nofile > 0) { /* promised, like the cgroup: or no run */
+		struct rlimit rl = {(rlim_t)user_nofile, (rlim_t)user_nofile};
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			child_fail(errfd, STEP_SETUP);
+	}
 
 	if (setsid() < 0)
 		child_fail(errfd, STEP_SETUP);

@@ -242,7 +242,8 @@ cmd_capture_exec(struct args *a)
 	struct capture c, all;
 	long long cursor, idle, timeout, max;
 	char *cause = NULL, *screen = NULL;
-	int rc, cols, rows;
+	int rc, cols = 0, rows = 0;
+	double dc, dr;
 	cJSON *res, *v;
 
 	if (session_name_valid(a->argv[0], &cause) != 0 ||
@@ -260,12 +261,12 @@ cmd_capture_exec(struct args *a)
 	if (rc == 0 && args_has(a, "plain")) {
 		/* the guest's numbers: clamped as the TUI's panes are (a
 		 * screen of 4096x4096 would be 577 MiB) */
-		cols = (int)reply_num(c.record, "cols", 80);
-		rows = (int)reply_num(c.record, "rows", 24);
-		if (cols < 1 || rows < 1)
-			cols = 80, rows = 24;
-		cols = cols > SCREEN_MAX_COLS ? SCREEN_MAX_COLS : cols;
-		rows = rows > SCREEN_MAX_ROWS ? SCREEN_MAX_ROWS : rows;
+		dc = reply_num(c.record, "cols", 80);
+		dr = reply_num(c.record, "rows", 24);
+		if (!(dc >= 1 && dr >= 1)) /* NaN too */
+			dc = 80, dr = 24;
+		cols = dc > SCREEN_MAX_COLS ? SCREEN_MAX_COLS : (int)dc;
+		rows = dr > SCREEN_MAX_ROWS ? SCREEN_MAX_ROWS : (int)dr;
 		/* the whole scrollback kept, rendered */
 		memset(&all, 0, sizeof all);
 		rc = capture_gather(&t, a->argv[1], -1, CAPTURE_SCREEN_MAX, 0,

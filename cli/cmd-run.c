@@ -116,25 +116,28 @@ run_conflict(struct args *a, const struct session_record *r,
 		    have, size, "%s", r->profile != NULL ? r->profile : "none");
 		return "profile";
 	}
-	if (args_get(a, "cpus") != NULL && p->cpus != r->cpus) {
-		snprintf(have, size, "%d", r->cpus);
-		return "cpus";
-	}
-	if (args_get(a, "memory") != NULL && p->memory_mb != r->memory_mb) {
-		snprintf(have, size, "%d MiB", r->memory_mb);
-		return "memory";
-	}
-	if (args_get(a, "pids") != NULL && p->pids_max != r->pids_max) {
-		snprintf(have, size, "%d", r->pids_max);
-		return "pids";
-	}
-	if (args_has(a, "read-only-root") && !r->read_only_root) {
-		snprintf(have, size, "a writable root");
-		return "read-only-root";
-	}
-	if (args_has(a, "net") && !r->net) {
-		snprintf(have, size, "no network");
-		return "net";
+	/* the table's fixed settings: given, and not what the session has */
+	for (i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		long long want, got;
+
+		if (!(so->flags & SOPT_FIXED) || so->prof_off == SOPT_NOWHERE ||
+		    so->rec_off == SOPT_NOWHERE)
+			continue;
+		if (so->arg == NULL ? !args_has(a, so->flag)
+		                    : args_get(a, so->flag) == NULL)
+			continue;
+		want = option_get(p, so->prof_off, so->prof_size);
+		got = option_get(r, so->rec_off, so->rec_size);
+		if (want == got)
+			continue;
+		if (so->type == SOPT_BOOL)
+			snprintf(have, size, "%s", got ? "on" : "off");
+		else
+			snprintf(have, size, "%lld%s%s", got,
+			    so->unit != NULL ? " " : "",
+			    so->unit != NULL ? so->unit : "");
+		return so->flag;
 	}
 	if (o->hostname != NULL &&
 	    strcmp(o->hostname, r->hostname != NULL ? r->hostname : r->name) !=

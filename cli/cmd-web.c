@@ -35,7 +35,7 @@ static const struct cmd_opt cmd_web_opts[] = {
     {"behind-proxy", 0, NULL, 0,
         "listen off loopback without --cert: a proxy in front serves the "
         "TLS (links and tokens would otherwise cross the network in "
-        "clear)"},
+        "clear); better, listen on 127.0.0.1 behind it"},
     {"cert", 0, "FILE", 0, "serve HTTPS with this certificate (PEM)"},
     {"key", 0, "FILE", 0, "... and this private key"},
     {"prefix", 0, "PATH", 0,
@@ -137,7 +137,8 @@ wall_link_write(const char *home, int port, const char *base, const char *token,
 	xasprintf(&link, "%s/wall.html#%s\n", base, token);
 	if ((error = file_replace(tf, token, strlen(token), 0600)) != 0 ||
 	    (error = file_replace(lf, link, strlen(link), 0600)) != 0) {
-		cli_error("cannot write %s: %s", tf, strerror(-error));
+		cli_error(
+		    "cannot write %s or %s: %s", tf, lf, strerror(-error));
 		free(tf);
 		free(lf);
 		free(link);
@@ -249,6 +250,7 @@ cmd_web_exec(struct args *a)
 	o.key = args_get(a, "key");
 	o.check_script = args_get(a, "check");
 	o.origins = args_values(a, "allow-origin", &o.norigins);
+	o.behind_proxy = args_has(a, "behind-proxy");
 	tfile = args_get(a, "teacher-token-file");
 	if (listen != NULL && listen_parse(listen, &host, &o.port, &cause)) {
 		rc = cli_usage_error(a->entry, "%s", cause);
@@ -294,9 +296,6 @@ cmd_web_exec(struct args *a)
 	while (*base != '\0' && base[strlen(base) - 1] == '/')
 		base[strlen(base) - 1] = '\0';
 	o.base_url = base;
-	xasprintf(&urlfile, "%s/web", home);
-	mkdir(urlfile, 0700);
-	free(urlfile);
 	xasprintf(&urlfile, "%s/web/url", home);
 	file_replace(urlfile, base, strlen(base), 0600);
 	free(urlfile);

@@ -133,35 +133,37 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
 }
 
 /* The size asked for: cpus, memory and ttl from a's flags over the
- * defaults given. 0, or a usage error's exit status (said). */
+ * defaults given, read and bounded by the session options' table as vmux
+ * new reads them. 0, or a usage error's exit status (said). */
 static int
 slurm_size(struct args *a, int *ncpus, long long *mem, long long *ttl)
 {
+	static const struct {
+		enum session_option_id id;
+		const char *flag;
+	} rows[] = {{SOPT_CPUS, "--cpus"}, {SOPT_MEMORY, "--memory"},
+	    {SOPT_TTL, "--ttl"}};
 	char *cause = NULL;
-	long long v;
+	long long v[nitems(rows)];
 
-	if (opt(a, "cpus") != NULL) {
-		if (option_number(
-		        "--cpus", opt(a, "cpus"), 1, 1024, &v, &cause) != 0) {
+	for (size_t i = 0; i < nitems(rows); i++) {
+		const struct session_option *so = &session_options[rows[i].id];
+
+		v[i] = -1;
+		if (opt(a, so->flag) != NULL &&
+		    option_parse(so, rows[i].flag, opt(a, so->flag), &v[i],
+		        &cause) != 0) {
 			int rc = cli_usage_error(a->entry, "%s", cause);
 			free(cause);
 			return rc;
 		}
-		*ncpus = (int)v;
 	}
-	if (opt(a, "memory") != NULL &&
-	    option_size_mb(
-	        "--memory", opt(a, "memory"), 1, 1LL << 30, mem, &cause) != 0) {
-		int rc = cli_usage_error(a->entry, "%s", cause);
-		free(cause);
-		return rc;
-	}
-	if (opt(a, "ttl") != NULL &&
-	    option_duration("--ttl", opt(a, "ttl"), ttl, &cause) != 0) {
-		int rc = cli_usage_error(a->entry, "%s", cause);
-		free(cause);
-		return rc;
-	}
+	if (v[0] >= 0)
+		*ncpus = (int)v[0];
+	if (v[1] >= 0)
+		*mem = v[1];
+	if (v[2] >= 0)
+		*ttl = v[2];
 	return 0;
 }
 
@@ -200,7 +202,7 @@ slurm_profile_size(struct args *a, int *ncpus, long long *mem)
 	}
 	settings_free(&st);
 	*ncpus = p.cpus > 0 ? p.cpus : 1;
-	*mem = p.memory_mb > 0 ? p.memory_mb : 512;
+	*mem = p.memory_mb > 0 ? p.memory_mb : SESSION_MEMORY_DEFAULT;
 	return 0;
 }
 
@@ -248,7 +250,7 @@ slurm_new(
 {
 	static const char *const skip[] = {"json", "foreground", NULL};
 	int is_new = strcmp(a->entry->name, "new") == 0, ncpus = 1, rc;
-	long long mem = 512, ttl = 0;
+	long long mem = SESSION_MEMORY_DEFAULT, ttl = 0;
 	struct session_record r;
 	char *cause = NULL, **words = NULL, id[32], *labels = NULL;
 	size_t nw = 0;
@@ -262,7 +264,7 @@ slurm_new(
 	if ((have = slurm_record(dir, name, &r) == 0)) {
 		/* start: the session's own size */
 		ncpus = r.cpus > 0 ? r.cpus : 1;
-		mem = r.memory_mb > 0 ? r.memory_mb : 512;
+		mem = r.memory_mb > 0 ? r.memory_mb : SESSION_MEMORY_DEFAULT;
 		ttl = r.ttl_s;
 		labels = slurm_labels(r.labels, r.nlabels);
 		record_free(&r);
@@ -418,7 +420,7 @@ slurm_class(const struct host *h, const char *dir, struct args *a)
 	char *cause = NULL, **words = NULL, *array = NULL, id[32], *q;
 	char *labels = NULL;
 	struct slurm_job j;
-	long long count, mem = 512, ttl = 0;
+	long long count, mem = SESSION_MEMORY_DEFAULT, ttl = 0;
 	int ncpus = 1, rc, have;
 	size_t n = 0, nw = 0, made = 0;
 	uint64_t t0 = mono_ms();

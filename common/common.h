@@ -76,6 +76,8 @@ ssize_t write_all(int fd, const void *buf, size_t len);
 ssize_t read_full(int fd, void *buf, size_t len);
 int file_replace(const char *path, const void *data, size_t len, mode_t mode);
 int mkdir_p(const char *path, mode_t mode);
+int private_dir(const char *path);
+int private_dir_make(const char *path, char **cause);
 int oom_score_adj(const char *value);
 char *base64_encode(const void *, size_t);
 unsigned char *base64_decode(const char *, size_t *len);

@@ -1,6 +1,7 @@
 /*
  * util.c: clocks, the one time format, file-descriptor helpers and the
- * whole-or-nothing file writer (file_replace), mkdir -p.
+ * whole-or-nothing file writer (file_replace), mkdir -p and folders of
+ * one's own (private_dir_make).
  */
 #include <sys/stat.h>
 
@@ -366,16 +367,76 @@ mkdir_p(const char *path, mode_t mode)
 	return error;
 }
 
+/* Is path a directory (not a symlink) we own that nobody else can write? */
+int
+private_dir(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	return st.st_uid == getuid() && (st.st_mode & 022) == 0;
+}
+
+/*
+ * Can nobody but us and root rename what lies under path's parents? Each
+ * folder above path must be ours or root's, and writable by others only
+ * if sticky (/tmp, /scratch): from a folder others may write, the one we
+ * checked could be renamed away and another put in its place. 0, or -1
+ * with cause.
+ */
+static int
+parents_safe(const char *path, char **cause)
+{
+	char *copy = xstrdup(path), *p;
+	struct stat st, lst;
+	int rc = 0;
+
+	for (p = copy + 1; rc == 0 && (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		if (lstat(copy, &lst) != 0 || stat(copy, &st) != 0) {
+			xasprintf(cause, "%s: %s", copy, strerror(errno));
+			rc = -1;
+		} else if ((lst.st_uid != getuid() && lst.st_uid != 0) ||
+		    (st.st_uid != getuid() && st.st_uid != 0)) {
+			xasprintf(cause,
+			    "%s, above %s, is another user's (uid %u): they "
+			    "could swap the folder; use one under folders of "
+			    "yours or root's",
+			    copy, path, (unsigned)st.st_uid);
+			rc = -1;
+		} else if ((st.st_mode & 022) != 0 &&
+		    (st.st_mode & S_ISVTX) == 0) {
+			xasprintf(cause,
+			    "%s, above %s, is writable by others and not "
+			    "sticky (mode %04o): they could swap the folder",
+			    copy, path, (unsigned)(st.st_mode & 07777));
+			rc = -1;
+		}
+		*p = '/';
+	}
+	free(copy);
+	return rc;
+}
+
 /*
  * Make path (one level, 0700) or take it as found if it is ours alone: a
- * directory, not a symlink, owned by us, not group- or other-writable. On a
- * shared folder (a cluster's /scratch) another user who made it first
- * could swap what we write in it. 0, or -1 with cause.
+ * directory, not a symlink, owned by us, not group- or other-writable, in
+ * folders nobody else can rename it out of (parents_safe). On a shared
+ * folder (a cluster's /scratch) another user who made it first could swap
+ * what we write in it. path is absolute. 0, or -1 with cause.
  */
 int
 private_dir_make(const char *path, char **cause)
 {
 	struct stat st;
+
+	if (path[0] != '/') {
+		xasprintf(cause, "%s: not an absolute path", path);
+		return -1;
+	}
+	if (parents_safe(path, cause) != 0)
+		return -1;
 
 	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "cannot make %s: %s", path, strerror(errno));

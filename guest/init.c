@@ -994,7 +994,7 @@ gate_open(void)
 static pid_t
 agent_start(int gated)
 {
-	char *argv[12], gate_arg[16], listen_arg[16];
+	char *argv[14], gate_arg[16], listen_arg[16], nofile[24];
 	int argc = 0;
 	const char *prog = VMUX_GUEST_LOADER;
 	int p[2], g[2] = {-1, -1}, err = 0, fd, direct = 0;
@@ -1024,6 +1024,13 @@ agent_start(int gated)
 	if (!gated && user_cgroup_ok) {
 		argv[argc++] = "--cgroup";
 		argv[argc++] = (char *)USER_CGROUP;
+	}
+	/* vmux.nofile: the open-file limit of what the agent starts (its own
+	 * stays what it needs) */
+	if (cmdline_value("vmux.nofile", nofile, sizeof nofile) == 0 &&
+	    atoll(nofile) > 0) {
+		argv[argc++] = "--nofile";
+		argv[argc++] = nofile;
 	}
 	if (listen_fd >= 0) {
 		snprintf(listen_arg, sizeof listen_arg, "%d", listen_fd);

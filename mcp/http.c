@@ -148,9 +148,12 @@ origin_local(const char *origin, int port)
 	colon = strrchr(hp, ':');
 	if (colon == NULL || (hp[0] == '[' && colon < strchr(hp, ']')))
 		return port == (hp == origin + 7 ? 80 : 443);
+	if (strlen(colon + 1) < 1 || strlen(colon + 1) > 5 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return 0;
 	errno = 0;
 	p = strtol(colon + 1, &end, 10);
-	return errno == 0 && *end == '\0' && end != colon + 1 && p == port;
+	return errno == 0 && *end == '\0' && p == port;
 }
 
 /* A header's value into buf (empty when absent). */
@@ -485,8 +488,10 @@ http_gone(struct http_pss *p)
 
 	while (*pp != NULL && *pp != p)
 		pp = &(*pp)->next_live;
-	if (*pp == p)
+	if (*pp == p) {
 		*pp = p->next_live;
+		session_known(p->session); /* a long call was its use too */
+	}
 	for (m = p->out; m != NULL; m = next) {
 		next = m->next;
 		free(m->text);
@@ -568,10 +573,13 @@ http_get(struct lws *wsi, struct http_pss *p)
 	if (!session_known(p->session))
 		return http_error(
 		    wsi, 404, JSONRPC_INVALID_REQUEST, "Session not found");
-	if (get_streams(p->session) >= HTTP_GET_PER ||
-	    get_streams(NULL) >= HTTP_GET_MAX)
+	if (get_streams(p->session) >= HTTP_GET_PER)
 		return http_error(wsi, 429, JSONRPC_INVALID_REQUEST,
 		    "Too Many Requests: this session's GET streams are open "
+		    "already");
+	if (get_streams(NULL) >= HTTP_GET_MAX)
+		return http_error(wsi, 429, JSONRPC_INVALID_REQUEST,
+		    "Too Many Requests: the server's GET streams are open "
 		    "already");
 	if (lws_add_http_common_headers(wsi, HTTP_STATUS_OK,
 	        "text/event-stream", LWS_ILLEGAL_HTTP_CONTENT_LEN, &q, end) ||
@@ -614,12 +622,18 @@ http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 	int status;
 
 	switch (reason) {
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
 	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
-		/* MCP has no WebSocket transport: no upgrade opens */
+		/* MCP has no WebSocket transport (nor h2c): no upgrade opens */
 		fprintf(stderr,
 		    "vmux mcp: refused: a WebSocket upgrade (MCP speaks "
 		    "HTTP here)\n");
-		return 1;
+		return -1;
+	case LWS_CALLBACK_RAW_ADOPT:
+		/* a CONNECT, which libwebsockets makes a raw socket of this
+		 * protocol: no check would ever see it */
+		fprintf(stderr, "vmux mcp: refused: a CONNECT\n");
+		return -1;
 	case LWS_CALLBACK_HTTP:
 		memset(p, 0, sizeof *p);
 		if ((status = http_allowed(wsi, &why)) != 0)

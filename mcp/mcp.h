@@ -164,6 +164,8 @@ struct mcp_tool {
 	const char *output_schema; /* JSON text */
 	int read_only;             /* annotations.readOnlyHint */
 	int (*start)(struct mcp_call *, const cJSON *args, char **cause);
+	unsigned options; /* its input adds the session options flagged
+	                     SOPT_MCP, by their key, from the table */
 };
 extern const struct mcp_tool mcp_tools[];
 extern const size_t mcp_ntools;

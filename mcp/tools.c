@@ -125,6 +125,63 @@ arg_int(const cJSON *args, const char *key, long long min, long long max,
 	return 0;
 }
 
+/*
+ * The session options MCP takes (rows flagged SOPT_MCP), each under its
+ * key with the table's bounds, into opt[id] (0 when not given). 0, or -1
+ * with cause.
+ */
+static int
+arg_options(const cJSON *args, long long *opt, char **cause)
+{
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+
+		opt[i] = 0;
+		if ((so->flags & SOPT_MCP) &&
+		    arg_int(args, so->key, so->min, so->max, 0, &opt[i],
+		        cause) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The options given (arg_options) as vmux new's flags. */
+static void
+av_options(struct argv_b *a, const long long *opt)
+{
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+
+		if ((so->flags & SOPT_MCP) && opt[i] > 0)
+			av_addf(a, "--%s=%lld%s", so->flag, opt[i],
+			    so->type == SOPT_SIZE ? "M" : "");
+	}
+}
+
+/* The SOPT_MCP rows as JSON Schema properties of props: integers with the
+ * table's bounds, unit and help. */
+static void
+schema_options(cJSON *props)
+{
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		cJSON *p;
+		char *d;
+
+		if (!(so->flags & SOPT_MCP))
+			continue;
+		p = cJSON_AddObjectToObject(props, so->key);
+		cJSON_AddStringToObject(p, "type", "integer");
+		cJSON_AddNumberToObject(p, "minimum", (double)so->min);
+		cJSON_AddNumberToObject(p, "maximum", (double)so->max);
+		xasprintf(&d, "%s%s%s", so->help,
+		    so->unit != NULL ? "; in " : "",
+		    so->unit != NULL ? so->unit : "");
+		cJSON_AddStringToObject(p, "description", d);
+		free(d);
+	}
+}
+
 static int
 arg_bool(const cJSON *args, const char *key, int def, int *out, char **cause)
 {
@@ -414,7 +471,7 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	const cJSON *mounts, *m;
 	struct profile prof;
 	struct mcp_pending *pend;
-	long long cpus, mem;
+	long long opt[SOPT_N], mem;
 	int net;
 	char gen[32], *img = NULL;
 	struct argv_b a = {0};
@@ -422,11 +479,10 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	if (arg_str(args, "name", 0, &name, cause) != 0 ||
 	    arg_str(args, "profile", 0, &profile, cause) != 0 ||
 	    arg_str(args, "image", 0, &image, cause) != 0 ||
-	    arg_int(args, "cpus", 1, 64, 0, &cpus, cause) != 0 ||
-	    arg_int(args, "memory_mb", SESSION_MEMORY_MIN, 1 << 20, 0, &mem,
-	        cause) != 0 ||
+	    arg_options(args, opt, cause) != 0 ||
 	    arg_bool(args, "net", 0, &net, cause) != 0)
 		return -1;
+	mem = opt[SOPT_MEMORY];
 	if (name == NULL) {
 		snprintf(gen, sizeof gen, "agent-%08x",
 		    (unsigned)(hash_fnv1a(p->name) ^ (uint64_t)wall_time() ^
@@ -454,7 +510,8 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 		return -1;
 	}
 	if (mem == 0)
-		mem = prof.memory_mb > 0 ? prof.memory_mb : 512;
+		mem = prof.memory_mb > 0 ? prof.memory_mb
+		                         : SESSION_MEMORY_DEFAULT;
 	if (policy_may_create(p, mem, cause) != 0)
 		return -1;
 	if (image != NULL &&
@@ -476,10 +533,7 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 		av_add(&a, img);
 		free(img);
 	}
-	if (cpus > 0)
-		av_addf(&a, "--cpus=%lld", cpus);
-	if (cJSON_GetObjectItemCaseSensitive(args, "memory_mb") != NULL)
-		av_addf(&a, "--memory=%lldM", mem);
+	av_options(&a, opt);
 	if (net)
 		av_add(&a, "--net");
 	if (arg_pairs(args, "labels", "--label", &a, cause) != 0)
@@ -1585,8 +1639,7 @@ const struct mcp_tool mcp_tools[] = {
                "letters, digits, '.', '_', '-' (default: agent-XXXXXXXX)\"},"
                "\"profile\":{\"type\":\"string\"},\"image\":{\"type\":"
                "\"string\",\"description\":\"a guest image name (vmux "
-               "images), e.g. debian-12\"},\"cpus\":{\"type\":\"integer\"},"
-               "\"memory_mb\":{\"type\":\"integer\"},\"net\":{\"type\":"
+               "images), e.g. debian-12\"},\"net\":{\"type\":"
                "\"boolean\",\"description\":\"outbound network\"},"
                "\"labels\":{\"type\":\"object\",\"description\":\"keys "
                "the server allows (by default mcp.*: mcp.task)\","
@@ -1598,25 +1651,25 @@ const struct mcp_tool mcp_tools[] = {
                "\"true, the default: an agent's mounts are read-only\"}},"
                "\"required\":[\"host\",\"guest\"]}}",
             ""),
-        SESSION_OUT, 0, t_session_create},
+        SESSION_OUT, 0, t_session_create, 1},
     {"session_list", "List sessions",
         "List this server's sessions: name, state, resources, labels. "
         "selector filters by labels (KEY=VALUE, KEY!=VALUE, KEY, !KEY, "
         "comma-joined).",
         SCHEMA("\"selector\":{\"type\":\"string\"}", ""), LIST_OUT("sessions"),
-        1, t_session_list},
+        1, t_session_list, 0},
     {"session_status", "A session's status",
         "One session as session_list shows it.",
-        SCHEMA(S_SESSION, "\"session\""), SESSION_OUT, 1, t_session_status},
+        SCHEMA(S_SESSION, "\"session\""), SESSION_OUT, 1, t_session_status, 0},
     {"session_stop", "Stop a session",
         "Power a session off, keeping its workspace for session_start.",
-        SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_stop},
+        SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_stop, 0},
     {"session_start", "Start a session",
         "Boot a stopped session again, with the same workspace.",
-        SCHEMA(S_SESSION, "\"session\""), SESSION_OUT, 0, t_session_start},
+        SCHEMA(S_SESSION, "\"session\""), SESSION_OUT, 0, t_session_start, 0},
     {"session_remove", "Remove a session",
         "Stop a session and delete it with its workspace.",
-        SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_remove},
+        SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_remove, 0},
     {"exec", "Run a command",
         "Run a command in a session and return its exit code, stdout, "
         "stderr and duration. command is a shell line (run by /bin/sh -c) "
@@ -1644,7 +1697,7 @@ const struct mcp_tool mcp_tools[] = {
         "\"type\":\"boolean\"},\"stderr_truncated\":{\"type\":\"boolean\"},"
         "\"stdout_bytes\":{\"type\":\"number\"},\"stderr_bytes\":{\"type\":"
         "\"number\"}},\"required\":[\"exit_code\",\"timed_out\"]}",
-        0, t_exec},
+        0, t_exec, 0},
     {"shell_open", "Open a shell",
         "Start a persistent shell (a terminal) in a session; it keeps its "
         "state (cwd, environment, running programs) between calls. Drive "
@@ -1660,7 +1713,7 @@ const struct mcp_tool mcp_tools[] = {
         "{\"type\":\"object\",\"properties\":{\"shell_id\":{\"type\":"
         "\"string\"},\"state\":{\"type\":\"string\"}},\"required\":["
         "\"shell_id\"]}",
-        0, t_shell_open},
+        0, t_shell_open, 0},
     {"shell_write", "Type into a shell",
         "Type text and keys into a shell: text as it is, then keys by name "
         "(Enter, Tab, Escape, BSpace, Up, Down, Left, Right, Home, End, "
@@ -1673,7 +1726,7 @@ const struct mcp_tool mcp_tools[] = {
             "\"session\",\"shell_id\""),
         "{\"type\":\"object\",\"properties\":{\"bytes\":{\"type\":"
         "\"number\"}},\"required\":[\"bytes\"]}",
-        0, t_shell_write},
+        0, t_shell_write, 0},
     {"shell_read", "Read a shell",
         "Read what a shell printed from cursor on (default: all kept) and "
         "the next_cursor to read from next. plain returns the screen as "
@@ -1692,23 +1745,24 @@ const struct mcp_tool mcp_tools[] = {
         "\"type\":\"string\"},\"screen\":{\"type\":\"string\"},\"state\":{"
         "\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}},"
         "\"required\":[\"next_cursor\"]}",
-        1, t_shell_read},
+        1, t_shell_read, 0},
     {"shell_signal", "Signal a shell",
         "Send a signal (INT is Ctrl-C; TERM, KILL, HUP, QUIT, TSTP, CONT, "
         "USR1, USR2, WINCH) to what runs in a shell's foreground.",
         SCHEMA(S_SESSION "," S_SHELL ",\"signal\":{\"type\":\"string\"}",
             "\"session\",\"shell_id\",\"signal\""),
-        OPEN_OBJECT, 0, t_shell_signal},
+        OPEN_OBJECT, 0, t_shell_signal, 0},
     {"shell_resize", "Resize a shell", "Set a shell's terminal size.",
         SCHEMA(S_SESSION "," S_SHELL ",\"cols\":{\"type\":\"integer\"},"
                          "\"rows\":{\"type\":\"integer\"}",
             "\"session\",\"shell_id\",\"cols\",\"rows\""),
-        OPEN_OBJECT, 0, t_shell_resize},
+        OPEN_OBJECT, 0, t_shell_resize, 0},
     {"shell_close", "Close a shell", "End a shell and forget it.",
         SCHEMA(S_SESSION "," S_SHELL, "\"session\",\"shell_id\""),
-        LIST_OUT("closed"), 0, t_shell_close},
+        LIST_OUT("closed"), 0, t_shell_close, 0},
     {"shell_list", "List shells", "The shells of a session.",
-        SCHEMA(S_SESSION, "\"session\""), LIST_OUT("shells"), 1, t_shell_list},
+        SCHEMA(S_SESSION, "\"session\""), LIST_OUT("shells"), 1, t_shell_list,
+        0},
     {"file_read", "Read a guest file",
         "Read a file in a session, as UTF-8 text or base64, at most "
         "max_bytes (default 1 MiB, at most 16 MiB).",
@@ -1720,7 +1774,7 @@ const struct mcp_tool mcp_tools[] = {
         "\"encoding\":{\"type\":\"string\"},\"content\":{\"type\":"
         "\"string\"},\"bytes\":{\"type\":\"number\"},\"truncated\":{"
         "\"type\":\"boolean\"}},\"required\":[\"content\",\"bytes\"]}",
-        1, t_file_read},
+        1, t_file_read, 0},
     {"file_write", "Write a guest file",
         "Write (or with append, add to) a file in a session from UTF-8 "
         "text or base64, at most 16 MiB; make_dirs creates its folder.",
@@ -1731,7 +1785,7 @@ const struct mcp_tool mcp_tools[] = {
             "\"session\",\"path\",\"content\""),
         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
         "\"bytes\":{\"type\":\"number\"}},\"required\":[\"bytes\"]}",
-        0, t_file_write},
+        0, t_file_write, 0},
     {"file_list", "List a guest folder",
         "The entries of a folder in a session: name, type, size, mtime.",
         SCHEMA(S_SESSION ",\"path\":{\"type\":\"string\"}",
@@ -1739,28 +1793,28 @@ const struct mcp_tool mcp_tools[] = {
         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
         "\"entries\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}},"
         "\"required\":[\"entries\"]}",
-        1, t_file_list},
+        1, t_file_list, 0},
     {"copy_in", "Copy host to guest",
         "Copy a host file or folder into a session (host paths only under "
         "the folders this server was given).",
         SCHEMA(S_SESSION ",\"host_path\":{\"type\":\"string\"},"
                          "\"guest_path\":{\"type\":\"string\"}",
             "\"session\",\"host_path\",\"guest_path\""),
-        OPEN_OBJECT, 0, t_copy_in},
+        OPEN_OBJECT, 0, t_copy_in, 0},
     {"copy_out", "Copy guest to host",
         "Copy a file or folder out of a session to the host (under the "
         "folders this server was given). Unsafe archives are refused.",
         SCHEMA(S_SESSION ",\"guest_path\":{\"type\":\"string\"},"
                          "\"host_path\":{\"type\":\"string\"}",
             "\"session\",\"guest_path\",\"host_path\""),
-        OPEN_OBJECT, 0, t_copy_out},
+        OPEN_OBJECT, 0, t_copy_out, 0},
     {"logs", "Console log",
         "The last lines of a session's serial console (kernel, init): what "
         "to read when a session will not boot or its agent is gone.",
         SCHEMA(S_SESSION ",\"lines\":{\"type\":\"integer\"}", "\"session\""),
         "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":"
         "\"string\"}},\"required\":[\"text\"]}",
-        1, t_logs},
+        1, t_logs, 0},
     {"check", "Check sessions",
         "Run a script in every session of this server (or those selector "
         "picks) at once; exit 0 passes. Returns each session's status, "
@@ -1768,7 +1822,7 @@ const struct mcp_tool mcp_tools[] = {
         SCHEMA("\"script\":{\"type\":\"string\"},\"selector\":{\"type\":"
                "\"string\"},\"timeout_s\":{\"type\":\"integer\"}",
             "\"script\""),
-        LIST_OUT("results"), 0, t_check},
+        LIST_OUT("results"), 0, t_check, 0},
 };
 const size_t mcp_ntools = nitems(mcp_tools);
 
@@ -1797,6 +1851,10 @@ mcp_tools_list(void)
 		cJSON_AddStringToObject(t, "description", m->description);
 		cJSON_AddItemToObject(
 		    t, "inputSchema", cJSON_Parse(m->input_schema));
+		if (m->options)
+			schema_options(cJSON_GetObjectItemCaseSensitive(
+			    cJSON_GetObjectItemCaseSensitive(t, "inputSchema"),
+			    "properties"));
 		cJSON_AddItemToObject(
 		    t, "outputSchema", cJSON_Parse(m->output_schema));
 		ann = cJSON_AddObjectToObject(t, "annotations");

@@ -306,32 +306,58 @@ launch_options(const struct launch_opts *o, struct session_record *r)
 }
 
 /*
+ * The settings whose row names a guest word (session_options: vmux.pids_max,
+ * vmux.nofile, ...), each " WORD=VALUE" when set. Free it.
+ */
+static char *
+launch_guest_words(const struct session_record *r)
+{
+	char *s = xstrdup(""), *more;
+
+	for (int i = 0; i < SOPT_N; i++) {
+		const struct session_option *so = &session_options[i];
+		long long v;
+
+		if (so->guest == NULL || so->rec_off == SOPT_NOWHERE)
+			continue;
+		if ((v = option_get(r, so->rec_off, so->rec_size)) <= 0)
+			continue;
+		xasprintf(&more, "%s %s=%lld", s, so->guest, v);
+		free(s);
+		s = more;
+	}
+	return s;
+}
+
+/*
  * The guest's policy as kernel command line words for vmux-init: the
  * user's processes get a cgroup with vmux.pids_max and vmux.mem_max (MiB:
  * the VM's memory less what the kernel and the agent need), vmux.ro=1 makes
  * the root file system read-only, vmux.hostname is --hostname or the
- * session's name (so prompts tell VMs apart; at most 63 bytes). Free it.
+ * session's name (so prompts tell VMs apart; at most 63 bytes); the table's
+ * guest words (launch_guest_words). Free it.
  */
 static char *
 launch_append(const struct session_record *r, const char *extra)
 {
 	int reserve = r->memory_mb / 8 > 48 ? r->memory_mb / 8 : 48;
-	char *s, pids[32] = "", *net = net_cmdline(r), *fs = fs_cmdline(r);
+	char *s, *words = launch_guest_words(r), *net = net_cmdline(r);
+	char *fs = fs_cmdline(r);
 
-	if (r->pids_max > 0)
-		snprintf(pids, sizeof pids, " vmux.pids_max=%d", r->pids_max);
 	/* the user's words last: vmux-init takes the first vmux.* word (these,
 	 * and qemu_append_valid refuses the user's); the kernel the last of
 	 * its own */
 	xasprintf(&s, "vmux.mem_max=%d%s%s%s%s%s%s vmux.hostname=%.63s%s%s%s%s",
-	    r->memory_mb - reserve, pids, r->read_only_root ? " vmux.ro=1" : "",
-	    net, fs, r->root_image != NULL ? " vmux.root=1" : "",
+	    r->memory_mb - reserve, words,
+	    r->read_only_root ? " vmux.ro=1" : "", net, fs,
+	    r->root_image != NULL ? " vmux.root=1" : "",
 	    r->rescue_disk == NULL ? ""
 	        : r->rescue_rw     ? " vmux.rescue=rw"
 	                           : " vmux.rescue=ro",
 	    r->hostname != NULL ? r->hostname : r->name,
 	    r->append != NULL ? " " : "", r->append != NULL ? r->append : "",
 	    extra != NULL ? " " : "", extra != NULL ? extra : "");
+	free(words);
 	free(net);
 	free(fs);
 	return s;

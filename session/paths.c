@@ -139,17 +139,6 @@ hash_fnv1a(const char *s)
 	return h;
 }
 
-/* Is path a directory (not a symlink) we own that nobody else can write? */
-int
-private_dir(const char *path)
-{
-	struct stat st;
-
-	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return 0;
-	return st.st_uid == getuid() && (st.st_mode & 022) == 0;
-}
-
 /* Does dir leave room for our longest socket name under 108 bytes? */
 static int
 sock_dir_fits(const char *dir)

@@ -25,12 +25,13 @@
 
 /* The built-in profiles. */
 static const struct profile builtin[] = {
-    {"default", 0, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0, 120, 0},
-    {"offline_readonly", 0, 1, MOUNTS_RO, 1, 512, 256, 1024, 0, 60,
-        LOCK(SOPT_NET) | LOCK(SOPT_READ_ONLY) | LOCK(SOPT_MOUNTS)},
-    {"network_basic", 1, 0, MOUNTS_RW, 1, 512, 1024, WORKSPACE_DEFAULT_MB, 0,
-        120, 0},
-    {"network_extended", 1, 0, MOUNTS_RW, 2, 1024, 4096, 16384, 0, 600, 0},
+    {"default", 0, 0, MOUNTS_RW, 1, SESSION_MEMORY_DEFAULT, 1024,
+        WORKSPACE_DEFAULT_MB, 0, 120, 0, {0}},
+    {"offline_readonly", 0, 1, MOUNTS_RO, 1, SESSION_MEMORY_DEFAULT, 256, 1024,
+        0, 60, LOCK(SOPT_NET) | LOCK(SOPT_READ_ONLY) | LOCK(SOPT_MOUNTS), {0}},
+    {"network_basic", 1, 0, MOUNTS_RW, 1, SESSION_MEMORY_DEFAULT, 1024,
+        WORKSPACE_DEFAULT_MB, 0, 120, 0, {0}},
+    {"network_extended", 1, 0, MOUNTS_RW, 2, 1024, 4096, 16384, 0, 600, 0, {0}},
 };
 
 #define NBUILTIN (sizeof builtin / sizeof *builtin)

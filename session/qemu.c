@@ -163,7 +163,8 @@ qemu_argv(const struct qemu_config *cfg)
 	struct args a = {NULL, 0, 0};
 	char *e, *cmdline;
 	int kvm = cfg->accel != NULL && strcmp(cfg->accel, "kvm") == 0;
-	int mem = cfg->memory_mb > 0 ? cfg->memory_mb : 512;
+	int mem =
+	    cfg->memory_mb > 0 ? cfg->memory_mb : 512; /* launch always says */
 	unsigned long khz;
 
 	if (cfg->kernel == NULL)

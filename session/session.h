@@ -66,6 +66,8 @@
 
 /* Smallest guest memory that boots the default image with a workspace. */
 #define SESSION_MEMORY_MIN 96
+/* A session's memory when neither a flag nor a profile says (MiB). */
+#define SESSION_MEMORY_DEFAULT 512
 
 /*
  * options.c: the session options, one row per setting a session is made
@@ -85,6 +87,7 @@ enum session_option_id {
 	SOPT_TTL,
 	SOPT_IDLE,
 	SOPT_HOSTNAME,
+	SOPT_NOFILE,
 	SOPT_N
 };
 enum session_option_type {
@@ -100,6 +103,8 @@ enum session_option_type {
 #define SOPT_POOL    0x4  /* a warm pool's VM can be given it when claimed */
 #define SOPT_LS      0x8  /* ls --json shows it under its key */
 #define SOPT_ONOFF   0x10 /* JSON says "on"/"off", not true/false */
+#define SOPT_FIXED   0x20 /* run --name: a different value is a conflict */
+#define SOPT_MCP     0x40 /* MCP's session_create takes it (its key) */
 #define SOPT_NOWHERE ((size_t)-1)
 struct session_option {
 	const char *flag; /* --FLAG, and its key in a profile file */
@@ -115,7 +120,15 @@ struct session_option {
 	size_t opts_off, opts_size; /* in struct launch_opts */
 	unsigned flags;             /* SOPT_* */
 	const char *const *choices; /* SOPT_CHOICE's names */
+	const char *guest; /* its kernel command-line word for the guest
+	                      (vmux-init), given when not 0; or NULL */
 };
+/*
+ * Where a setting kept by its row alone lives, in struct session_record,
+ * struct profile and struct launch_opts: a new setting needs no field of
+ * its own in each (SOPT_VALUE(SOPT_NOFILE) is its row's offset and size).
+ */
+#define SOPT_VALUES long long sopt[SOPT_N]
 extern const struct session_option session_options[SOPT_N];
 const struct session_option *session_option_find(const char *flag);
 int option_parse(const struct session_option *, const char *what,
@@ -151,6 +164,7 @@ struct profile {
 	int64_t quota_mb;  /* workspace quota (0: the disk's size) */
 	int max_timeout_s; /* longest exec timeout; longer is clamped */
 	unsigned locked;   /* 1 << enum session_option_id */
+	SOPT_VALUES;       /* the rows kept by the table alone */
 };
 
 int profile_get(const char *name, struct profile *out, char **cause);
@@ -167,8 +181,6 @@ char *session_home(char **cause);
 int session_home_create(const char *home, char **cause);
 char *session_dir(const char *home, const char *name);
 char *session_sock_dir(const char *dir, char **cause);
-int private_dir(const char *path);
-int private_dir_make(const char *path, char **cause);
 char *exe_path(void);
 char *exe_dir(void);
 char *find_in_path(const char *name);
@@ -255,6 +267,7 @@ struct session_record {
 	int64_t ttl_s;     /* stop this long after boot; 0: never */
 	int64_t idle_s;    /* stop after this long idle; 0: never */
 	char *hostname;    /* the guest's host name; NULL: the name */
+	SOPT_VALUES;       /* the rows kept by the table alone */
 };
 
 /* vmux's settings ($XDG_CONFIG_HOME/vmux/config, settings.c). */

@@ -34,10 +34,14 @@
 
 #define WEB_HELLO_US (10 * 1000000) /* a page says hello within this */
 #define WEB_TICK_US  (1000 * 1000)  /* grants' expiry, the wall's list */
-/* Sockets one address may hold: a room behind one NAT shares it, so the
- * bound is wide; those still owing a hello are held to fewer. */
+/* Sockets one address may hold: a room behind one NAT shares it, and a
+ * teacher's wall opens a tile's socket each at once, so the bounds are
+ * wide; those still owing a hello are held to fewer. Behind a proxy every
+ * page comes from the proxy's address: only the bound on all sockets
+ * owing a hello holds there (the proxy bounds each client). */
 #define WEB_PEER_SOCKETS 256
-#define WEB_PEER_NEW     16
+#define WEB_PEER_NEW     64
+#define WEB_ALL_NEW      512
 #define WEB_TLS12_CIPHERS                                                      \
 	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"           \
 	"ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"           \
@@ -463,13 +467,23 @@ attach_take_done(void)
 static int
 peer_room(const char *peer, const char **why)
 {
-	int all = 0, fresh = 0;
+	int all = 0, fresh = 0, fresh_all = 0;
 
-	for (struct web_conn *c = web.conns; c != NULL; c = c->next)
-		if (c->ws != NULL && strcmp(c->peer, peer) == 0) {
+	for (struct web_conn *c = web.conns; c != NULL; c = c->next) {
+		if (c->ws == NULL)
+			continue;
+		fresh_all += c->kind == WEB_NEW;
+		if (strcmp(c->peer, peer) == 0) {
 			all++;
 			fresh += c->kind == WEB_NEW;
 		}
+	}
+	if (fresh_all >= WEB_ALL_NEW) {
+		*why = "too many sockets without a hello";
+		return -1;
+	}
+	if (web.o->behind_proxy)
+		return 0; /* one address for all: the proxy's */
 	if (all >= WEB_PEER_SOCKETS) {
 		*why = "this address holds too many sockets";
 		return -1;
@@ -566,16 +580,25 @@ ws_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
 
 /*
  * The plain HTTP protocol (the pages' mount). libwebsockets binds an
- * upgrade asking for no subprotocol, or one it does not know, to the first
- * protocol: refuse it here before it opens.
+ * upgrade asking for no subprotocol to the first protocol: refuse it here
+ * before it opens. An upgrade to anything but a WebSocket (h2c) is refused
+ * before any role changes, and so is a CONNECT, which libwebsockets would
+ * turn into a raw socket of this protocol with no timeout and no check.
  */
 static int
 http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user,
     void *in, size_t len)
 {
-	if (reason == LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION)
+	switch (reason) {
+	case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
 		return web_refuse_upgrade(wsi);
-	return lws_callback_http_dummy(wsi, reason, user, in, len);
+	case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+		return in != NULL && strcmp(in, "websocket") == 0 ? 0 : -1;
+	case LWS_CALLBACK_RAW_ADOPT:
+		return -1;
+	default:
+		return lws_callback_http_dummy(wsi, reason, user, in, len);
+	}
 }
 
 /* The grants folder changed: drain the events, close revoked sockets. */

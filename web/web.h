@@ -78,6 +78,7 @@ struct web_opts {
 	char *wall_note;          /* ... and where the link is kept, or NULL */
 	const char *teacher_hash; /* SHA-256 of the teacher's token */
 	const char *cert, *key;   /* TLS, or NULL */
+	int behind_proxy; /* --behind-proxy: every page is the proxy's */
 	const char *check_script; /* the wall's check; NULL: none */
 	char **origins;           /* Origins allowed beside the server's own */
 	int norigins;

@@ -172,6 +172,26 @@ t_websocket() {
 	done
 	code=$(upgrade -H 'Sec-WebSocket-Protocol: mcp')
 	[[ $code != 101 ]] || fail "an upgrade asking for mcp was opened" || return 1
+	# a CONNECT (libwebsockets' raw socket, past every check) and h2c
+	python3 - "$PORT" 2>"$TMP/connect.out" <<-'PY' || { fail "CONNECT or h2c: $(cat "$TMP/connect.out")"; return 1; }
+		import socket, sys
+		for req in (b"CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n",
+		        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+		        b"Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\nContent-Length: 0\r\n\r\n"):
+		    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+		    s.sendall(req)
+		    data = b""
+		    try:
+		        while True:
+		            d = s.recv(4096)
+		            if not d:
+		                break
+		            data += d
+		    except socket.timeout:
+		        sys.exit(f"{req[:8]!r}: the socket stayed open ({data[:40]!r})")
+		    if data.startswith(b"HTTP/1.1 101"):
+		        sys.exit(f"{req[:8]!r}: switched protocols")
+	PY
 	grep -q 'refused: a WebSocket upgrade' "$TMP/http.err" || fail "the refusal was not logged"
 }
 

@@ -130,7 +130,8 @@ check "a hostile guest's escapes, invalid UTF-8 and flood through a page" \
 
 check "a forged Origin is refused before the upgrade" protocol origin
 check "an upgrade to another protocol, or none, is refused from any Origin" protocol upgrades
-check "an address holds at most 16 sockets owing a hello" protocol peer
+check "a CONNECT and an h2c upgrade are hung up on" protocol connect
+check "an address holds at most 64 sockets owing a hello" protocol peer
 check "wrong, expired and malformed tokens: refused after a second" protocol tokens
 check "a link reaches only its own session" protocol other
 check "the teacher reaches the wall's sessions and open shells only" protocol teacher

@@ -126,6 +126,36 @@ check "exec timeout clamped to the profile's max and said" t_timeout_clamped_and
 check "validation: cpus, memory, pids, profile: one clear error each" t_validation
 check "user profile: applied, locked fields refused by name, bad file" t_user_profile_and_locks
 check "one row a setting: --memory with a unit, --hostname, a profile's size in G" t_options_table
+# --nofile: one row of the session options' table and its guest side. It
+# reaches exec and shells (RLIMIT_NOFILE, soft and hard), a profile sets
+# it, the record and ls --json show it, run --name treats a change as a
+# conflict, MCP takes it with the table's bounds, bad values are refused.
+t_nofile() {
+	local out sid
+	out=$(vmux new n0 --nofile 8 2>&1)
+	[[ $? -eq 2 ]] && expect_match bounds "$out" "nofile" || fail "--nofile 8: $out" || return 1
+	[[ ! -e $VMUX_HOME/sessions/n0 ]] || fail "n0 left behind" || return 1
+	need_session n1 --nofile 77
+	expect_eq "exec's" "$(vmux exec n1 -- sh -c 'ulimit -n; ulimit -Hn')" "$(printf '77\n77')" || return 1
+	expect_eq "a shell's" "$(vmux shell n1 --id nf -- sh -c 'ulimit -n' | tr -d '\r')" 77 || return 1
+	expect_eq "ls --json" "$(vmux ls --json | jq -r '.[] | select(.name == "n1") | .nofile')" 77 || return 1
+	expect_eq "the record" "$(jq -r .nofile "$(session_field n1 dir)/session.json")" 77 || return 1
+	out=$(vmux run --name n1 --nofile 99 -- true 2>&1)
+	[[ $? -eq 125 ]] && expect_match conflict "$out" "exists with nofile 77" || fail "run --name: $out" || return 1
+	# a session without it keeps the agent's (4096)
+	expect_eq "default" "$(vmux exec t1 -- sh -c 'ulimit -n')" 4096 || return 1
+	mkdir -p "$XDG_CONFIG_HOME/vmux/profiles"
+	printf 'inherit default\nnofile 300\nlock nofile\n' >"$XDG_CONFIG_HOME/vmux/profiles/files.profile"
+	out=$(vmux new n2 --profile files --nofile 301 2>&1)
+	[[ $? -eq 2 ]] && expect_match locked "$out" "'nofile' is locked by profile 'files'" || return 1
+	# MCP: the schema from the table, the argument mapped to the flag
+	out=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/list"}' | timeout 30 "$VMUX" mcp 2>/dev/null |
+		jq -c 'select(.id == 2) | .result.tools[] | select(.name == "session_create") | .inputSchema.properties | [.nofile.minimum, .nofile.maximum, .cpus.maximum]')
+	expect_eq "MCP's schema" "$out" "[16,1048576,256]"
+}
+check "--nofile: exec and shells, profile, record, ls, run's conflict, MCP's schema" t_nofile
+
 check "fork bomb contained by pids.max; agent answers" t_fork_bomb_contained
 check "memory hog killed by the cgroup; agent alive" t_memory_hog_killed_agent_alive
 check "offline_readonly: read-only root, /tmp and /workspace writable" t_read_only_root

@@ -127,12 +127,18 @@ t_hostile_folder() {
 	vmux host add h2 "slurm://vm?dir=$TMP/link" || return 1
 	out=$(vmux -H h2 new x2 2>&1) && fail "new through a symlinked folder" || true
 	expect_match "a symlinked folder" "$out" 'not a folder' || return 1
+	# a folder of one's own in a folder others may write (no sticky bit):
+	# it could be renamed away and another put in its place
+	mkdir -p -m 0777 "$TMP/grp" && chmod 0777 "$TMP/grp" && mkdir -m 0700 "$TMP/grp/vmux"
+	vmux host add h3 "slurm://vm?dir=$TMP/grp/vmux" || return 1
+	out=$(vmux -H h3 new x5 2>&1) && fail "new under a folder others can write" || true
+	expect_match "a loose parent" "$out" 'writable by others and not sticky' || return 1
 	# a session's folder made first by someone else (here: mode 0777)
 	mkdir -m 0777 "$SHARED/x3"
 	out=$(c new x3 2>&1) && fail "new in a session folder others can write" || true
 	expect_match "a session's open folder" "$out" "x3's folder: .*not yours alone" || return 1
 	rmdir "$SHARED/x3"
-	squeue -h --me -o %j | grep -q 'vmux-x[123]' && fail "a job was submitted: $(squeue)"
+	squeue -h --me -o %j | grep -q 'vmux-x[1235]' && fail "a job was submitted: $(squeue)"
 	# job.sh and job.log planted as symlinks: replaced, their targets kept
 	mkdir -m 0700 "$SHARED/x4"
 	echo victim >"$TMP/victim"

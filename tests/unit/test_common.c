@@ -107,6 +107,46 @@ TEST(file_replace_is_whole_or_nothing)
 	free(tmp);
 }
 
+/* A folder of one's own: made or taken as ours alone, never one others
+ * can write or swap (a symlink, a loose mode, a parent others write). */
+TEST(private_dir_make_takes_only_a_folder_of_ones_own)
+{
+	char dir[] = "/tmp/vmux-unit-private.XXXXXX", *a, *b, *l, *cause = NULL;
+
+	CHECK(mkdtemp(dir) != NULL);
+	xasprintf(&a, "%s/a", dir);
+	xasprintf(&b, "%s/a/b", dir);
+	xasprintf(&l, "%s/l", dir);
+	CHECK_INT(private_dir_make(a, &cause), 0); /* made */
+	CHECK_INT(private_dir_make(a, &cause), 0); /* taken as found */
+	CHECK_INT(private_dir_make("relative", &cause), -1);
+	free(cause);
+	cause = NULL;
+	CHECK(chmod(a, 0777) == 0);
+	CHECK_INT(private_dir_make(a, &cause), -1);
+	CHECK(strstr(cause, "not yours alone") != NULL);
+	free(cause);
+	cause = NULL;
+	/* b is fine itself, but sits in a folder others may write */
+	CHECK(mkdir(b, 0700) == 0);
+	CHECK_INT(private_dir_make(b, &cause), -1);
+	CHECK(strstr(cause, "not sticky") != NULL);
+	free(cause);
+	cause = NULL;
+	CHECK(chmod(a, 01777) == 0); /* sticky: others cannot rename b */
+	CHECK_INT(private_dir_make(b, &cause), 0);
+	CHECK(symlink(a, l) == 0);
+	CHECK_INT(private_dir_make(l, &cause), -1);
+	free(cause);
+	rmdir(b);
+	rmdir(a);
+	unlink(l);
+	rmdir(dir);
+	free(a);
+	free(b);
+	free(l);
+}
+
 TEST(str_printable_escapes_controls)
 {
 	char *s;

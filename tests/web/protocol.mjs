@@ -4,6 +4,7 @@
 // LINK_S2_FLOOD (s2's shell "flood", which the input flood leaves full of
 // spaces) and LINK_EXPIRED are links from vmux grant --web.
 import { RawWS } from "./ws.mjs";
+import net from "node:net";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
@@ -59,17 +60,37 @@ const scenarios = {
         ws.end();
       }
   },
+  // a CONNECT (which libwebsockets would make a raw socket of the first
+  // protocol, with no timeout) and an h2c upgrade are hung up on
+  async connect() {
+    const u = new URL(WEB);
+    for (const req of [`CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n`,
+      `GET / HTTP/1.1\r\nHost: ${u.host}\r\nConnection: Upgrade, HTTP2-Settings\r\n` +
+      `Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAAP__\r\n\r\n`]) {
+      const got = await new Promise((resolve) => {
+        const s = net.connect(Number(u.port), u.hostname);
+        let data = "";
+        const t = setTimeout(() => { s.destroy(); resolve({ open: true, data }); }, 5000);
+        s.on("data", (d) => { data += d; });
+        s.on("close", () => { clearTimeout(t); resolve({ open: false, data }); });
+        s.on("error", () => {});
+        s.on("connect", () => s.write(req));
+      });
+      assert(!got.open, `${req.split(" ")[0]} ${req.includes("h2c") ? "h2c" : ""}: the socket stayed open`);
+      assert(!/^HTTP\/1\.1 101/.test(got.data), `switched protocols: ${got.data.slice(0, 40)}`);
+    }
+  },
   // one address holds a bounded number of sockets that owe their hello:
   // the next is refused, and room comes back as they close
   async peer() {
     const open = [];
-    for (let i = 0; i < 16; i++) {
+    for (let i = 0; i < 64; i++) {
       const ws = await RawWS.open(WSURL, { Origin: ORIGIN });
       assert(ws.status === 101, `socket ${i + 1}: status ${ws.status}`);
       open.push(ws);
     }
     let ws = await RawWS.open(WSURL, { Origin: ORIGIN });
-    assert(ws.status !== 101, "a 17th socket without a hello was upgraded");
+    assert(ws.status !== 101, "a 65th socket without a hello was upgraded");
     ws.end();
     for (const w of open) w.end();
     const end = Date.now() + 10000;
