@@ -311,57 +311,6 @@ bad:
 	return -1;
 }
 
-/*
- * Is id a shell id the agent takes (1-64 letters, digits, '.', '_', '-')?
- * 0, or -1 with cause: a usage error found here, not in the guest.
- */
-int
-args_shell_id_valid(const char *id, char **cause)
-{
-	size_t n = 0;
-
-	for (const char *p = id; *p != '\0'; p++, n++) {
-		if (!isalnum((unsigned char)*p) && strchr("._-", *p) == NULL)
-			break;
-	}
-	if (n == 0 || id[n] != '\0' || n > SHELL_ID_MAX) {
-		char *safe = str_printable(id, 0);
-		xasprintf(cause,
-		    "invalid shell id '%s': 1-%d letters, digits, '.', '_' "
-		    "or '-'",
-		    safe, SHELL_ID_MAX);
-		free(safe);
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * A signal as kill(1) takes it: a name (INT, SIGINT, int) or a number
- * (2). Its short name ("INT") for the agent, or NULL with cause when it is
- * not one a shell may be sent.
- */
-const char *
-args_signal(const char *s, char **cause)
-{
-	char *end;
-	long n;
-	int sig;
-
-	if (*s >= '0' && *s <= '9') {
-		n = strtol(s, &end, 10);
-		sig = *end == '\0' && n > 0 && n < 65 ? (int)n : -1;
-	} else
-		sig = signame_parse(s);
-	if (sig > 0 && signame_parse(signame_name(sig)) == sig)
-		return signame_name(sig);
-	xasprintf(cause,
-	    "invalid signal '%s': one of HUP INT QUIT TERM KILL USR1 USR2 "
-	    "TSTP CONT WINCH, by name or number",
-	    s);
-	return NULL;
-}
-
 /* A terminal size "COLSxROWS" (each 1-4096); 0, or -1 with *cause. */
 int
 args_size(const char *s, int *cols, int *rows, char **cause)

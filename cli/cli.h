@@ -119,9 +119,7 @@ void args_flags(
     const struct args *, const char *const *skip, char ***v, size_t *n);
 int args_env_valid(const char *kv, char **cause);
 void args_env_add(struct cJSON *obj, char *const *env, int n);
-int args_shell_id_valid(const char *id, char **cause);
 int args_size(const char *s, int *cols, int *rows, char **cause);
-const char *args_signal(const char *s, char **cause);
 
 /* output.c: --json: one document on stdout, errors included. */
 struct cJSON;
@@ -198,11 +196,6 @@ int remote_route(const struct cmd_entry *, struct args *, int argc, char **argv,
 /* cmd-ls.c: a session as ls --json and new --json show it. */
 struct session_entry;
 struct cJSON *ls_session_json(const struct session_entry *);
-
-/* keys.c: send-keys' key names */
-#define KEY_BYTES_MAX 16
-int key_bytes(const char *word, char *out);
-char *keys_input(char *const *words, size_t n, int literal, size_t *len);
 
 /* cmd-capture.c: a terminal's screen as text, rendered by libvterm */
 char *screen_text(const char *bytes, size_t len, int cols, int rows);

@@ -8,9 +8,9 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/progress.c cli/output.c cli/exec-stream.c cli/cmd-tui.c \
             cli/cmd-stop.c cli/cmd-start.c cli/cmd-logs.c cli/cmd-console.c cli/cmd-gdb.c cli/cmd-rescue.c cli/cmd-grant.c cli/grant-logins.c cli/cmd-record.c cli/cmd-run.c \
             cli/cmd-status.c cli/cmd-images.c cli/cmd-host.c cli/remote.c \
-            cli/pool.c cli/cmd-pool.c cli/keys.c cli/cmd-keys.c \
+            cli/pool.c cli/cmd-pool.c cli/cmd-keys.c \
             cli/cmd-capture.c cli/cmd-open.c cli/cmd-resize.c \
-            agent/signame.c cli/cmd-mcp.c $(MCP_SRCS) \
+            cli/cmd-mcp.c $(MCP_SRCS) \
             cli/cmd-web.c cli/grant-web.c cli/foreground.c cli/slurm.c \
             cli/slurm-job.c cli/slurm-ls.c $(WEB_SRCS)
 
@@ -45,7 +45,7 @@ $(BIN)/vmux-tsan: $(patsubst %.c,$(BUILD)/tsan/%.o,$(VMUX_ALL_SRCS))
 # code they use (not launch.c, so the test does not need QEMU command lines).
 UNIT_TESTS += cli
 UNIT_cli_SRCS := tests/unit/test_cli_args.c tests/unit/test_cli_print.c \
-                 cli/args.c cli/cmd.c cli/output.c agent/signame.c \
+                 cli/args.c cli/cmd.c cli/output.c \
                  cli/cmd-exec.c cli/exec-many.c cli/exec-stream.c $(SESSION_UNIT_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
 

@@ -247,7 +247,7 @@ cmd_capture_exec(struct args *a)
 	cJSON *res, *v;
 
 	if (session_name_valid(a->argv[0], &cause) != 0 ||
-	    args_shell_id_valid(a->argv[1], &cause) != 0 ||
+	    shell_id_valid(a->argv[1], &cause) != 0 ||
 	    capture_opts(a, &cursor, &idle, &timeout, &max, &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);

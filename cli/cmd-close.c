@@ -69,7 +69,7 @@ cmd_close_exec(struct args *a)
 	int rc, at = a->nnames > 1 ? a->nnames : 1; /* the shells' arguments */
 
 	for (int i = at; i < a->argc; i++) {
-		if (args_shell_id_valid(a->argv[i], &cause) != 0) {
+		if (shell_id_valid(a->argv[i], &cause) != 0) {
 			rc = cli_usage_error(a->entry, "%s", cause);
 			free(cause);
 			return rc;

@@ -427,7 +427,7 @@ cmd_grant_exec(struct args *a)
 	if (keyfile == NULL)
 		cause = xstrdup("--key FILE is needed (the student's .pub)");
 	else if (session_name_valid(name, &cause) == 0 &&
-	    args_shell_id_valid(shell, &cause) == 0 && *label != '\0' &&
+	    shell_id_valid(shell, &cause) == 0 && *label != '\0' &&
 	    !vmux_attach_as_valid(label))
 		xasprintf(&cause, "--as '%s': 1-%d letters, digits and ._-@",
 		    label, VMUX_ATTACH_AS_MAX);

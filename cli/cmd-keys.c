@@ -52,7 +52,7 @@ cmd_keys_exec(struct args *a)
 	int rc;
 
 	if (session_name_valid(a->argv[0], &cause) != 0 ||
-	    args_shell_id_valid(a->argv[1], &cause) != 0) {
+	    shell_id_valid(a->argv[1], &cause) != 0) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;

@@ -55,8 +55,9 @@ cmd_kill_exec(struct args *a)
 	int at = a->nnames > 1 ? a->nnames : 1; /* the shell's argument */
 
 	/* usage errors are found here, not in the guest (exit 2) */
-	if (args_shell_id_valid(a->argv[at], &cause) != 0 ||
-	    (known = args_signal(sig != NULL ? sig : "TERM", &cause)) == NULL) {
+	if (shell_id_valid(a->argv[at], &cause) != 0 ||
+	    (known = shell_signal_name(sig != NULL ? sig : "TERM", &cause)) ==
+	        NULL) {
 		rc = cli_usage_error(a->entry, "%s", cause);
 		free(cause);
 		return rc;

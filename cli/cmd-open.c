@@ -50,7 +50,7 @@ open_request(const struct args *a, char **cause)
 	int cols = 0, rows = 0, n, i;
 	cJSON *req, *o;
 
-	if (id != NULL && args_shell_id_valid(id, cause) != 0)
+	if (id != NULL && shell_id_valid(id, cause) != 0)
 		return NULL;
 	if (size != NULL && args_size(size, &cols, &rows, cause) != 0)
 		return NULL;

@@ -511,8 +511,7 @@ cmd_record_exec(struct args *a)
 				xasprintf(&key, "%s@%.3f", id->valuestring,
 				    cJSON_IsNumber(at) ? at->valuedouble : 0.0);
 				if (rec_known(seen, nseen, key) ||
-				    args_shell_id_valid(
-				        id->valuestring, &cause) !=
+				    shell_id_valid(id->valuestring, &cause) !=
 				        0) { /* seen, or no name for a path */
 					free(cause);
 					cause = NULL;

@@ -133,7 +133,7 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	}
 	if (session_name_valid(r->name, cause) != 0)
 		return -1;
-	if (r->id != NULL && args_shell_id_valid(r->id, cause) != 0)
+	if (r->id != NULL && shell_id_valid(r->id, cause) != 0)
 		return -1;
 	if (key != NULL && detach_key_parse(key, &r->detach_key, cause) != 0)
 		return -1;
@@ -213,7 +213,7 @@ shell_open(const struct vsock_target *t, cJSON *req, char **cause)
 	id = cJSON_GetObjectItemCaseSensitive(reply, "shell_id");
 	if (!cJSON_IsString(id))
 		xasprintf(cause, "agent's open_shell answer has no shell_id");
-	else if (args_shell_id_valid(id->valuestring, cause) == 0)
+	else if (shell_id_valid(id->valuestring, cause) == 0)
 		s = xstrdup(id->valuestring); /* printed as is from here on */
 	cJSON_Delete(reply);
 	return s;

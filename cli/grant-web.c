@@ -41,7 +41,7 @@ grant_web_exec(struct args *a)
 	if (shell == NULL)
 		shell = "main";
 	if (session_name_valid(name, &cause) != 0 ||
-	    args_shell_id_valid(shell, &cause) != 0 ||
+	    shell_id_valid(shell, &cause) != 0 ||
 	    (exp != NULL &&
 	        option_duration("--expires", exp, &secs, &cause) != 0) ||
 	    (label != NULL && !vmux_attach_as_valid(label) &&

@@ -216,7 +216,7 @@ static int
 arg_shell(const cJSON *args, const char **id, char **cause)
 {
 	return arg_str(args, "shell_id", 1, id, cause) != 0 ||
-	        args_shell_id_valid(*id, cause) != 0
+	        shell_id_valid(*id, cause) != 0
 	    ? -1
 	    : 0;
 }
@@ -886,7 +886,7 @@ t_shell_open(struct mcp_call *c, const cJSON *args, char **cause)
 
 	if (arg_session(c, args, &name, cause) != 0 ||
 	    arg_str(args, "shell_id", 0, &id, cause) != 0 ||
-	    (id != NULL && args_shell_id_valid(id, cause) != 0) ||
+	    (id != NULL && shell_id_valid(id, cause) != 0) ||
 	    arg_str(args, "cwd", 0, &cwd, cause) != 0 ||
 	    arg_int(args, "cols", 1, 4096, 80, &cols, cause) != 0 ||
 	    arg_int(args, "rows", 1, 4096, 24, &rows, cause) != 0)
@@ -1034,7 +1034,7 @@ t_shell_signal(struct mcp_call *c, const cJSON *args, char **cause)
 	if (arg_session(c, args, &name, cause) != 0 ||
 	    arg_shell(args, &id, cause) != 0 ||
 	    arg_str(args, "signal", 1, &sig, cause) != 0 ||
-	    args_signal(sig, cause) == NULL)
+	    shell_signal_name(sig, cause) == NULL)
 		return -1;
 	av_add(&a, "vmux");
 	av_add(&a, "kill");

@@ -175,6 +175,13 @@ const char *profile_mounts_name(int mode);
 const char *const *profile_builtin_names(void);
 cJSON *profile_json(const struct profile *);
 
+/* input.c: what a client sends a shell, checked alike for every surface */
+#define KEY_BYTES_MAX 16
+int key_bytes(const char *word, char *out);
+char *keys_input(char *const *words, size_t n, int literal, size_t *len);
+int shell_id_valid(const char *id, char **cause);
+const char *shell_signal_name(const char *s, char **cause);
+
 /* paths.c */
 int session_name_valid(const char *name, char **cause);
 char *session_home(char **cause);

@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "common/common.h"
-#include "cli/cli.h" /* args_shell_id_valid */
 #include "proto/attach.h"
 #include "web-int.h"
 
@@ -44,7 +43,7 @@ web_term_hello(struct web_conn *c, const cJSON *hello, int cols, int rows,
 		c->shell =
 		    xstrdup(cJSON_IsString(sh) ? sh->valuestring : "main");
 	if (session_name_valid(c->session, &cause) != 0 ||
-	    args_shell_id_valid(c->shell, &cause) != 0) {
+	    shell_id_valid(c->shell, &cause) != 0) {
 		web_close(c, WEB_CLOSE_BAD, 1, "hello: %s", cause);
 		free(cause);
 		return 0;

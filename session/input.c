@@ -1,18 +1,22 @@
 /*
- * keys.c: key names, as tmux's send-keys takes them, turned into the bytes
- * a terminal (xterm, in its normal cursor mode) sends for them.
+ * input.c: what a client sends a shell, checked the same for every surface
+ * (the CLI, the TUI, MCP, the web server): a shell's id, a signal by name
+ * or number, and key names, as tmux's send-keys takes them, turned into
+ * the bytes a terminal (xterm, in its normal cursor mode) sends for them.
  *
  * `Enter`, `C-c`, `Up`, `M-x`, `F5`, `^D` name keys; any other word is
  * text, sent as it is (tmux does the same). Used by vmux send-keys and the
  * MCP server's shell_write. Pure: no I/O.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "agent/agent.h" /* signame_parse, SHELL_ID_MAX */
 #include "common/common.h"
-#include "cli.h"
+#include "session.h"
 
 /* Named keys and their bytes. */
 static const struct key_name {
@@ -134,4 +138,55 @@ keys_input(char *const *words, size_t n, int literal, size_t *len)
 	out[used] = '\0';
 	*len = used;
 	return out;
+}
+
+/*
+ * Is id a shell id the agent takes (1-64 letters, digits, '.', '_', '-')?
+ * 0, or -1 with cause: a usage error found here, not in the guest.
+ */
+int
+shell_id_valid(const char *id, char **cause)
+{
+	size_t n = 0;
+
+	for (const char *p = id; *p != '\0'; p++, n++) {
+		if (!isalnum((unsigned char)*p) && strchr("._-", *p) == NULL)
+			break;
+	}
+	if (n == 0 || id[n] != '\0' || n > SHELL_ID_MAX) {
+		char *safe = str_printable(id, 0);
+		xasprintf(cause,
+		    "invalid shell id '%s': 1-%d letters, digits, '.', '_' "
+		    "or '-'",
+		    safe, SHELL_ID_MAX);
+		free(safe);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A signal as kill(1) takes it: a name (INT, SIGINT, int) or a number
+ * (2). Its short name ("INT") for the agent, or NULL with cause when it is
+ * not one a shell may be sent.
+ */
+const char *
+shell_signal_name(const char *s, char **cause)
+{
+	char *end;
+	long n;
+	int sig;
+
+	if (*s >= '0' && *s <= '9') {
+		n = strtol(s, &end, 10);
+		sig = *end == '\0' && n > 0 && n < 65 ? (int)n : -1;
+	} else
+		sig = signame_parse(s);
+	if (sig > 0 && signame_parse(signame_name(sig)) == sig)
+		return signame_name(sig);
+	xasprintf(cause,
+	    "invalid signal '%s': one of HUP INT QUIT TERM KILL USR1 USR2 "
+	    "TSTP CONT WINCH, by name or number",
+	    s);
+	return NULL;
 }
