@@ -193,6 +193,58 @@ option_size_mb(const char *what, const char *s, long long min_mb,
 	return 0;
 }
 
+/* A size in bytes as people write it: 4K, 1G, 512 (bytes). */
+static void
+size_human(long long v, char *buf, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && v >= 1024 && v % 1024 == 0)
+		v /= 1024, u++;
+	if (u < 0)
+		snprintf(buf, len, "%lld", v);
+	else
+		snprintf(buf, len, "%lld%c", v, units[u]);
+}
+
+/*
+ * A size in bytes: a whole number with an optional unit K, M, G or T
+ * (binary; "KiB", "KB" and "B" taken too; bytes by default), in [min,
+ * max]. The one size parser of vmux's settings and the TUI's config
+ * (option_size_mb is sessions' sizes, in MiB by default). 0 or -1 with
+ * cause.
+ */
+int
+option_size_bytes(const char *what, const char *s, long long min, long long max,
+    long long *out, char **cause)
+{
+	static const long long mult[] = {
+	    1, 1LL << 10, 1LL << 20, 1LL << 30, 1LL << 40};
+	char buf[32], lo[32], hi[32];
+	size_t n = strlen(s);
+	long long v = -1;
+
+	if (n < sizeof buf) {
+		memcpy(buf, s, n + 1);
+		if (n > 2 && strcmp(buf + n - 2, "iB") == 0 &&
+		    strchr("kKmMgGtT", buf[n - 3]) != NULL)
+			buf[n -= 2] = '\0';
+		else if (n > 1 && buf[n - 1] == 'B' &&
+		    strchr("kKmMgGtT", buf[n - 2]) != NULL)
+			buf[--n] = '\0';
+		v = with_unit(buf, "bkmgt", mult, 1);
+	}
+	if (v < 0 || v < min || v > max) {
+		size_human(min, lo, sizeof lo);
+		size_human(max, hi, sizeof hi);
+		xasprintf(cause, "invalid %s '%s' (%s to %s)", what, s, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
 /*
  * A duration in seconds: a whole number with an optional unit s (the
  * default), m, h or d, from 1 s to 365 days. 0 or -1 with cause.

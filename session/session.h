@@ -137,6 +137,8 @@ int option_number(const char *what, const char *s, long long min, long long max,
     long long *out, char **cause);
 int option_size_mb(const char *what, const char *s, long long min_mb,
     long long max_mb, long long *out, char **cause);
+int option_size_bytes(const char *what, const char *s, long long min,
+    long long max, long long *out, char **cause);
 int option_duration(
     const char *what, const char *s, long long *out, char **cause);
 long long option_get(const void *base, size_t off, size_t size);

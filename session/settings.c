@@ -44,33 +44,6 @@ settings_path(void)
 	return path;
 }
 
-/* Bytes in "64K", "4M", "1G" or "4096", from min to max. */
-static int
-settings_size(
-    const char *val, int64_t min, int64_t max, int64_t *out, char **why)
-{
-	char *end;
-	long long v;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoll(val, &end, 10);
-	if (*end == 'K' || *end == 'k')
-		shift = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		shift = 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		shift = 30, end++;
-	if (errno != 0 || end == val || *end != '\0' || v < 0 ||
-	    v > (max >> shift) || (v << shift) < min) {
-		xasprintf(why, "invalid size '%s' (%lldK to %lldG)", val,
-		    (long long)(min >> 10), (long long)(max >> 30));
-		return -1;
-	}
-	*out = (int64_t)v << shift;
-	return 0;
-}
-
 /* Free what settings_load filled in. */
 void
 settings_free(struct settings *s)
@@ -216,13 +189,17 @@ settings_read(struct settings *s, int hosts_only, char **cause)
 			free(s->profile);
 			s->profile = xstrdup(val);
 		} else if (strcmp(key, "console-log-max") == 0) {
-			if (settings_size(val, LOGCAP_MIN, LOGCAP_MAX,
-			        &s->console_max, &why) != 0)
+			long long v;
+			if (option_size_bytes("size", val, LOGCAP_MIN,
+			        LOGCAP_MAX, &v, &why) != 0)
 				goto fail;
+			s->console_max = v;
 		} else if (strcmp(key, "image-max") == 0) {
-			if (settings_size(val, 1LL << 20, 1LL << 42,
-			        &s->image_max, &why) != 0)
+			long long v;
+			if (option_size_bytes("size", val, 1LL << 20, 1LL << 42,
+			        &v, &why) != 0)
 				goto fail;
+			s->image_max = v;
 		} else if (strcmp(key, "host") == 0) {
 			if (settings_host(s, val, &why) != 0)
 				goto fail;

@@ -162,48 +162,6 @@ config_free(struct config *cfg)
 	memset(cfg, 0, sizeof *cfg);
 }
 
-/* "10M", "512K", "1G", "65536": bytes in *out; 0, or -1 if malformed. */
-int
-config_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return -1;
-	switch (*end) {
-	case 'K':
-	case 'k':
-		v <<= 10;
-		end++;
-		break;
-	case 'M':
-	case 'm':
-		v <<= 20;
-		end++;
-		break;
-	case 'G':
-	case 'g':
-		v <<= 30;
-		end++;
-		break;
-	default:
-		break;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	else if (*end == 'B')
-		end++;
-	if (*end != '\0' || v > (1ull << 40))
-		return -1;
-	*out = (size_t)v;
-	return 0;
-}
-
 /* on/off (also yes/no, 1/0); -1 if neither. */
 static int
 parse_flag(const char *s)
@@ -265,7 +223,6 @@ config_set(
 	char *cause = NULL, *end;
 	long n;
 	int f;
-	size_t sz;
 
 	if (argc != 3) {
 		config_error(
@@ -281,11 +238,16 @@ config_set(
 		free(cfg->theme);
 		cfg->theme = xstrdup(val);
 	} else if (strcmp(name, "scrollback") == 0) {
-		if (config_size(val, &sz) != 0 || sz < 4096 || sz > (1u << 30))
+		long long v;
+
+		if (option_size_bytes(
+		        "scrollback", val, 4096, 1LL << 30, &v, &cause) != 0)
 			config_error(cfg, file, line,
 			    "bad value \"%s\" for scrollback: want 4K-1G", val);
 		else
-			cfg->scrollback = sz;
+			cfg->scrollback = (size_t)v;
+		free(cause);
+		cause = NULL;
 	} else if (strcmp(name, "sidebar-width") == 0) {
 		n = strtol(val, &end, 10);
 		if (*end != '\0' || n < SIDEBAR_MIN_W || n > SIDEBAR_MAX_W)

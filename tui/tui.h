@@ -195,7 +195,6 @@ int config_read_file(const char *path, char **text);
 void config_free(struct config *);
 void config_bind(struct config *, int key, const char *command);
 const char *config_binding(const struct config *, int key);
-int config_size(const char *s, size_t *out);
 
 /* ---- theme.c: the colours of vmux's own chrome, never the guest's ---- */
 

@@ -44,5 +44,6 @@ UNIT_tui_sb_LIBS := $(TUI_LIBS)
 UNIT_TESTS += tui_config
 UNIT_tui_config_SRCS := tests/unit/test_tui_config.c tui/config.c \
                         tui/theme.c tui/keyname.c tui/colour.c \
-                        session/labels.c $(BUILD)/gen/themes.c
-UNIT_tui_config_LIBS := $(TUI_LIBS)
+                        session/labels.c session/options.c \
+                        $(BUILD)/gen/themes.c
+UNIT_tui_config_LIBS := $(TUI_LIBS) $(SESSION_LIBS)

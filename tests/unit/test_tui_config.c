@@ -10,6 +10,7 @@
 
 #include "common/common.h"
 #include "tui/tui.h"
+#include "session/session.h"
 #include "unit.h"
 
 /* key_parse(name) or -2 on error. */
@@ -159,19 +160,32 @@ TEST(bind_unbind_and_quotes)
 	config_free(&c);
 }
 
+/* The TUI's sizes go through the one size parser (option_size_bytes). */
+static int
+size_of(const char *s, long long *v)
+{
+	char *cause = NULL;
+	int rc = option_size_bytes("size", s, 0, 1LL << 40, v, &cause);
+
+	free(cause);
+	return rc;
+}
+
 TEST(config_size_units)
 {
-	size_t v;
+	long long v;
 
-	CHECK(config_size("4096", &v) == 0 && v == 4096);
-	CHECK(config_size("10M", &v) == 0 && v == 10u << 20);
-	CHECK(config_size("512K", &v) == 0 && v == 512u << 10);
-	CHECK(config_size("1G", &v) == 0 && v == 1u << 30);
-	CHECK(config_size("2MiB", &v) == 0 && v == 2u << 20);
-	CHECK(config_size("x", &v) != 0);
-	CHECK(config_size("10Q", &v) != 0);
-	CHECK(config_size("", &v) != 0);
-	CHECK(config_size("-1", &v) != 0);
+	CHECK(size_of("4096", &v) == 0 && v == 4096);
+	CHECK(size_of("10M", &v) == 0 && v == 10LL << 20);
+	CHECK(size_of("512K", &v) == 0 && v == 512LL << 10);
+	CHECK(size_of("1G", &v) == 0 && v == 1LL << 30);
+	CHECK(size_of("2MiB", &v) == 0 && v == 2LL << 20);
+	CHECK(size_of("2KB", &v) == 0 && v == 2LL << 10);
+	CHECK(size_of("x", &v) != 0);
+	CHECK(size_of("10Q", &v) != 0);
+	CHECK(size_of("", &v) != 0);
+	CHECK(size_of("-1", &v) != 0);
+	CHECK(size_of("iB", &v) != 0);
 }
 
 /* A private directory for files (removed by the caller). */
