@@ -25,7 +25,7 @@
  * grace period, then file systems are synced.
  *
  * Kernel command line: vmux.hostname=NAME sets the host name (default vmux);
- * vmux.pids_max=N and vmux.mem_max=MIB limit the user's processes, which
+ * vmux.pids_limit=N and vmux.mem_max=MIB limit the user's processes, which
  * the agent starts in the cgroup USER_CGROUP (the agent and init stay in
  * the root cgroup, out of reach of a fork bomb or a memory hog);
  * vmux.ro=1 makes the root file system read-only once set up (/tmp, /run,
@@ -313,7 +313,7 @@ limits_setup(void)
 		say("mkdir %s: %s", USER_CGROUP, strerror(errno));
 		return;
 	}
-	if (cmdline_value("vmux.pids_max", v, sizeof v) == 0 && atoi(v) > 0)
+	if (cmdline_value("vmux.pids_limit", v, sizeof v) == 0 && atoi(v) > 0)
 		snprintf(pids, sizeof pids, "%d", atoi(v));
 	if (cmdline_value("vmux.mem_max", v, sizeof v) == 0 &&
 	    (mb = atoll(v)) > 0)

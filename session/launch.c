@@ -306,7 +306,7 @@ launch_options(const struct launch_opts *o, struct session_record *r)
 }
 
 /*
- * The settings whose row names a guest word (session_options: vmux.pids_max,
+ * The settings whose row names a guest word (session_options: vmux.pids_limit,
  * vmux.nofile, ...), each " WORD=VALUE" when set. Free it.
  */
 static char *
@@ -331,7 +331,7 @@ launch_guest_words(const struct session_record *r)
 
 /*
  * The guest's policy as kernel command line words for vmux-init: the
- * user's processes get a cgroup with vmux.pids_max and vmux.mem_max (MiB:
+ * user's processes get a cgroup with vmux.pids_limit and vmux.mem_max (MiB:
  * the VM's memory less what the kernel and the agent need), vmux.ro=1 makes
  * the root file system read-only, vmux.hostname is --hostname or the
  * session's name (so prompts tell VMs apart; at most 63 bytes); the table's

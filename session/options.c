@@ -47,10 +47,10 @@ const struct session_option session_options[] = {
         SOPT_NEW | SOPT_PROFILE | SOPT_LS | SOPT_FIXED | SOPT_MCP, NULL, NULL},
     [SOPT_PIDS] = {"pids", "N",
         "most processes the user's commands may have (cgroup)", SOPT_NUMBER, 1,
-        4194304, NULL, "pids_limit", "pids_max", IN(session_record, pids_max),
-        IN(profile, pids_max), NOWHERE,
+        4194304, NULL, "pids_limit", "pids_max", IN(session_record, pids_limit),
+        IN(profile, pids_limit), NOWHERE,
         SOPT_NEW | SOPT_PROFILE | SOPT_LS | SOPT_FIXED | SOPT_MCP, NULL,
-        "vmux.pids_max"},
+        "vmux.pids_limit"},
     [SOPT_DISK] = {"disk", "SIZE",
         "size of the new workspace disk, e.g. 512M or 20G (default 4G; "
         "sparse: it takes host space only as the guest writes)",

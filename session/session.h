@@ -161,7 +161,7 @@ struct profile {
 	int read_only_root; /* the guest's / is read-only */
 	int mounts;         /* host mounts allowed: MOUNTS_* */
 	int cpus, memory_mb;
-	int pids_max;      /* processes the user's commands may have */
+	int pids_limit;    /* processes the user's commands may have */
 	int64_t disk_mb;   /* size of a new workspace */
 	int64_t quota_mb;  /* workspace quota (0: the disk's size) */
 	int max_timeout_s; /* longest exec timeout; longer is clamped */
@@ -271,7 +271,7 @@ struct session_record {
 	int net;          /* outbound network (NIC) */
 	int read_only_root;
 	int mounts_mode;   /* host mounts allowed: MOUNTS_* */
-	int pids_max;      /* limit on the user's processes; 0: none */
+	int pids_limit;    /* limit on the user's processes; 0: none */
 	int max_timeout_s; /* exec timeouts are clamped to this; 0: none */
 	int64_t ttl_s;     /* stop this long after boot; 0: never */
 	int64_t idle_s;    /* stop after this long idle; 0: never */

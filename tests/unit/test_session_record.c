@@ -416,7 +416,7 @@ TEST(record_older_names_read)
 	CHECK(record_from_json(j, &r, &cause) == 0);
 	CHECK_INT(r.status, SESSION_READY);
 	CHECK_INT(r.net, 1);
-	CHECK_INT(r.pids_max, 64);
+	CHECK_INT(r.pids_limit, 64);
 	CHECK_INT((int)r.idle_s, 30);
 	CHECK_INT(r.mounts_mode, MOUNTS_RO);
 	CHECK_INT((int)r.quota_mb, 100);
