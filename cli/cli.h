@@ -65,6 +65,32 @@ struct cmd_opt {
 #define CMD_STDIN 0x80
 /* Takes a terminal of its own: not from the TUI's command prompt */
 #define CMD_OWN_TERMINAL 0x100
+/*
+ * Where a command runs when -H names another host or a cluster (remote.c,
+ * slurm.c), as tmux's command entries carry what they need: said here,
+ * never by comparing the command's name.
+ */
+/* About this machine's own settings: never sent to another host */
+#define CMD_THIS_HOST 0x200
+/* Names its session in an operand [HOST:]NAME:PATH, either side; the other
+ * side is this machine, so it runs here and reaches the host */
+#define CMD_NAME_PATH 0x400
+/* Lists a host's sessions: several -H merge; a cluster's login node answers */
+#define CMD_ALL_SESSIONS 0x800
+/* Runs here over the -H hosts, each one's --model-json its view */
+#define CMD_HOSTS_HERE 0x1000
+/* Makes a new session (NAME, run's --name, a --count or --roster class) */
+#define CMD_CREATES 0x2000
+/* Boots the session's VM: on a cluster, submits its job */
+#define CMD_BOOTS 0x4000
+/* Ends the session's VM: on a cluster, cancels its job (each NAME) */
+#define CMD_ENDS 0x8000
+/* ... and removes the session */
+#define CMD_REMOVES 0x10000
+/* Halts a running session before it boots it again */
+#define CMD_HALT_FIRST 0x20000
+/* Relays a raw byte stream on stdin and stdout: forwarded unbuffered */
+#define CMD_STREAM 0x40000
 
 #define SELECT_OPT                                                             \
 	{                                                                      \
@@ -198,7 +224,6 @@ struct session_entry;
 struct cJSON *ls_session_json(const struct session_entry *);
 
 /* cmd-capture.c: a terminal's screen as text, rendered by libvterm */
-char *screen_text(const char *bytes, size_t len, int cols, int rows);
 
 /* cmd-shells.c: a shell record's times as RFC 3339. */
 void shells_times(struct cJSON *);

@@ -175,7 +175,7 @@ capture_gather(const struct vsock_target *t, const char *id, int64_t cursor,
  * The screen of a cols x rows terminal after bytes[0..len): its rows as
  * text, trailing blanks and blank rows at the end left out (caller frees).
  */
-char *
+static char *
 screen_text(const char *bytes, size_t len, int cols, int rows)
 {
 	VTerm *vt = vterm_new(rows, cols);

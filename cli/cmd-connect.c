@@ -45,7 +45,7 @@ const struct cmd_entry cmd_connect_entry = {
     .summary = "Connect stdin and stdout to vsock port PORT of session "
                "NAME's guest. EOF on stdin half-closes the stream; vmux "
                "exits when the guest closes its side.",
-    .flags = CMD_NAME_ONE | CMD_STDIN | CMD_OWN_TERMINAL,
+    .flags = CMD_NAME_ONE | CMD_STDIN | CMD_OWN_TERMINAL | CMD_STREAM,
     .opts = cmd_connect_opts,
     .min_args = 2,
     .max_args = 2,

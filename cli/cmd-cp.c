@@ -43,6 +43,7 @@ const struct cmd_entry cmd_cp_entry = {
                "--json counts the tar archive that crossed. A glob NAME "
                "('student-*:/workspace/') or -l copies to each session "
                "picked, or from each into DST/NAME.",
+    .flags = CMD_NAME_PATH,
     .opts = cmd_cp_opts,
     .min_args = 2,
     .max_args = 2,

@@ -12,6 +12,7 @@ const struct cmd_entry cmd_help_entry = {
     .name = "help",
     .pre = "[COMMAND]",
     .summary = "Show the list of commands, or one command's options.",
+    .flags = CMD_THIS_HOST,
     .opts = (const struct cmd_opt[]){{NULL}},
     .min_args = 0,
     .max_args = 1,

@@ -40,6 +40,7 @@ const struct cmd_entry cmd_host_entry = {
                "COMMAND, or NAME:SESSION, runs a command there. default makes "
                "one (or local) where commands go without -H; check connects "
                "and checks its vmux; disconnect closes the shared connection.",
+    .flags = CMD_THIS_HOST,
     .opts = cmd_host_opts,
     .min_args = 1,
     .max_args = 3,

@@ -35,7 +35,7 @@ const struct cmd_entry cmd_ls_entry = {
     .opts = cmd_ls_opts,
     .min_args = 0,
     .max_args = 0,
-    .flags = CMD_READONLY,
+    .flags = CMD_READONLY | CMD_ALL_SESSIONS,
     .exec = cmd_ls_exec,
 };
 

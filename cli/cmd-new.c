@@ -87,6 +87,7 @@ const struct cmd_entry cmd_new_entry = {
                "directory of commands and shells). Returns once the guest "
                "agent answers, printing the name; on failure nothing is "
                "left behind (exit status 125).",
+    .flags = CMD_CREATES | CMD_BOOTS,
     .opts = cmd_new_opts,
     .min_args = 0,
     .max_args = 1,

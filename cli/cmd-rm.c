@@ -40,7 +40,7 @@ const struct cmd_entry cmd_rm_entry = {
                "guest is asked to power off, then QEMU gets QMP quit, "
                "SIGTERM and SIGKILL until it is gone; the bridge is ended "
                "too. Waits while another vmux command works on a session.",
-    .flags = CMD_NAMES,
+    .flags = CMD_NAMES | CMD_ENDS | CMD_REMOVES,
     .opts = cmd_rm_opts,
     .min_args = 1,
     .max_args = -1,

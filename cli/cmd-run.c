@@ -63,7 +63,7 @@ const struct cmd_entry cmd_run_entry = {
                "the status is TIMED_OUT (exit 124) and the session is "
                "removed.",
     .opts = cmd_run_opts,
-    .flags = CMD_ARGV_AFTER_NAME | CMD_TTY | CMD_STDIN,
+    .flags = CMD_ARGV_AFTER_NAME | CMD_TTY | CMD_STDIN | CMD_CREATES,
     .min_args = 1,
     .max_args = -1,
     .exec = cmd_run_exec,

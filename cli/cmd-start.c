@@ -49,7 +49,7 @@ const struct cmd_entry cmd_start_entry = {
     .summary = "Boot a stopped or crashed session again: same name, "
                "resources and workspace. Returns once the agent answers; a "
                "failed boot leaves the session stopped.",
-    .flags = CMD_NAME_ONE | CMD_FANOUT,
+    .flags = CMD_NAME_ONE | CMD_FANOUT | CMD_BOOTS,
     .opts = cmd_start_opts,
     .min_args = 1,
     .max_args = 1,
@@ -62,7 +62,7 @@ const struct cmd_entry cmd_restart_entry = {
     .summary = "Stop a session (as vmux stop) and start it again (as vmux "
                "start). Shells and running commands end; the workspace "
                "stays.",
-    .flags = CMD_NAME_ONE | CMD_FANOUT,
+    .flags = CMD_NAME_ONE | CMD_FANOUT | CMD_HALT_FIRST,
     .opts = cmd_start_opts,
     .min_args = 1,
     .max_args = 1,
@@ -91,7 +91,7 @@ restarted_meanwhile(const struct args *a, const char *home)
 	char *cause = NULL;
 	int running;
 
-	if (strcmp(a->entry->name, "restart") != 0)
+	if (!(a->entry->flags & CMD_HALT_FIRST))
 		return 0;
 	if (record_load(home, a->argv[0], &r, &cause) != 0) {
 		free(cause);
@@ -143,7 +143,7 @@ cmd_start_exec(struct args *a)
 	}
 	if ((home = cli_home()) == NULL)
 		return EXIT_VMUX;
-	if (strcmp(a->entry->name, "restart") == 0 &&
+	if ((a->entry->flags & CMD_HALT_FIRST) &&
 	    session_halt(home, a->argv[0], "restart", 0, cli_notice, &cause) <
 	        0) {
 		cli_error("%s", cause);

@@ -31,7 +31,7 @@ const struct cmd_entry cmd_stop_entry = {
                "logs stay for vmux start. The guest syncs and unmounts its "
                "workspace; one that does not power off in time is ended, "
                "and vmux says so. Stopping a stopped session does nothing.",
-    .flags = CMD_NAMES,
+    .flags = CMD_NAMES | CMD_ENDS,
     .opts = cmd_stop_opts,
     .min_args = 1,
     .max_args = -1,

@@ -62,7 +62,7 @@ const struct cmd_entry cmd_tui_entry = {
     .opts = cmd_tui_opts,
     .min_args = 0,
     .max_args = 1,
-    .flags = CMD_TTY | CMD_STDIN | CMD_OWN_TERMINAL,
+    .flags = CMD_TTY | CMD_STDIN | CMD_OWN_TERMINAL | CMD_HOSTS_HERE,
     .exec = cmd_tui_exec,
 };
 

@@ -209,8 +209,9 @@ cli_record_error(const struct cmd_entry *e, const struct args *a)
 	if (e != NULL && a != NULL && e->pre != NULL &&
 	    strncmp(e->pre, "NAME", 4) == 0 && a->argc > 0)
 		session = a->argv[0];
-	else if (e != NULL && a != NULL && strcmp(e->name, "run") == 0)
-		session = args_get(a, "name");
+	else if (e != NULL && a != NULL && (e->flags & CMD_CREATES) &&
+	    args_has_opt(a, "name"))
+		session = args_get(a, "name"); /* run --name */
 	if (stat(home, &st) == 0) /* never create the home for this */
 		errors_append(
 		    home, session, e != NULL ? e->name : NULL, cli_last_error);

@@ -203,12 +203,7 @@ cp_upload(const struct vsock_target *t, struct cp_spec *spec, char **cause)
 	if (sock < 0)
 		goto out;
 	set_nonblock(sock, 1);
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "action", "extract_archive");
-	cJSON_AddStringToObject(req, "destination", spec->remote);
-	cJSON_AddNumberToObject(req, "archive_size", (double)size);
-	cJSON_AddBoolToObject(req, "cp", 1);
-	cJSON_AddBoolToObject(req, "skip_unsafe_links", 1);
+	req = agent_req_extract_archive(spec->remote, (int64_t)size);
 	json = cJSON_PrintUnformatted(req);
 	cJSON_Delete(req);
 	xasprintf(&line, "%s\n", json);
@@ -349,9 +344,7 @@ cp_download(const struct vsock_target *t, struct cp_spec *spec, char **cause)
 	    t, VMUX_AGENT_PORT, mono_ms() + CLI_CONNECT_MS, cause);
 	if (sock < 0)
 		goto out;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "action", "export_archive");
-	cJSON_AddStringToObject(req, "path", spec->remote);
+	req = agent_req_export_archive(spec->remote);
 	reply = agent_line_call(
 	    sock, req, mono_ms() + CP_IDLE_MS, &rest, &rest_len, cause);
 	cJSON_Delete(req);

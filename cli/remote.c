@@ -58,7 +58,7 @@ remote_mode(const struct cmd_entry *e)
 static int
 remote_is_name(const struct cmd_entry *e, const struct args *a, int k)
 {
-	if (strcmp(e->name, "cp") == 0)
+	if (e->flags & CMD_NAME_PATH)
 		return k < 2;
 	if (e->flags & CMD_NAME_ONE)
 		return k == 0 && !args_has(a, "selector");
@@ -82,7 +82,7 @@ remote_prefix(const struct cmd_entry *e, const struct settings *s,
 		return 0;
 	n = (size_t)(colon - word);
 	/* cp's NAME:PATH has one colon: a prefix needs a second */
-	if (strcmp(e->name, "cp") == 0 && strchr(colon + 1, ':') == NULL)
+	if ((e->flags & CMD_NAME_PATH) && strchr(colon + 1, ':') == NULL)
 		return 0;
 	if (n == 5 && strncmp(word, "local", 5) == 0) {
 		*host = xstrdup("local");
@@ -523,7 +523,7 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 	size_t i;
 	int k, handled = 1;
 
-	if (strcmp(e->name, "host") == 0 || strcmp(e->name, "help") == 0)
+	if (e->flags & CMD_THIS_HOST)
 		return 0; /* about this machine's settings */
 	if (settings_load_hosts(&s, &cause) != 0) {
 		cli_error("%s", cause);
@@ -583,7 +583,7 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 	}
 	if (prefix_host != NULL)
 		want = prefix_host;
-	if (strcmp(e->name, "tui") == 0 && !args_has(a, "model-json") &&
+	if ((e->flags & CMD_HOSTS_HERE) && !args_has(a, "model-json") &&
 	    (nexp > 1 || (nexp == 1 && !remote_is_local(want)))) {
 		/* one TUI here over every host asked for (tui/hosts.c) */
 		remote_tui_hosts = xreallocarray(
@@ -596,7 +596,7 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 		goto out;
 	}
 	if (nexp > 1) {
-		if (strcmp(e->name, "ls") == 0)
+		if (e->flags & CMD_ALL_SESSIONS)
 			*rc = remote_ls(a, expanded, nexp);
 		else
 			*rc = cli_usage_error(e,
@@ -620,7 +620,7 @@ remote_route(const struct cmd_entry *e, struct args *a, int argc, char **argv,
 		*rc = slurm_route(&remote_host, e, a, argc, argv);
 		goto out;
 	}
-	if (strcmp(e->name, "cp") == 0) {
+	if (e->flags & CMD_NAME_PATH) {
 		/* the host side of cp is this machine */
 		if (host_connect(&remote_host, &cause) != 0) {
 			cli_error("%s", cause);

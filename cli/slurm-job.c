@@ -29,7 +29,7 @@ const char *slurm_scope;
 
 /* This vmux's own path, for the node's side (free it). Without it no
  * command could be built: said, and vmux ends. */
-char *
+static char *
 slurm_exe(void)
 {
 	char *exe = exe_path();

@@ -85,7 +85,7 @@ slurm_dir(const struct host *h)
 
 /* Make session name's folder in dir, or take it if it is the user's alone.
  * 0, or -1 (said). */
-int
+static int
 slurm_session_dir(const char *dir, const char *name)
 {
 	char *sdir, *cause = NULL;
@@ -122,7 +122,7 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
 	}
 	if ((e->flags & CMD_TTY) && isatty(STDIN_FILENO))
 		opt = "--pty";
-	else if (strcmp(e->name, "connect") == 0)
+	else if (e->flags & CMD_STREAM)
 		opt = "-u"; /* unbuffered: a stream, not lines (connect) */
 	v = slurm_srun_argv(dir, name, j.id, opt, argv, (size_t)argc);
 	fflush(NULL);
@@ -249,7 +249,7 @@ slurm_new(
     const struct host *h, const char *dir, struct args *a, const char *name)
 {
 	static const char *const skip[] = {"json", "foreground", NULL};
-	int is_new = strcmp(a->entry->name, "new") == 0, ncpus = 1, rc;
+	int is_new = (a->entry->flags & CMD_CREATES) != 0, ncpus = 1, rc;
 	long long mem = SESSION_MEMORY_DEFAULT, ttl = 0;
 	struct session_record r;
 	char *cause = NULL, **words = NULL, id[32], *labels = NULL;
@@ -626,7 +626,7 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 	int rc = EXIT_VMUX;
 
 	/* cp names its session in an operand NAME:PATH, either side */
-	for (int i = 0; strcmp(e->name, "cp") == 0 && i < a->argc; i++) {
+	for (int i = 0; (e->flags & CMD_NAME_PATH) && i < a->argc; i++) {
 		const char *colon = strchr(a->argv[i], ':');
 		if (colon != NULL && colon != a->argv[i] &&
 		    memchr(a->argv[i], '/', (size_t)(colon - a->argv[i])) ==
@@ -648,15 +648,15 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		return EXIT_VMUX;
 	}
 	slurm_scope = dir;
-	if (strcmp(e->name, "ls") == 0) {
+	if (e->flags & CMD_ALL_SESSIONS) {
 		rc = slurm_ls(dir, a);
 		goto out;
 	}
-	if (strcmp(e->name, "tui") == 0 && args_has(a, "model-json")) {
+	if ((e->flags & CMD_HOSTS_HERE) && args_has(a, "model-json")) {
 		rc = slurm_model(dir, a);
 		goto out;
 	}
-	if (strcmp(e->name, "new") == 0 &&
+	if ((e->flags & CMD_CREATES) &&
 	    (opt(a, "count") != NULL || opt(a, "roster") != NULL)) {
 		rc = slurm_class(h, dir, a);
 		goto out;
@@ -665,11 +665,11 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		rc = cli_usage_error(e, "on a cluster, name one session");
 		goto out;
 	}
-	if (strcmp(e->name, "new") == 0 || strcmp(e->name, "start") == 0) {
+	if (e->flags & CMD_BOOTS) {
 		rc = slurm_new(h, dir, a, name);
 		goto out;
 	}
-	if (strcmp(e->name, "stop") == 0 || strcmp(e->name, "rm") == 0) {
+	if (e->flags & CMD_ENDS) {
 		if (args_has_opt(a, "keep-workspace") &&
 		    args_has(a, "keep-workspace")) {
 			rc = cli_usage_error(
@@ -679,9 +679,9 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		/* each name, as on one machine; the status is the worst */
 		rc = 0;
 		for (int i = 0; i < a->argc; i++) {
-			int r = strcmp(e->name, "stop") == 0
-			    ? slurm_stop(dir, a->argv[i])
-			    : slurm_rm(dir, a->argv[i]);
+			int r = (e->flags & CMD_REMOVES)
+			    ? slurm_rm(dir, a->argv[i])
+			    : slurm_stop(dir, a->argv[i]);
 			if (r != 0)
 				rc = r;
 		}

@@ -39,14 +39,12 @@ struct slurm_job {
 
 /* slurm-job.c */
 extern const char *slurm_scope; /* the cluster's folder (slurm_route) */
-char *slurm_exe(void);
 int slurm_run(char *const *argv, char **out);
 char *slurm_queue(char **cause);
 char *slurm_labels(char *const *labels, size_t n);
 void slurm_job_in(
     const char *queue, const char *name, struct slurm_job *j, int ending);
 int slurm_job(const char *name, struct slurm_job *j, int ending, char **cause);
-int slurm_session_dir(const char *dir, const char *name);
 int slurm_submit(const struct host *h, const char *dir, const char *verb,
     const char *name, const char *array, const char *labels, int ncpus,
     long long mem_mb, long long ttl, char **words, size_t nw, char *id,

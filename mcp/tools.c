@@ -18,7 +18,6 @@
 
 #include "common/common.h"
 #include "session/session.h"
-#include "cli/cli.h"
 #include "mcp.h"
 
 #define EXEC_OUTPUT_DEFAULT (64 << 10)

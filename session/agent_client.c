@@ -374,6 +374,52 @@ agent_req_resize_shell(const char *id, int cols, int rows)
 	return req;
 }
 
+/*
+ * attach_shell: stream shell id from cursor (-1: the ring's start), as
+ * who->as, watching only or wanting the keyboard (who may be NULL).
+ */
+cJSON *
+agent_req_attach_shell(
+    const char *id, int64_t cursor, const char *as, int watch, int input)
+{
+	cJSON *req = agent_req("attach_shell");
+
+	cJSON_AddStringToObject(req, "shell_id", id);
+	if (cursor >= 0)
+		cJSON_AddNumberToObject(req, "cursor", (double)cursor);
+	if (as != NULL)
+		cJSON_AddStringToObject(req, "as", as);
+	if (watch)
+		cJSON_AddBoolToObject(req, "watch", 1);
+	if (input)
+		cJSON_AddBoolToObject(req, "input", 1);
+	return req;
+}
+
+/* extract_archive: a tar of size bytes follows, to unpack at dest as vmux
+ * cp does (its rules, links that lead out skipped). */
+cJSON *
+agent_req_extract_archive(const char *dest, int64_t size)
+{
+	cJSON *req = agent_req("extract_archive");
+
+	cJSON_AddStringToObject(req, "destination", dest);
+	cJSON_AddNumberToObject(req, "archive_size", (double)size);
+	cJSON_AddBoolToObject(req, "cp", 1);
+	cJSON_AddBoolToObject(req, "skip_unsafe_links", 1);
+	return req;
+}
+
+/* export_archive: send path as a tar. */
+cJSON *
+agent_req_export_archive(const char *path)
+{
+	cJSON *req = agent_req("export_archive");
+
+	cJSON_AddStringToObject(req, "path", path);
+	return req;
+}
+
 /* close_shell: end shell id. */
 cJSON *
 agent_req_close_shell(const char *id)

@@ -472,17 +472,9 @@ attach_shell_open(const struct vsock_target *t, const char *shell_id,
 	fd = transport_connect(t, VMUX_AGENT_PORT, deadline, cause);
 	if (fd < 0)
 		return -1;
-	req = cJSON_CreateObject();
-	cJSON_AddStringToObject(req, "action", "attach_shell");
-	cJSON_AddStringToObject(req, "shell_id", shell_id);
-	if (cursor >= 0)
-		cJSON_AddNumberToObject(req, "cursor", (double)cursor);
-	if (who != NULL && who->as != NULL)
-		cJSON_AddStringToObject(req, "as", who->as);
-	if (who != NULL && who->watch)
-		cJSON_AddBoolToObject(req, "watch", 1);
-	if (who != NULL && who->input)
-		cJSON_AddBoolToObject(req, "input", 1);
+	req = agent_req_attach_shell(shell_id, cursor,
+	    who != NULL ? who->as : NULL, who != NULL && who->watch,
+	    who != NULL && who->input);
 	reply = agent_line_call(fd, req, deadline, &rest, &rest_len, cause);
 	cJSON_Delete(req);
 	if (reply == NULL) {

@@ -36,13 +36,6 @@ static const struct profile builtin[] = {
 
 #define NBUILTIN (sizeof builtin / sizeof *builtin)
 
-/* A field's name: its row's flag (session_options). */
-const char *
-profile_field_name(int field)
-{
-	return field >= 0 && field < SOPT_N ? session_options[field].flag : "?";
-}
-
 /* Does p lock field? */
 int
 profile_locked(const struct profile *p, int field)
@@ -77,7 +70,7 @@ field_index(const char *name)
  * Set one field of p (a session option a profile sets) from text, parsed as
  * its row says. 0, or -1 with cause naming what is wrong.
  */
-int
+static int
 profile_set(struct profile *p, int field, const char *v, char **cause)
 {
 	const struct session_option *o = &session_options[field];
@@ -225,13 +218,6 @@ profile_get(const char *name, struct profile *out, char **cause)
 	    "offline_readonly, network_basic, network_extended)",
 	    name);
 	return -1;
-}
-
-/* The mount mode's name. */
-const char *
-profile_mounts_name(int mode)
-{
-	return mode == MOUNTS_NONE ? "none" : mode == MOUNTS_RO ? "ro" : "rw";
 }
 
 /* A profile as JSON (vmux status, the pool's spec): its rows' keys. */

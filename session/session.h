@@ -170,10 +170,7 @@ struct profile {
 };
 
 int profile_get(const char *name, struct profile *out, char **cause);
-int profile_set(struct profile *, int field, const char *v, char **cause);
 int profile_locked(const struct profile *, int field);
-const char *profile_field_name(int field);
-const char *profile_mounts_name(int mode);
 const char *const *profile_builtin_names(void);
 cJSON *profile_json(const struct profile *);
 
@@ -514,8 +511,6 @@ const char *session_state(const struct session_record *);
 int session_exit_get(const struct session_record *, struct session_exit *);
 int session_qemu_alive(const struct session_record *);
 int session_bridge_alive(const struct session_record *);
-int qmp_quit(const char *path, uint64_t deadline, char **cause);
-int session_stop(const struct session_record *, int force, int power_ms);
 int session_remove_at(const char *home, const char *dir, const char *name,
     int force, int keep_workspace, char **kept, char **cause);
 int session_remove(const char *home, const char *name, int force,
@@ -605,6 +600,10 @@ cJSON *agent_req_list_shells(void);
 cJSON *agent_req_shutdown(void);
 cJSON *agent_req_open_shell(const char *id, int cols, int rows);
 cJSON *agent_req_close_shell(const char *id);
+cJSON *agent_req_attach_shell(
+    const char *id, int64_t cursor, const char *as, int watch, int input);
+cJSON *agent_req_extract_archive(const char *dest, int64_t size);
+cJSON *agent_req_export_archive(const char *path);
 cJSON *agent_req_write_shell(const char *id, const char *input, size_t n);
 cJSON *agent_req_read_shell(
     const char *id, int64_t cursor, int max_chars, int wait_ms);

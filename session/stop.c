@@ -129,7 +129,7 @@ qmp_line(int fd, uint64_t deadline)
 }
 
 /* Ask QEMU to quit over QMP; 0 once "quit" was sent. */
-int
+static int
 qmp_quit(const char *path, uint64_t deadline, char **cause)
 {
 	static const char caps[] = "{\"execute\":\"qmp_capabilities\"}\n";
@@ -230,7 +230,7 @@ kill_mentioning(const char *needle, const struct session_record *r)
  * 2 if it had to be ended because no agent answered (the guest still
  * booting, paused or hung), -1 if something survived SIGKILL.
  */
-int
+static int
 session_stop(const struct session_record *r, int force, int power_ms)
 {
 	char *needle = session_qemu_needle(r), *path;

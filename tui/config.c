@@ -80,7 +80,7 @@ config_error(
 }
 
 /* Bind key to command in the prefix table (replacing its binding). */
-void
+static void
 config_bind(struct config *cfg, int key, const char *command)
 {
 	for (size_t i = 0; i < cfg->nbinds; i++) {

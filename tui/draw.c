@@ -19,10 +19,12 @@
 
 #include <term.h> /* after vterm.h: its macros (lines, columns) */
 
+static void draw_frame(struct tui *);
+
 #define FRAME_MS 16
 
 /* Colour pair for fg/bg (COLOUR_DEFAULT: the terminal's); 0 if none. */
-int
+static int
 draw_pair(struct tui *t, int fg, int bg)
 {
 	int p;
@@ -728,7 +730,7 @@ draw_output(struct tui *t)
 }
 
 /* Paint everything that changed and update the terminal once. */
-void
+static void
 draw_frame(struct tui *t)
 {
 	struct pane *p = tui_pane(t);

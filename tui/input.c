@@ -182,7 +182,7 @@ input_mouse(struct tui *t)
 }
 
 /* One key, routed by what is on the screen. */
-void
+static void
 input_key(struct tui *t, int key)
 {
 	struct pane *p = tui_pane(t);

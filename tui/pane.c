@@ -27,6 +27,8 @@
 #include "proto/attach.h"
 #include "tui.h"
 
+static void pane_send(struct pane *, const void *bytes, size_t len);
+
 #define FEED_SLICE 4096 /* bytes parsed between clock checks */
 
 /* Columns start_col..end_col-1 of rows start..end-1 need drawing. */
@@ -340,7 +342,7 @@ pane_resize(struct pane *p, int cols, int rows)
 
 /* Bytes for the source's input (dropped when read-only, or a tile that
  * has not taken the keyboard). */
-void
+static void
 pane_send(struct pane *p, const void *bytes, size_t len)
 {
 	if (p->tui->opts.read_only || (p->grid && !p->kb_want) || len == 0 ||

@@ -37,7 +37,7 @@ prompt_open(struct tui *t, const char *label, const char *initial, int complete,
 }
 
 /* Close the prompt without an answer. */
-void
+static void
 prompt_close(struct tui *t)
 {
 	t->prompt.on = 0;

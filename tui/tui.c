@@ -18,6 +18,8 @@
 #include "common/common.h"
 #include "tui.h"
 
+static void tui_release_keyboard(struct tui *);
+
 #define TICK_MS        2000  /* model refresh while idle */
 #define TICK_TYPING_MS 10000 /* ... and at least this often while typing */
 #define MESSAGE_MS     5000
@@ -42,7 +44,7 @@ tui_message(struct tui *t, int error, const char *fmt, ...)
 }
 
 /* The pane of session/shell, or NULL. */
-struct pane *
+static struct pane *
 tui_find_pane(struct tui *t, const char *session, const char *shell)
 {
 	for (size_t i = 0; session && shell && i < t->npanes; i++) {
@@ -55,7 +57,7 @@ tui_find_pane(struct tui *t, const char *session, const char *shell)
 }
 
 /* The pane of session of a kind that is not a shell (console, replay). */
-struct pane *
+static struct pane *
 tui_find_kind(struct tui *t, const char *session, const struct pane_source *src)
 {
 	for (size_t i = 0; session && i < t->npanes; i++) {
@@ -132,7 +134,7 @@ tui_takeover(struct tui *t)
 }
 
 /* Hand back the keyboard the TUI took, if it holds one. */
-void
+static void
 tui_release_keyboard(struct tui *t)
 {
 	struct pane *p = t->kb_pane ? tui_pane_by_id(t, t->kb_pane) : NULL;

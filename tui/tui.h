@@ -193,7 +193,6 @@ char *config_path(void);
 char *config_file(const char *rel);
 int config_read_file(const char *path, char **text);
 void config_free(struct config *);
-void config_bind(struct config *, int key, const char *command);
 const char *config_binding(const struct config *, int key);
 
 /* ---- theme.c: the colours of vmux's own chrome, never the guest's ---- */
@@ -469,7 +468,6 @@ void pane_handle_free(uv_handle_t *);
 void pane_poll_close(struct pane *);
 void pane_set_size(struct pane *, int cols, int rows);
 void pane_resize(struct pane *, int cols, int rows);
-void pane_send(struct pane *, const void *bytes, size_t len);
 void pane_key(struct pane *, int key);
 void pane_paste(struct pane *, const char *text, size_t len, int bracket);
 int pane_can_signal(const struct pane *);
@@ -500,9 +498,7 @@ void cell_convert(
 /* ---- draw.c: the frame ---- */
 
 void draw_init(struct tui *);
-void draw_frame(struct tui *);
 void draw_schedule(struct tui *);
-int draw_pair(struct tui *, int fg, int bg);
 void draw_theme_apply(struct tui *);
 void draw_pane(struct tui *, struct pane *, const struct rect *, int all);
 void draw_style(struct tui *, int item);
@@ -518,7 +514,6 @@ int grid_key(struct tui *, int key);
 
 void input_init(struct tui *);
 void input_read(struct tui *);
-void input_key(struct tui *, int key);
 
 /* ---- cmds.c: the TUI's commands (key bindings, the prompt) ---- */
 
@@ -544,7 +539,6 @@ struct prompt {
 void prompt_open(struct tui *, const char *label, const char *initial,
     int complete, prompt_done_cb, void *arg);
 int prompt_key(struct tui *, int key);
-void prompt_close(struct tui *);
 
 /* ---- menu.c: lists to choose from and yes/no questions ---- */
 
@@ -796,11 +790,6 @@ void tui_message(struct tui *, int error, const char *fmt, ...)
 struct pane *tui_pane(struct tui *);
 struct pane *tui_key_pane(struct tui *);
 void tui_takeover(struct tui *);
-void tui_release_keyboard(struct tui *);
-struct pane *tui_find_pane(
-    struct tui *, const char *session, const char *shell);
-struct pane *tui_find_kind(
-    struct tui *, const char *session, const struct pane_source *);
 struct pane *tui_pane_by_id(struct tui *, unsigned id);
 void tui_select(struct tui *, const char *session, const char *shell);
 void tui_relayout(struct tui *);

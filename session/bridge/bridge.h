@@ -282,7 +282,6 @@ void vsock_sock_event(struct vsock *, int sock, unsigned ev, uint64_t now);
 void vsock_tick(struct vsock *, uint64_t now);
 uint64_t vsock_deadline(const struct vsock *);
 struct vconn *vsock_find(const struct vsock *, uint32_t lport, uint32_t pport);
-struct vconn *vsock_find_sock(const struct vsock *, int sock);
 
 /* connect.c */
 #define CONNECT_MAX_LINE 64

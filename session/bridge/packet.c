@@ -12,66 +12,39 @@
 #include <sys/types.h>
 
 #include "common/common.h"
+#include "proto/attach.h" /* vmux_get_u*, vmux_put_u* */
 #include "bridge.h"
 
 /* Decode a little-endian header. */
 void
 vsock_hdr_decode(struct vsock_hdr *h, const uint8_t *p)
 {
-	uint64_t v64;
-	uint32_t v32;
-	uint16_t v16;
-
-	memcpy(&v64, p + 0, 8);
-	h->src_cid = le64toh(v64);
-	memcpy(&v64, p + 8, 8);
-	h->dst_cid = le64toh(v64);
-	memcpy(&v32, p + 16, 4);
-	h->src_port = le32toh(v32);
-	memcpy(&v32, p + 20, 4);
-	h->dst_port = le32toh(v32);
-	memcpy(&v32, p + 24, 4);
-	h->len = le32toh(v32);
-	memcpy(&v16, p + 28, 2);
-	h->type = le16toh(v16);
-	memcpy(&v16, p + 30, 2);
-	h->op = le16toh(v16);
-	memcpy(&v32, p + 32, 4);
-	h->flags = le32toh(v32);
-	memcpy(&v32, p + 36, 4);
-	h->buf_alloc = le32toh(v32);
-	memcpy(&v32, p + 40, 4);
-	h->fwd_cnt = le32toh(v32);
+	h->src_cid = vmux_get_u64(p + 0);
+	h->dst_cid = vmux_get_u64(p + 8);
+	h->src_port = vmux_get_u32(p + 16);
+	h->dst_port = vmux_get_u32(p + 20);
+	h->len = vmux_get_u32(p + 24);
+	h->type = vmux_get_u16(p + 28);
+	h->op = vmux_get_u16(p + 30);
+	h->flags = vmux_get_u32(p + 32);
+	h->buf_alloc = vmux_get_u32(p + 36);
+	h->fwd_cnt = vmux_get_u32(p + 40);
 }
 
 /* Encode a header as 44 little-endian bytes. */
 void
 vsock_hdr_encode(uint8_t *p, const struct vsock_hdr *h)
 {
-	uint64_t v64;
-	uint32_t v32;
-	uint16_t v16;
-
-	v64 = htole64(h->src_cid);
-	memcpy(p + 0, &v64, 8);
-	v64 = htole64(h->dst_cid);
-	memcpy(p + 8, &v64, 8);
-	v32 = htole32(h->src_port);
-	memcpy(p + 16, &v32, 4);
-	v32 = htole32(h->dst_port);
-	memcpy(p + 20, &v32, 4);
-	v32 = htole32(h->len);
-	memcpy(p + 24, &v32, 4);
-	v16 = htole16(h->type);
-	memcpy(p + 28, &v16, 2);
-	v16 = htole16(h->op);
-	memcpy(p + 30, &v16, 2);
-	v32 = htole32(h->flags);
-	memcpy(p + 32, &v32, 4);
-	v32 = htole32(h->buf_alloc);
-	memcpy(p + 36, &v32, 4);
-	v32 = htole32(h->fwd_cnt);
-	memcpy(p + 40, &v32, 4);
+	vmux_put_u64(p + 0, h->src_cid);
+	vmux_put_u64(p + 8, h->dst_cid);
+	vmux_put_u32(p + 16, h->src_port);
+	vmux_put_u32(p + 20, h->dst_port);
+	vmux_put_u32(p + 24, h->len);
+	vmux_put_u16(p + 28, h->type);
+	vmux_put_u16(p + 30, h->op);
+	vmux_put_u32(p + 32, h->flags);
+	vmux_put_u32(p + 36, h->buf_alloc);
+	vmux_put_u32(p + 40, h->fwd_cnt);
 }
 
 /* Bytes in an iovec array. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "proto/attach.h" /* vmux_put_u* */
 #include "bridge.h"
 
 struct vhu_hdr {
@@ -276,9 +277,10 @@ static int
 get_config(struct vhu *d, const union vhu_payload *p)
 {
 	union vhu_payload r;
-	uint64_t cid = htole64(d->cid);
+	uint8_t cid[8];
 	uint32_t off = p->config.offset, size = p->config.size;
 
+	vmux_put_u64(cid, d->cid); /* the device's config: le64 guest_cid */
 	memset(&r, 0, sizeof r);
 	if (size > sizeof r.config.data)
 		size = 0;
@@ -287,7 +289,7 @@ get_config(struct vhu *d, const union vhu_payload *p)
 	r.config.flags = p->config.flags;
 	for (uint32_t i = 0; i < size; i++) {
 		if (off < sizeof cid && i < sizeof cid - off)
-			r.config.data[i] = ((uint8_t *)&cid)[off + i];
+			r.config.data[i] = cid[off + i];
 	}
 	return send_reply(d, VHU_GET_CONFIG, &r, 12 + size);
 }

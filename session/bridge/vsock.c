@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/common.h"
+#include "proto/attach.h" /* vmux_put_u* */
 #include "bridge.h"
 
 #define PEND_REQUEST    0x01
@@ -62,7 +63,7 @@ vsock_find(const struct vsock *vs, uint32_t lport, uint32_t pport)
 }
 
 /* The connection owning socket id sock, or NULL. */
-struct vconn *
+static struct vconn *
 vsock_find_sock(const struct vsock *vs, int sock)
 {
 	struct vconn *c;
@@ -866,8 +867,9 @@ vsock_rx(struct vsock *vs, const struct iovec *iov, int niov, uint64_t now)
 		vs->rst_len--;
 		n = emit(vs, &tmp, iov, niov, VSOCK_OP_RST, 0, 0);
 		if (type != VSOCK_TYPE_STREAM) {
-			uint16_t t = htole16(type);
-			iov_copy_to(iov, niov, 28, &t, sizeof t);
+			uint8_t t[2];
+			vmux_put_u16(t, type);
+			iov_copy_to(iov, niov, 28, t, sizeof t);
 		}
 		return n;
 	}
