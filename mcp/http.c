@@ -94,7 +94,7 @@ static struct {
 		char id[HTTP_ID_LEN + 1]; /* empty: a free slot */
 		time_t used;              /* its last request's (monotonic) */
 	} sessions[HTTP_SESSIONS];
-	volatile int stop;
+	int stop; /* set by the main thread, read by libwebsockets': atomic */
 } h;
 
 /* Queue a message on q (under the lock). */
@@ -723,7 +723,7 @@ static void *
 http_thread(void *arg)
 {
 	(void)arg;
-	while (!h.stop)
+	while (!__atomic_load_n(&h.stop, __ATOMIC_ACQUIRE))
 		if (lws_service(h.ctx, 0) < 0)
 			break;
 	return NULL;
@@ -820,7 +820,7 @@ mcp_http_run(struct mcp_server *s, const struct mcp_http_opts *o,
 		if (pfd[0].revents != 0)
 			http_take_in();
 	}
-	h.stop = 1;
+	__atomic_store_n(&h.stop, 1, __ATOMIC_RELEASE);
 	lws_cancel_service(h.ctx);
 	pthread_join(h.thread, NULL);
 	lws_context_destroy(h.ctx);

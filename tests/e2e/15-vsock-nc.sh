@@ -120,7 +120,7 @@ upload() {
 	local want got
 	socat -u "UNIX-LISTEN:$D/vsock.sock_7001" "OPEN:$D/up,creat,trunc" &
 	lpids+=($!)
-	sleep 0.2
+	for _ in $(seq 100); do [[ -S $D/vsock.sock_7001 ]] && break; sleep 0.05; done
 	want=$(gexec 'head -c 262144 /dev/urandom >/tmp/up; /vmux/bin/vmux-nc 2 7001 </tmp/up && md5sum </tmp/up') || return 1
 	wait "${lpids[-1]}"
 	got=$(md5sum <"$D/up")

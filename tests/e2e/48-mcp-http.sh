@@ -30,7 +30,7 @@ serve() {
 	shift
 	for tries in 1 2 3 4 5; do
 		PORT=$(shuf -i 20000-60000 -n 1)
-		"$VMUX" mcp --http "127.0.0.1:$PORT" "$@" 2>"$log" &
+		"${SERVE_VMUX:-$VMUX}" mcp --http "127.0.0.1:$PORT" "$@" 2>"$log" &
 		pid=$!
 		bg_track "$pid"
 		echo "$pid" >"$TMP/serve.pid"
@@ -245,6 +245,40 @@ t_labels() {
 	expect_match "the server's own key" "$r" 'server.s own.*"isError":true'
 }
 
+# hammer: 25 rounds of a session's life over HTTP: initialize, a GET
+# stream, a ping, DELETE (which ends the stream), each its own client.
+hammer() {
+	local sid
+	for _ in $(seq 25); do
+		sid=$(session) || return 1
+		curl -s -N --max-time 5 -H "Mcp-Session-Id: $sid" -H 'Accept: text/event-stream' \
+			-o /dev/null "$URL" &
+		curl -s -o /dev/null -X POST "$URL" -H 'Content-Type: application/json' \
+			-H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $sid" \
+			--data-binary "$PING"
+		curl -s -o /dev/null -X DELETE -H "Mcp-Session-Id: $sid" "$URL"
+		wait
+	done
+}
+
+# The server's two threads (libwebsockets' and the MCP server's, meeting in
+# two queues under one lock) under ThreadSanitizer, four clients at once.
+t_tsan() {
+	local url0=$URL port0=$PORT pid pids=() i
+	SERVE_VMUX=$BUILD/bin/vmux-tsan TSAN_OPTIONS=log_path=$TMP/tsan:second_deadlock_stack=1 \
+		serve "$TMP/mcp-tsan.err" || return 1
+	pid=$(cat "$TMP/serve.pid")
+	for i in 1 2 3 4; do
+		hammer &
+		pids+=($!)
+	done
+	wait "${pids[@]}" || fail "a client loop failed"
+	kill -TERM "$pid"
+	wait_for 10 bash -c "! kill -0 $pid 2>/dev/null" || fail "vmux-tsan mcp did not stop on SIGTERM"
+	! compgen -G "$TMP/tsan*" >/dev/null || fail "TSan: $(head -n 40 "$TMP"/tsan*)"
+	URL=$url0 PORT=$port0
+}
+
 # mcp SCENARIO ARGS...: the SDK client over HTTP.
 mcp() { VMUX_MCP_URL=$URL node "$CLIENT" "$@"; }
 
@@ -272,6 +306,11 @@ check "a bearer token: 401 without it; a readable file or none off loopback refu
 check "a WebSocket upgrade is refused, whatever its Host, Origin or protocol" t_websocket
 check "initialize never evicts a live session (503); GET streams bounded (429)" t_table
 check "an agent's labels: its own keys only (mcp.*), never a person's" t_labels
+if [[ -x $BUILD/bin/vmux-tsan ]]; then
+	check "mcp --http under TSan: four clients at once, no report" t_tsan
+else
+	skip "mcp --http under TSan" "no $BUILD/bin/vmux-tsan (make test builds it)"
+fi
 check "SDK client over HTTP: session_create" t_create
 check "SDK client over HTTP: exec cut head and tail, stdin, env, timeout" t_exec
 check "a 20 s call is answered on its POST" t_long_call

@@ -75,7 +75,6 @@ t_open_write_read() {
 	c1=$(jqr "$r" .next_cursor)
 	((c1 > 0)) || fail "next_cursor $c1"
 	type_line raw 'echo second-$((1+1))' || return 1
-	sleep 0.5
 	r=$(raw "{\"action\":\"read_shell\",\"shell_id\":\"raw\",\"cursor\":$c1,\"wait_ms\":5000}")
 	c2=$(jqr "$r" .next_cursor)
 	((c2 > c1)) || fail "next_cursor did not advance: $c1 -> $c2"

@@ -21,7 +21,11 @@ slurm_start() {
 	SLURM_PIDS=$!
 	bg_track $!
 	wait_for 10 test -S "$d/munge/sock" || { echo "FAIL munged: $(cat "$d/munge/log" 2>/dev/null)"; exit 1; }
-	port=$((20000 + RANDOM % 30000))
+	# four consecutive ports none of which is taken (ctld, slurmd, n1, n2)
+	for _ in $(seq 20); do
+		port=$((20000 + RANDOM % 30000))
+		[[ -z $(ss -Htln "sport >= :$port and sport <= :$((port + 3))") ]] && break
+	done
 	cat >"$d/slurm.conf" <<EOC
 ClusterName=vmuxtest
 SlurmctldHost=$h(127.0.0.1)

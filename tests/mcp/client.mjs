@@ -167,7 +167,12 @@ const scenarios = {
     assert(r.screen.split("\n").some((l) => l === "/tmp"), `screen: ${r.screen}`);
     // a running sleep ends with C-c, and the shell goes on
     await ok(client, "shell_write", { session: s, shell_id: "work", text: "sleep 300", enter: true });
-    await readUntil(client, s, "work", /sleep 300/);
+    // the sleep runs (its echo alone would be on screen before it forks)
+    for (const end = Date.now() + 30000; ;) {
+      const ps = await ok(client, "exec", { session: s, command: "ps | grep -c '[s]leep 300' || true" });
+      if (ps.stdout.trim() === "1") break;
+      assert(Date.now() < end, "the sleep never started");
+    }
     await ok(client, "shell_write", { session: s, shell_id: "work", keys: ["C-c"] });
     await ok(client, "shell_write", { session: s, shell_id: "work", text: "echo after-$((1+1))", enter: true });
     await readUntil(client, s, "work", /after-2/);

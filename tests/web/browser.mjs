@@ -14,6 +14,9 @@ const [scenario] = process.argv.slice(2);
 
 function assert(cond, msg) { if (!cond) throw new Error(msg); }
 
+// a page's uncaught exception fails the scenario, not only the log
+const pageErrors = [];
+
 const browser = await puppeteer.launch({
   executablePath: env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
@@ -29,7 +32,10 @@ const browser = await puppeteer.launch({
 async function open(link, size = { width: 1000, height: 600 }) {
   const page = await browser.newPage();
   await page.setViewport(size);
-  page.on("pageerror", (e) => console.log("page error:", e.message));
+  page.on("pageerror", (e) => {
+    console.log("page error:", e.message);
+    pageErrors.push(e.message);
+  });
   await page.goto(link);
   return page;
 }
@@ -120,8 +126,11 @@ const scenarios = {
     await ready(p);
     for (const vp of [{ width: 900, height: 500 }, { width: 1300, height: 760 }]) {
       await p.setViewport(vp);
-      await p.waitForFunction((w) => window.innerWidth === w, {}, vp.width);
-      await new Promise((r) => setTimeout(r, 300)); // the page's resize event fits
+      // the page's resize event has fitted the terminal to the window
+      await p.waitForFunction((w) => {
+        const t = window.vmuxTerm, d = t.fitter.proposeDimensions();
+        return window.innerWidth === w && d && t.term.cols === d.cols && t.term.rows === d.rows;
+      }, { polling: 100 }, vp.width);
       const { cols, rows } = await p.evaluate(() => ({ cols: window.vmuxTerm.term.cols, rows: window.vmuxTerm.term.rows }));
       await p.keyboard.type("clear; stty size\n");
       await waitLine(p, new RegExp(`^${rows} ${cols}$`), `stty size at ${vp.width}x${vp.height}`);
@@ -273,6 +282,7 @@ const scenarios = {
 let rc = 0;
 try {
   await scenarios[scenario]();
+  assert(pageErrors.length === 0, `page errors: ${pageErrors.join("; ")}`);
 } catch (e) {
   console.log(`${scenario}: ${e.message}`);
   rc = 1;

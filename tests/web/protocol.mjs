@@ -235,8 +235,14 @@ const scenarios = {
       if (ws.sock.writableLength > 8 * 1024 * 1024)
         await Promise.race([w, new Promise((r) => setTimeout(r, 100))]);
     }
+    const unread = ws.sock.writableLength;
     console.log(`figure: input flood: ${(sent / 1048576).toFixed(0)} MiB offered, ` +
-      `${(ws.sock.writableLength / 1048576).toFixed(1)} MiB still unread by the server`);
+      `${(unread / 1048576).toFixed(1)} MiB still unread by the server`);
+    // had vmux web read ahead of the shell, all 64 MiB would have gone in
+    // and nothing would wait unread: it reads at the shell's pace
+    assert(sent < 64 * 1024 * 1024 && unread >= 2 * 1024 * 1024,
+      `${(sent / 1048576).toFixed(0)} MiB taken, ${(unread / 1048576).toFixed(1)} MiB unread: ` +
+      "vmux web read ahead of the shell");
     ws.end();
     const again = await hello(tok(process.env.LINK_S2_FLOOD));
     await again.json("hello");
