@@ -7,9 +7,12 @@
  *   server.c   the MCP methods (initialize, ping, tools/list, tools/call,
  *              logging/setLevel, notifications/cancelled) over any
  *              transport: messages in, messages out through a callback.
- *   tools.c    the tool table: each tool's schemas, and the vmux command
- *              it runs (every tool is a client of the same commands a
- *              person types: `vmux exec --json`, `vmux capture`, ...).
+ *   tools.c    the tool table: each tool's schemas and handler.
+ *   tools-*.c  the tools by group (session, exec, shell, file) and what
+ *              they share (args: arguments, the command, the result):
+ *              each runs a vmux command (every tool is a client of the
+ *              same commands a person types: `vmux exec --json`, `vmux
+ *              capture`, ...); tools-int.h lists them.
  *   jobs.c     those commands as child processes, read without blocking
  *              so that calls overlap, report progress and can be
  *              cancelled.

@@ -1,5 +1,7 @@
 # mcp.mk: vmux mcp, the MCP server (mcp/), linked into vmux (cli/cli.mk).
-MCP_SRCS := mcp/jsonrpc.c mcp/server.c mcp/tools.c mcp/jobs.c \
+MCP_SRCS := mcp/jsonrpc.c mcp/server.c mcp/tools.c mcp/tools-args.c \
+            mcp/tools-session.c mcp/tools-exec.c mcp/tools-shell.c \
+            mcp/tools-file.c mcp/jobs.c \
             mcp/policy.c mcp/stdio.c mcp/http.c
 
 # The JSON-RPC layer is pure: its unit tests need only cJSON.
