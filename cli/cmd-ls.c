@@ -220,14 +220,10 @@ ls_session_json(const struct session_entry *e)
 	created = time_rfc3339((double)r->created);
 	state = session_state(r);
 	cJSON_AddStringToObject(o, "state", state);
-	cJSON_AddStringToObject(o, "accel", r->accel);
+	record_strs_json(o, r, RECORD_VIEW_LS); /* accel, dir, vsock_uds, ... */
 	cJSON_AddNumberToObject(o, "cid", r->cid);
 	cJSON_AddStringToObject(
 	    o, "vsock", r->vsock_kernel ? "kernel" : "bridge");
-	if (r->vsock_uds != NULL)
-		cJSON_AddStringToObject(o, "vsock_uds", r->vsock_uds);
-	else
-		cJSON_AddNullToObject(o, "vsock_uds");
 	pids = cJSON_AddObjectToObject(o, "pids");
 	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
 	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
@@ -235,7 +231,6 @@ ls_session_json(const struct session_entry *e)
 		cJSON_AddStringToObject(o, "created", created);
 	else
 		cJSON_AddNullToObject(o, "created");
-	cJSON_AddStringToObject(o, "dir", r->dir);
 	cJSON_AddStringToObject(
 	    o, "profile", r->profile != NULL ? r->profile : "none");
 	cJSON_AddStringToObject(o, "network",
@@ -246,15 +241,7 @@ ls_session_json(const struct session_entry *e)
 	ls_strv(o, "publish", r->publish, r->npublish);
 	ls_labels(o, r);
 	ls_mounts(o, r);
-	if (r->root_image != NULL)
-		cJSON_AddStringToObject(o, "root_image", r->root_image);
-	else
-		cJSON_AddNullToObject(o, "root_image");
 	cJSON_AddBoolToObject(o, "agent", !r->no_agent);
-	if (r->append != NULL)
-		cJSON_AddStringToObject(o, "append", r->append);
-	else
-		cJSON_AddNullToObject(o, "append");
 	/* the settings, by the table */
 	for (int i = 0; i < SOPT_N; i++) {
 		const struct session_option *so = &session_options[i];

@@ -9,6 +9,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,59 @@ add_str(cJSON *o, const char *key, const char *s)
 		cJSON_AddNullToObject(o, key);
 }
 
+/*
+ * The record's plain text fields: key (and an older record's), where struct
+ * session_record keeps it, whether a record must have it, and the views
+ * that show it (the record file; ls --json, which shows a few). Read,
+ * written and shown from here; the settings are session_options'.
+ */
+#define RS(member) offsetof(struct session_record, member)
+static const struct record_str {
+	const char *key, *old_key;
+	size_t off;
+	int required;
+	unsigned views; /* RECORD_VIEW_* */
+} record_strs[] = {
+    {"name", NULL, RS(name), 1, RECORD_VIEW_FILE},
+    {"instance", NULL, RS(instance), 0, RECORD_VIEW_FILE},
+    {"dir", NULL, RS(dir), 1, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"accel", NULL, RS(accel), 1, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"vsock_uds", NULL, RS(vsock_uds), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"vhost_user", NULL, RS(vhost_user), 0, RECORD_VIEW_FILE},
+    {"qmp", NULL, RS(qmp), 0, RECORD_VIEW_FILE},
+    {"sock_dir", NULL, RS(sock_dir), 0, RECORD_VIEW_FILE},
+    {"console_log", NULL, RS(console_log), 0, RECORD_VIEW_FILE},
+    {"console_sock", NULL, RS(console_sock), 0, RECORD_VIEW_FILE},
+    {"qemu_log", NULL, RS(qemu_log), 0, RECORD_VIEW_FILE},
+    {"bridge_log", NULL, RS(bridge_log), 0, RECORD_VIEW_FILE},
+    {"qemu_bin", NULL, RS(qemu_bin), 0, RECORD_VIEW_FILE},
+    {"bridge_bin", NULL, RS(bridge_bin), 0, RECORD_VIEW_FILE},
+    {"kernel", NULL, RS(kernel), 0, RECORD_VIEW_FILE},
+    {"initrd", NULL, RS(initrd), 0, RECORD_VIEW_FILE},
+    {"workspace", NULL, RS(workspace), 0, RECORD_VIEW_FILE},
+    {"stopped_by", "stop_reason", RS(stop_reason), 0, RECORD_VIEW_FILE},
+    {"profile", NULL, RS(profile), 0, RECORD_VIEW_FILE},
+    {"root_image", NULL, RS(root_image), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"append", NULL, RS(append), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+};
+
+/* A record_strs row's field in r. */
+static char **
+record_str_at(const struct session_record *r, const struct record_str *f)
+{
+	return (char **)((char *)r + f->off);
+}
+
+/* Add r's plain text fields that view shows (null when unset). */
+void
+record_strs_json(cJSON *o, const struct session_record *r, unsigned view)
+{
+	for (size_t i = 0; i < nitems(record_strs); i++)
+		if (record_strs[i].views & view)
+			add_str(o, record_strs[i].key,
+			    *record_str_at(r, &record_strs[i]));
+}
+
 /* Add an array of strings. */
 static void
 add_strv(cJSON *o, const char *key, char *const *v, size_t n)
@@ -235,27 +289,12 @@ record_to_json(const struct session_record *r)
 	size_t i;
 
 	cJSON_AddNumberToObject(o, "version", SESSION_VERSION);
-	add_str(o, "name", r->name);
-	add_str(o, "instance", r->instance);
+	record_strs_json(o, r, RECORD_VIEW_FILE);
 	if (r->instance_late)
 		cJSON_AddBoolToObject(o, "instance_late", 1);
-	add_str(o, "dir", r->dir);
 	add_str(o, "state", status_names[r->status]);
-	add_str(o, "accel", r->accel);
 	cJSON_AddNumberToObject(o, "cid", r->cid);
 	add_str(o, "vsock", r->vsock_kernel ? "kernel" : "bridge");
-	add_str(o, "vsock_uds", r->vsock_uds);
-	add_str(o, "vhost_user", r->vhost_user);
-	add_str(o, "qmp", r->qmp);
-	add_str(o, "sock_dir", r->sock_dir);
-	add_str(o, "console_log", r->console_log);
-	add_str(o, "console_sock", r->console_sock);
-	add_str(o, "qemu_log", r->qemu_log);
-	add_str(o, "bridge_log", r->bridge_log);
-	add_str(o, "qemu_bin", r->qemu_bin);
-	add_str(o, "bridge_bin", r->bridge_bin);
-	add_str(o, "kernel", r->kernel);
-	add_str(o, "initrd", r->initrd);
 	pids = cJSON_AddObjectToObject(o, "pids");
 	cJSON_AddNumberToObject(pids, "qemu", r->qemu_pid);
 	cJSON_AddNumberToObject(pids, "bridge", r->bridge_pid);
@@ -267,13 +306,9 @@ record_to_json(const struct session_record *r)
 	for (i = 0; i < r->nallow_ports; i++)
 		cJSON_AddItemToArray(
 		    ports, cJSON_CreateNumber(r->allow_ports[i]));
-	add_str(o, "workspace", r->workspace);
 	cJSON_AddBoolToObject(o, "workspace_owned", r->workspace_owned);
 	cJSON_AddNumberToObject(o, "started_unix", (double)r->started);
 	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
-	add_str(o, "stopped_by", r->stop_reason);
-	add_str(o, "profile", r->profile);
-	add_str(o, "root_image", r->root_image);
 	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	add_strv(o, "publish", r->publish, r->npublish);
 	add_strv(o, "labels", r->labels, r->nlabels);
@@ -290,7 +325,6 @@ record_to_json(const struct session_record *r)
 		cJSON_AddBoolToObject(o, "no_agent", 1);
 	cJSON_AddBoolToObject(o, "record", r->record);
 	cJSON_AddBoolToObject(o, "record_input", r->record_input);
-	add_str(o, "append", r->append);
 	if (r->rescue_disk != NULL) {
 		add_str(o, "rescue_disk", r->rescue_disk);
 		cJSON_AddBoolToObject(o, "rescue_rw", r->rescue_rw);
@@ -365,28 +399,22 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 		xasprintf(cause, "not a JSON object");
 		return -1;
 	}
-	if (get_int(o, "version", 1, SESSION_VERSION, &n, cause) != 0 ||
-	    get_str(o, "name", &r->name, 1, cause) != 0 ||
-	    get_str(o, "instance", &r->instance, 0, cause) != 0 ||
-	    get_str(o, "dir", &r->dir, 1, cause) != 0 ||
-	    get_str(o, cJSON_HasObjectItem(o, "state") ? "state" : "status",
+	if (get_int(o, "version", 1, SESSION_VERSION, &n, cause) != 0)
+		goto fail;
+	for (i = 0; i < nitems(record_strs); i++) {
+		const struct record_str *f = &record_strs[i];
+		const char *key = f->key;
+
+		if (f->old_key != NULL && !cJSON_HasObjectItem(o, key))
+			key = f->old_key;
+		if (get_str(o, key, record_str_at(r, f), f->required, cause) !=
+		    0)
+			goto fail;
+	}
+	if (get_str(o, cJSON_HasObjectItem(o, "state") ? "state" : "status",
 	        &status, 1, cause) != 0 ||
-	    get_str(o, "accel", &r->accel, 1, cause) != 0 ||
 	    get_str(o, "vsock", &vsock, 1, cause) != 0 ||
-	    get_str(o, "vsock_uds", &r->vsock_uds, 0, cause) != 0 ||
-	    get_str(o, "vhost_user", &r->vhost_user, 0, cause) != 0 ||
-	    get_str(o, "qmp", &r->qmp, 0, cause) != 0 ||
-	    get_str(o, "sock_dir", &r->sock_dir, 0, cause) != 0 ||
-	    get_str(o, "console_log", &r->console_log, 0, cause) != 0 ||
-	    get_str(o, "console_sock", &r->console_sock, 0, cause) != 0 ||
-	    get_str(o, "append", &r->append, 0, cause) != 0 ||
-	    get_str(o, "rescue_disk", &r->rescue_disk, 0, cause) != 0 ||
-	    get_str(o, "qemu_log", &r->qemu_log, 0, cause) != 0 ||
-	    get_str(o, "bridge_log", &r->bridge_log, 0, cause) != 0 ||
-	    get_str(o, "qemu_bin", &r->qemu_bin, 0, cause) != 0 ||
-	    get_str(o, "bridge_bin", &r->bridge_bin, 0, cause) != 0 ||
-	    get_str(o, "kernel", &r->kernel, 0, cause) != 0 ||
-	    get_str(o, "initrd", &r->initrd, 0, cause) != 0)
+	    get_str(o, "rescue_disk", &r->rescue_disk, 0, cause) != 0)
 		goto fail;
 	if (session_name_valid(r->name, NULL) != 0) {
 		xasprintf(cause, "bad \"name\"");
@@ -414,15 +442,8 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 		goto fail;
 	}
 	r->status = (int)i;
-	if (get_str(o, "workspace", &r->workspace, 0, cause) != 0 ||
-	    get_str(o,
-	        cJSON_HasObjectItem(o, "stopped_by") ? "stopped_by"
-	                                             : "stop_reason",
-	        &r->stop_reason, 0, cause) != 0 ||
-	    get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
+	if (get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
 	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
-	    get_str(o, "profile", &r->profile, 0, cause) != 0 ||
-	    get_str(o, "root_image", &r->root_image, 0, cause) != 0 ||
 	    get_strv(o, "allow_hosts", &r->allow_hosts, &r->nallow_hosts,
 	        cause) != 0 ||
 	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||

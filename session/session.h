@@ -313,6 +313,10 @@ struct session_entry {
 
 void record_free(struct session_record *);
 cJSON *record_to_json(const struct session_record *);
+/* The views of a record's plain fields (record_strs_json). */
+#define RECORD_VIEW_FILE 0x1 /* session.json */
+#define RECORD_VIEW_LS   0x2 /* ls --json (and new --json) */
+void record_strs_json(cJSON *, const struct session_record *, unsigned view);
 int record_from_json(const cJSON *, struct session_record *, char **cause);
 char *record_path(const char *dir);
 int record_write(const char *path, const struct session_record *, char **cause);
