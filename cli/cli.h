@@ -177,6 +177,7 @@ int cli_select(struct args *);
 int args_has_opt(const struct args *, const char *name);
 int cli_usage_error(const struct cmd_entry *, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+int cmd_names_session_first(const struct cmd_entry *);
 char *cli_home(void);
 extern char *cli_last_error;
 void cli_record_error(const struct cmd_entry *, const struct args *);

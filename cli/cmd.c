@@ -236,6 +236,22 @@ cli_usage_error(const struct cmd_entry *e, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/*
+ * Is e's first operand a session's NAME (exec NAME, stop NAME...)? Not
+ * run's command, check's SCRIPT or replay's FILE, nor a command of no
+ * session (status, images).
+ */
+int
+cmd_names_session_first(const struct cmd_entry *e)
+{
+	if ((e->flags & (CMD_NAME_ONE | CMD_NAMES)) != 0)
+		return (e->flags & CMD_FIRST_NOT_NAME) == 0;
+	return e->pre != NULL &&
+	    (strncmp(e->pre, "NAME", 4) == 0 ||
+	        strncmp(e->pre, "[NAME]", 6) == 0 ||
+	        strncmp(e->pre, "SESSION", 7) == 0);
+}
+
 /* The vmux home, or NULL after printing why. */
 char *
 cli_home(void)

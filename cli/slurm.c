@@ -661,6 +661,14 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		rc = slurm_class(h, dir, a);
 		goto out;
 	}
+	if (!(e->flags & CMD_NAME_PATH) && !cmd_names_session_first(e)) {
+		/* its first word is no session's (run's command, check's
+		 * script): not taken for one */
+		rc = cli_usage_error(e,
+		    "not on a cluster: on a Slurm host, commands name a "
+		    "session (new, exec, shell, cp, ls, stop, ...)");
+		goto out;
+	}
 	if (name == NULL) {
 		rc = cli_usage_error(e, "on a cluster, name one session");
 		goto out;

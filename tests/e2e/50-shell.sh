@@ -186,7 +186,7 @@ t_fifty_shells() {
 }
 
 t_flood_keeps_others_responsive() {
-	local before after vpid vrss start
+	local before after vpid vrss start mark
 	before=$(agent_rss) || return 1
 	raw '{"action":"open_shell","shell_id":"flood","command":["yes","vmux-flood-line"]}' >/dev/null
 	# A client that attaches and never reads (its stdout is a FIFO nobody
@@ -196,13 +196,19 @@ t_flood_keeps_others_responsive() {
 	"$VMUX" shell sh --id flood </dev/null >"$TMP/flood.fifo" 2>/dev/null &
 	vpid=$!
 	bg_track $vpid
-	sleep 3
+	# the flood is on (a MiB out), and the stalled client has had it
+	wait_for 20 eval '(( $(shell_rec flood output_bytes) > 1048576 ))' ||
+		fail "no flood" || return 1
 	start=$SECONDS
 	type_line raw 'echo responsive-$((9*9))' || return 1
 	read_until raw 'responsive-81' 20 || return 1
 	((SECONDS - start < 15)) || fail "took $((SECONDS - start)) s under the flood" || return 1
 	expect_match exec "$(vmux exec sh -- echo exec-ok)" exec-ok || return 1
-	sleep 3
+	# another 4 MiB through the ring since: had the agent kept them for
+	# the stalled client, its RSS would show it
+	mark=$(shell_rec flood output_bytes)
+	wait_for 30 eval '(( $(shell_rec flood output_bytes) > mark + 4194304 ))' ||
+		fail "the flood stopped" || return 1
 	after=$(agent_rss) || return 1
 	echo "agent RSS: $before KiB -> $after KiB"
 	((after - before < 16384)) || fail "agent grew by $((after - before)) KiB" || return 1

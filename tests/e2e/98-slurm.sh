@@ -97,6 +97,18 @@ t_bad_partition() {
 }
 check "a bad partition: one clear error, no job" t_bad_partition
 
+# A command whose first word is no session's (run's command, check's
+# script) is refused on a cluster, not taken for a session's name
+t_not_a_session() {
+	local out
+	out=$(c run -- true 2>&1)
+	[[ $? -eq 2 ]] && expect_match "run" "$out" "not on a cluster" || fail "run: $out" || return 1
+	printf '#!/bin/sh\nexit 0\n' >"$TMP/ok.sh"
+	out=$(c check "$TMP/ok.sh" s1 2>&1)
+	[[ $? -eq 2 ]] && expect_match "check" "$out" "not on a cluster" || fail "check: $out"
+}
+check "run and check on a cluster: refused plainly" t_not_a_session
+
 t_poweroff() {
 	c exec s1 -- poweroff >/dev/null 2>&1
 	wait_for 60 eval '[[ -z $(squeue -h --me -n vmux-s1) ]]' || { fail "the job did not end: $(squeue)"; return 1; }
