@@ -357,6 +357,7 @@ int new_parse(struct args *, struct launch_opts *, struct profile *,
 void new_mounts_free(struct session_mount *, size_t);
 /* room for NEW_OPTS, the session options and a command's own */
 #define NEW_OPTS_MAX 64
+const char *new_option_text(struct args *, const struct session_option *);
 void new_opts_build(struct cmd_opt *out, const struct cmd_opt *common,
     const struct cmd_opt *own);
 

@@ -128,6 +128,18 @@ host_limits(long *cpus, long long *mem_mb)
  * goes into p, refused when p locks it to another value; the others into
  * o. 0, or -1 with cause naming the flag (and the field and the profile).
  */
+/*
+ * The text new's flag for row so was given ("on" for a flag without a
+ * value), or NULL when it was not. new and run read their flags with it.
+ */
+const char *
+new_option_text(struct args *a, const struct session_option *so)
+{
+	if (so->arg == NULL)
+		return args_has(a, so->flag) ? "on" : NULL;
+	return args_get(a, so->flag);
+}
+
 static int
 new_options(
     struct args *a, struct profile *p, struct launch_opts *o, char **cause)
@@ -141,9 +153,7 @@ new_options(
 
 		if (!(so->flags & SOPT_NEW))
 			continue;
-		v = so->arg == NULL ? (args_has(a, so->flag) ? "on" : NULL)
-		                    : args_get(a, so->flag);
-		if (v == NULL)
+		if ((v = new_option_text(a, so)) == NULL)
 			continue;
 		xasprintf(&what, "--%s", so->flag);
 		rc = option_parse(so, what, v, &n, cause);

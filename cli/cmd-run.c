@@ -124,8 +124,7 @@ run_conflict(struct args *a, const struct session_record *r,
 		if (!(so->flags & SOPT_FIXED) || so->prof_off == SOPT_NOWHERE ||
 		    so->rec_off == SOPT_NOWHERE)
 			continue;
-		if (so->arg == NULL ? !args_has(a, so->flag)
-		                    : args_get(a, so->flag) == NULL)
+		if (new_option_text(a, so) == NULL)
 			continue;
 		want = option_get(p, so->prof_off, so->prof_size);
 		got = option_get(r, so->rec_off, so->rec_size);

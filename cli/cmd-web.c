@@ -122,13 +122,12 @@ teacher_token_read(const char *file, char **cause)
  * Keep a new teacher's token out of stdout (and so out of logs): write it to
  * HOME/web/teacher-token-PORT and the whole wall link to
  * HOME/web/wall-link-PORT, both 0600 (a server per port: two rooms keep
- * their own). The token file's path (static), with *link_file; NULL (said).
+ * their own). 0 with both paths (caller frees), or -1 (said).
  */
-static const char *
+static int
 wall_link_write(const char *home, int port, const char *base, const char *token,
-    char **link_file)
+    char **token_file, char **link_file)
 {
-	static char *token_file;
 	char *link, *tf, *lf;
 	int error;
 
@@ -142,13 +141,12 @@ wall_link_write(const char *home, int port, const char *base, const char *token,
 		free(tf);
 		free(lf);
 		free(link);
-		return NULL;
+		return -1;
 	}
 	free(link);
-	free(token_file);
-	token_file = tf;
+	*token_file = tf;
 	*link_file = lf;
-	return tf;
+	return 0;
 }
 
 /* --listen into host and port; 0 or -1 with cause. */
@@ -240,7 +238,7 @@ cmd_web_exec(struct args *a)
 	const char *listen = args_get(a, "listen"), *tfile;
 	char *host = NULL, *cause = NULL, *home, *token = NULL, *assets = NULL;
 	char hash[WEB_HASH_HEX + 1], *base = NULL, *urlfile, *exe, *wall;
-	char *wall_file = NULL;
+	char *wall_file = NULL, *token_file = NULL;
 	int rc;
 
 	memset(&o, 0, sizeof o);
@@ -299,13 +297,15 @@ cmd_web_exec(struct args *a)
 	xasprintf(&urlfile, "%s/web/url", home);
 	file_replace(urlfile, base, strlen(base), 0600);
 	free(urlfile);
-	if (tfile == NULL &&
-	    (tfile = wall_link_write(home, o.port, base, token, &wall_file)) ==
-	        NULL) {
-		rc = EXIT_VMUX;
-		free(exe);
-		free(home);
-		goto out;
+	if (tfile == NULL) {
+		if (wall_link_write(home, o.port, base, token, &token_file,
+		        &wall_file) != 0) {
+			rc = EXIT_VMUX;
+			free(exe);
+			free(home);
+			goto out;
+		}
+		tfile = token_file;
 	}
 	xasprintf(&wall, "%s/wall.html#<the token in %s>", base, tfile);
 	if (wall_file != NULL)
@@ -324,6 +324,7 @@ cmd_web_exec(struct args *a)
 	free(o.wall_note);
 out:
 	free(wall_file);
+	free(token_file);
 	free(cause);
 	free(host);
 	free(token);

@@ -138,21 +138,19 @@ slurm_inside(const char *dir, const char *name, const struct cmd_entry *e,
 static int
 slurm_size(struct args *a, int *ncpus, long long *mem, long long *ttl)
 {
-	static const struct {
-		enum session_option_id id;
-		const char *flag;
-	} rows[] = {{SOPT_CPUS, "--cpus"}, {SOPT_MEMORY, "--memory"},
-	    {SOPT_TTL, "--ttl"}};
-	char *cause = NULL;
+	static const enum session_option_id rows[] = {
+	    SOPT_CPUS, SOPT_MEMORY, SOPT_TTL};
+	char *cause = NULL, what[32];
 	long long v[nitems(rows)];
 
 	for (size_t i = 0; i < nitems(rows); i++) {
-		const struct session_option *so = &session_options[rows[i].id];
+		const struct session_option *so = &session_options[rows[i]];
 
 		v[i] = -1;
+		snprintf(what, sizeof what, "--%s", so->flag);
 		if (opt(a, so->flag) != NULL &&
-		    option_parse(so, rows[i].flag, opt(a, so->flag), &v[i],
-		        &cause) != 0) {
+		    option_parse(so, what, opt(a, so->flag), &v[i], &cause) !=
+		        0) {
 			int rc = cli_usage_error(a->entry, "%s", cause);
 			free(cause);
 			return rc;

@@ -367,15 +367,40 @@ mkdir_p(const char *path, mode_t mode)
 	return error;
 }
 
-/* Is path a directory (not a symlink) we own that nobody else can write? */
+/*
+ * Is path a folder (not a symlink) of ours that nobody else can write? 0,
+ * or -1 with *cause saying what it is instead (cause may be NULL).
+ */
+static int
+dir_alone(const char *path, char **cause)
+{
+	struct stat st;
+	const char *why = NULL;
+
+	if (lstat(path, &st) != 0)
+		why = strerror(errno);
+	else if (!S_ISDIR(st.st_mode))
+		why = "not a folder (a symlink?)";
+	else if (st.st_uid == getuid() && (st.st_mode & 022) == 0)
+		return 0;
+	if (cause == NULL)
+		return -1;
+	if (why != NULL)
+		xasprintf(cause, "%s: %s", path, why);
+	else
+		xasprintf(cause,
+		    "%s is not yours alone (owner uid %u, mode %04o): others "
+		    "could change what vmux writes there; make it yours with "
+		    "mode 0700, or use another",
+		    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+	return -1;
+}
+
+/* Is path a folder (not a symlink) of ours that nobody else can write? */
 int
 private_dir(const char *path)
 {
-	struct stat st;
-
-	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return 0;
-	return st.st_uid == getuid() && (st.st_mode & 022) == 0;
+	return dir_alone(path, NULL) == 0;
 }
 
 /*
@@ -429,34 +454,15 @@ parents_safe(const char *path, char **cause)
 int
 private_dir_make(const char *path, char **cause)
 {
-	struct stat st;
-
 	if (path[0] != '/') {
 		xasprintf(cause, "%s: not an absolute path", path);
 		return -1;
 	}
 	if (parents_safe(path, cause) != 0)
 		return -1;
-
 	if (mkdir(path, 0700) != 0 && errno != EEXIST) {
 		xasprintf(cause, "cannot make %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (lstat(path, &st) != 0) {
-		xasprintf(cause, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		xasprintf(cause, "%s is not a folder (a symlink?)", path);
-		return -1;
-	}
-	if (st.st_uid != getuid() || (st.st_mode & 022) != 0) {
-		xasprintf(cause,
-		    "%s is not yours alone (owner uid %u, mode %04o): others "
-		    "could change what vmux writes there; make it yours with "
-		    "mode 0700, or use another",
-		    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-		return -1;
-	}
-	return 0;
+	return dir_alone(path, cause);
 }

@@ -205,19 +205,14 @@ finish_file_read(struct mcp_call *c)
 	                    ->valuestring);
 }
 
-int
-t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
+/* The "encoding" argument: utf-8 (the default) or base64 into *base64. 0,
+ * or -1 with cause. */
+static int
+arg_encoding(const cJSON *args, int *base64, char **cause)
 {
-	const char *name, *path, *enc;
-	long long max;
-	struct file_scratch *f;
-	char n[32];
+	const char *enc;
 
-	if (arg_session(c, args, &name, cause) != 0 ||
-	    arg_guest_path(args, "path", &path, cause) != 0 ||
-	    arg_str(args, "encoding", 0, &enc, cause) != 0 ||
-	    arg_int(args, "max_bytes", 1, FILE_MAX, FILE_READ_DEFAULT, &max,
-	        cause) != 0)
+	if (arg_str(args, "encoding", 0, &enc, cause) != 0)
 		return -1;
 	if (enc != NULL && strcmp(enc, "utf-8") != 0 &&
 	    strcmp(enc, "base64") != 0) {
@@ -226,9 +221,28 @@ t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
 		    "\"base64\"");
 		return -1;
 	}
+	*base64 = enc != NULL && strcmp(enc, "base64") == 0;
+	return 0;
+}
+
+int
+t_file_read(struct mcp_call *c, const cJSON *args, char **cause)
+{
+	const char *name, *path;
+	long long max;
+	int base64;
+	struct file_scratch *f;
+	char n[32];
+
+	if (arg_session(c, args, &name, cause) != 0 ||
+	    arg_guest_path(args, "path", &path, cause) != 0 ||
+	    arg_encoding(args, &base64, cause) != 0 ||
+	    arg_int(args, "max_bytes", 1, FILE_MAX, FILE_READ_DEFAULT, &max,
+	        cause) != 0)
+		return -1;
 	f = xcalloc(1, sizeof *f);
 	f->path = xstrdup(path);
-	f->base64 = enc != NULL && strcmp(enc, "base64") == 0;
+	f->base64 = base64;
 	f->max = (size_t)max;
 	snprintf(n, sizeof n, "%lld", max + 1);
 	/* a directory or a device is refused before it is read */
@@ -260,28 +274,21 @@ finish_file_write(struct mcp_call *c)
 int
 t_file_write(struct mcp_call *c, const cJSON *args, char **cause)
 {
-	const char *name, *path, *enc, *content;
+	const char *name, *path, *content;
 	unsigned char *data;
 	size_t n;
-	int append, dirs, rc;
+	int append, dirs, base64, rc;
 	struct file_scratch *f;
 	char *script;
 
 	if (arg_session(c, args, &name, cause) != 0 ||
 	    arg_guest_path(args, "path", &path, cause) != 0 ||
 	    arg_str(args, "content", 1, &content, cause) != 0 ||
-	    arg_str(args, "encoding", 0, &enc, cause) != 0 ||
+	    arg_encoding(args, &base64, cause) != 0 ||
 	    arg_bool(args, "append", 0, &append, cause) != 0 ||
 	    arg_bool(args, "make_dirs", 0, &dirs, cause) != 0)
 		return -1;
-	if (enc != NULL && strcmp(enc, "utf-8") != 0 &&
-	    strcmp(enc, "base64") != 0) {
-		xasprintf(cause,
-		    "argument \"encoding\" is \"utf-8\" or "
-		    "\"base64\"");
-		return -1;
-	}
-	if (enc != NULL && strcmp(enc, "base64") == 0) {
+	if (base64) {
 		if ((data = base64_decode(content, &n)) == NULL) {
 			xasprintf(cause, "argument \"content\" is not base64");
 			return -1;
