@@ -49,7 +49,7 @@ GUEST      :=
 
 COMMON_SRCS := common/xmalloc.c common/log.c common/util.c \
                common/printable.c common/json_bound.c \
-               common/headtail.c
+               common/headtail.c common/sha256.c
 
 .PHONY: all run test test-cluster unit unit-asan e2e bench bench-tui fuzz install clean deps image-debian \
         format check-format
@@ -57,6 +57,7 @@ all:
 
 -include proto/proto.mk
 -include archive/archive.mk
+-include oci/oci.mk
 -include agent/agent.mk
 -include session/session.mk
 -include session/bridge/bridge.mk

@@ -170,6 +170,11 @@ void user_home_set(const char *);
 void user_cwd_set(const char *);
 void user_cgroup_set(const char *);
 void user_nofile_set(long long);
+
+/* image.c: an OCI image's Env, WorkingDir and User (/.vmux-image) */
+void image_config_load(const char *file);
+char *const *image_env_list(void);
+int image_user_become(void);
 const char *user_home(void);
 void kill_session(pid_t, int);
 int wait_status_code(int, int *);

@@ -178,6 +178,7 @@ main(int argc, char **argv)
 	    {"gate", required_argument, NULL, 'g'},
 	    {"listen-fd", required_argument, NULL, 'L'},
 	    {"nofile", required_argument, NULL, 'n'},
+	    {"image-config", required_argument, NULL, 'I'},
 	    {"version", no_argument, NULL, 'V'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
@@ -244,6 +245,9 @@ main(int argc, char **argv)
 				exit(2);
 			}
 			user_cgroup_set(optarg);
+			break;
+		case 'I':
+			image_config_load(optarg);
 			break;
 		case 'C':
 			if (optarg[0] != '/') {

@@ -144,30 +144,40 @@ env_build(char *const *request_env, const char *const *defaults)
 	size_t n = 0, m = 0, i, j;
 	char **out;
 
+	char *const *image = image_env_list();
+	char *const *layers[2] = {image, request_env};
+	size_t ni = 0;
+
 	while (defaults != NULL && defaults[n] != NULL)
 		n++;
 	while (request_env != NULL && request_env[m] != NULL)
 		m++;
-	out = xcalloc(n + m + 2, sizeof *out);
+	while (image != NULL && image[ni] != NULL)
+		ni++;
+	out = xcalloc(n + ni + m + 2, sizeof *out);
 	for (i = 0; i < n; i++)
 		out[i] = xstrdup(defaults[i]);
 	for (i = 0; i < n && strncmp(out[i], "HOME=", 5) != 0; i++)
 		;
 	if (i == n)
 		xasprintf(&out[n++], "HOME=%s", home_dir);
-	for (j = 0; j < m; j++) {
-		size_t len = env_name_len(request_env[j]), k;
+	/* the image's variables over the defaults, the request's over both */
+	for (int l = 0; l < 2; l++) {
+		for (j = 0; layers[l] != NULL && layers[l][j] != NULL; j++) {
+			const char *kv = layers[l][j];
+			size_t len = env_name_len(kv), k;
 
-		for (k = 0; k < n; k++) {
-			if (env_name_len(out[k]) == len &&
-			    strncmp(out[k], request_env[j], len) == 0)
-				break;
+			for (k = 0; k < n; k++) {
+				if (env_name_len(out[k]) == len &&
+				    strncmp(out[k], kv, len) == 0)
+					break;
+			}
+			if (k < n) {
+				free(out[k]);
+				out[k] = xstrdup(kv);
+			} else
+				out[n++] = xstrdup(kv);
 		}
-		if (k < n) {
-			free(out[k]);
-			out[k] = xstrdup(request_env[j]);
-		} else
-			out[n++] = xstrdup(request_env[j]);
 	}
 	return out;
 }
@@ -319,6 +329,8 @@ child_run(const struct spawn *sp, int errfd)
 		syscall(SYS_close_range, 3, errfd - 1, 0);
 	syscall(SYS_close_range, errfd + 1, ~0U, 0);
 #endif
+	if (image_user_become() < 0) /* the image's User, or no run */
+		child_fail(errfd, STEP_SETUP);
 	if (sp->cwd != NULL && chdir(sp->cwd) < 0)
 		child_fail(errfd, STEP_CWD);
 	execve(sp->path, sp->argv, sp->envp);

@@ -2,8 +2,8 @@
  * archive.h: tar archives in and out, the file-transfer core of vmux.
  *
  * The archive module (archive/: this header, tar_extract.c, tar_export.c,
- * gz.c, archive_*.c) is host and guest code at once. It depends only on
- * common/ and zlib, so the guest agent (extract_archive / export_archive)
+ * layer.c, gz.c, archive_*.c) is host and guest code at once. It depends only
+ * on common/ and zlib, so the guest agent (extract_archive / export_archive)
  * and the host CLI (`vmux cp`) link the same code.
  *
  * Extraction is a push state machine: feed it any chunks of a plain or
@@ -49,10 +49,19 @@ struct tar_result {
 #define TAR_X_SKIP_UNSAFE_LINKS 0x1
 /* Refuse to replace a file or symlink with a directory (docker cp's rule). */
 #define TAR_X_KEEP_NONDIRS 0x2
+/*
+ * An OCI image layer over the layers already beneath the destination
+ * (layer.c): owners, setuid/setgid bits and device nodes are kept, any
+ * symlink target is stored (it is never followed here), an entry replaces
+ * whatever of another type was there, and whiteouts (.wh.NAME,
+ * .wh..wh..opq) delete what the lower layers left.
+ */
+#define TAR_X_LAYER 0x4
 
 struct tar_extract;
 struct tar_extract *tar_extract_new(const char *destination, char **cause);
 void tar_extract_set_flags(struct tar_extract *, int flags);
+void tar_extract_set_max(struct tar_extract *, uint64_t max);
 int tar_extract_rename_top(
     struct tar_extract *, const char *name, char **cause);
 int tar_extract_expect_top(
@@ -119,5 +128,15 @@ int afs_open_root(const char *dest, char **cause);
 int afs_open_parent(int rootfd, struct afs_cache *, const char *name,
     int create, const char **leaf, char **cause);
 void afs_cache_clear(struct afs_cache *);
+
+/* layer.c: whiteouts and the paths a layer wrote (TAR_X_LAYER). */
+struct layer_set;
+struct layer_set *layer_set_new(void);
+void layer_set_free(struct layer_set *);
+int layer_set_has(const struct layer_set *, const char *name);
+int layer_set_add(struct layer_set *, const char *name, char **cause);
+int layer_remove(int dirfd, const char *leaf, const char *name, char **cause);
+int layer_whiteout(int rootfd, struct afs_cache *, const struct layer_set *,
+    const char *name, char **cause);
 
 #endif

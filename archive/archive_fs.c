@@ -196,6 +196,7 @@ afs_step(
 	else
 		xasprintf(cause, "open '%s' for '%s': %s", comp, name,
 		    strerror(saved));
+	errno = saved; /* ENOENT: a caller may take "missing" as no error */
 	return -1;
 }
 
@@ -211,7 +212,7 @@ afs_open_parent(int rootfd, struct afs_cache *c, const char *name, int create,
 	const char *slash = strrchr(name, '/'), *p;
 	size_t dirlen = slash ? (size_t)(slash - name) : 0;
 	char comp[NAME_MAX + 1];
-	int fd;
+	int fd, saved;
 
 	*leaf = slash ? slash + 1 : name;
 	if (dirlen == 0)
@@ -244,10 +245,13 @@ afs_open_parent(int rootfd, struct afs_cache *c, const char *name, int create,
 		memcpy(comp, p, n);
 		comp[n] = '\0';
 		next = afs_step(fd, comp, create, name, cause);
+		saved = errno;
 		if (fd != rootfd && fd != c->fd)
 			close(fd);
-		if (next < 0)
+		if (next < 0) {
+			errno = saved;
 			return -1;
+		}
 		fd = next;
 		p += n + 1;
 	}

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -41,6 +42,8 @@ enum tx_sink { SINK_SKIP, SINK_FILE, SINK_META };
 struct tx_dir {
 	char *name;
 	mode_t mode;
+	uid_t uid;
+	gid_t gid;
 	struct timespec mtime;
 };
 
@@ -79,13 +82,18 @@ struct tar_extract {
 	char *final_leaf;  /* the name it takes once complete */
 	char *name;
 	mode_t mode;
+	uid_t uid; /* owners and device numbers: TAR_X_LAYER only */
+	gid_t gid;
+	dev_t rdev;
 	struct timespec mtime;
+	struct layer_set *written; /* TAR_X_LAYER: paths this layer wrote */
+	uint64_t max_bytes;        /* 0, or what the files may add up to */
 
 	/* Overrides for the next member, from GNU and pax headers. */
 	char *long_name, *long_link;
 	char *pax_path, *pax_link, *pax_sparse;
-	int pax_has_size, pax_has_mtime;
-	uint64_t pax_size;
+	int pax_has_size, pax_has_mtime, pax_has_uid, pax_has_gid;
+	uint64_t pax_size, pax_uid, pax_gid;
 	struct timespec pax_mtime;
 
 	struct tx_dir *dirs;
@@ -119,6 +127,51 @@ void
 tar_extract_set_flags(struct tar_extract *te, int flags)
 {
 	te->flags = flags;
+	if ((flags & TAR_X_LAYER) && te->written == NULL)
+		te->written = layer_set_new();
+}
+
+/* Fail once the files written add up to more than max bytes (0: never). */
+void
+tar_extract_set_max(struct tar_extract *te, uint64_t max)
+{
+	te->max_bytes = max;
+}
+
+/*
+ * With TAR_X_LAYER: note that this layer wrote name (and so keeps its
+ * parents against an opaque whiteout). Without it: nothing.
+ */
+static int
+tx_written(struct tar_extract *te, const char *name, char **cause)
+{
+	if (te->written == NULL)
+		return 0;
+	return layer_set_add(te->written, name, cause);
+}
+
+/*
+ * Give an entry at leaf beneath dirfd its owner (TAR_X_LAYER only; a
+ * layer's owners are its image's). -1 with cause.
+ */
+static int
+tx_chown(struct tar_extract *te, int dirfd, const char *leaf, char **cause)
+{
+	if (!(te->flags & TAR_X_LAYER))
+		return 0;
+	if (fchownat(dirfd, leaf, te->uid, te->gid, AT_SYMLINK_NOFOLLOW) != 0) {
+		xasprintf(
+		    cause, "set owner of '%s': %s", te->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The mode bits a file or directory keeps: setuid and setgid in a layer. */
+static mode_t
+tx_mode_bits(const struct tar_extract *te, mode_t mode)
+{
+	return mode & ((te->flags & TAR_X_LAYER) ? 07777 : 01777);
 }
 
 /*
@@ -179,6 +232,7 @@ tx_clear_overrides(struct tar_extract *te)
 	te->long_name = te->long_link = NULL;
 	te->pax_path = te->pax_link = te->pax_sparse = NULL;
 	te->pax_has_size = te->pax_has_mtime = 0;
+	te->pax_has_uid = te->pax_has_gid = 0;
 }
 
 /* Map a cleaned name onto the rename_top name, if one is set. */
@@ -216,10 +270,12 @@ tx_rename(struct tar_extract *te, char **name, int record, char **cause)
 /* Remove whatever non-directory is at leaf, so a new entry can take it. */
 static int
 tx_unlink_old(int dirfd, const char *leaf, const char *name, const char *what,
-    char **cause)
+    int layer, char **cause)
 {
 	if (unlinkat(dirfd, leaf, 0) == 0 || errno == ENOENT)
 		return 0;
+	if ((errno == EISDIR || errno == EPERM) && layer)
+		return layer_remove(dirfd, leaf, name, cause);
 	if (errno == EISDIR || errno == EPERM) {
 		struct stat st;
 
@@ -274,9 +330,18 @@ tx_file(struct tar_extract *te, const char *name, uint64_t size, char **cause)
 		return -1;
 	if (fstatat(dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISDIR(st.st_mode)) {
-		xasprintf(
-		    cause, "cannot replace directory '%s' with a file", name);
-		return -1;
+		if (!(te->flags & TAR_X_LAYER)) {
+			xasprintf(cause,
+			    "cannot replace directory '%s' with a file", name);
+			return -1;
+		}
+		if (layer_remove(dirfd, leaf, name, cause) != 0)
+			return -1;
+		afs_cache_clear(&te->cache);
+		dirfd = afs_open_parent(
+		    te->rootfd, &te->cache, name, 1, &leaf, cause);
+		if (dirfd < 0)
+			return -1;
 	}
 	for (tries = 0; tries < 100; tries++) {
 		snprintf(te->tmp_leaf, sizeof te->tmp_leaf, ".vmux-part-%ld-%u",
@@ -314,7 +379,14 @@ tx_file_done(struct tar_extract *te, char **cause)
 	struct timespec ts[2] = {{0, UTIME_OMIT}, te->mtime};
 	int rc = -1;
 
-	if (fchmod(te->fd, te->mode & 01777) != 0 ||
+	if ((te->flags & TAR_X_LAYER) &&
+	    fchown(te->fd, te->uid, te->gid) != 0) { /* before: it clears
+		                                        setuid */
+		xasprintf(
+		    cause, "set owner of '%s': %s", te->name, strerror(errno));
+		goto out;
+	}
+	if (fchmod(te->fd, tx_mode_bits(te, te->mode)) != 0 ||
 	    futimens(te->fd, ts) != 0) {
 		xasprintf(cause, "set mode/time of '%s': %s", te->name,
 		    strerror(errno));
@@ -380,8 +452,8 @@ tx_dir(struct tar_extract *te, const char *name, char **cause)
 				    name);
 				return -1;
 			}
-			if (tx_unlink_old(
-			        dirfd, leaf, name, "directory", cause) != 0)
+			if (tx_unlink_old(dirfd, leaf, name, "directory",
+			        te->flags & TAR_X_LAYER, cause) != 0)
 				return -1;
 			if (mkdirat(dirfd, leaf, 0700) != 0) {
 				xasprintf(cause, "mkdir '%s': %s", name,
@@ -391,7 +463,9 @@ tx_dir(struct tar_extract *te, const char *name, char **cause)
 		}
 	}
 	d.name = xstrdup(name);
-	d.mode = te->mode & 01777;
+	d.mode = tx_mode_bits(te, te->mode);
+	d.uid = te->uid;
+	d.gid = te->gid;
 	d.mtime = te->mtime;
 	if (te->dirs_bytes + strlen(name) > TX_DEFER_MAX) {
 		int rc = tx_apply_dir(te, &d, cause);
@@ -422,7 +496,10 @@ tx_symlink(
 		xasprintf(cause, "symlink with an empty name");
 		return -1;
 	}
-	if (!afs_link_target_safe(name, target, &why)) {
+	/* A layer's link is never followed here and resolves inside the
+	 * guest's own root there, wherever it points. */
+	if (!(te->flags & TAR_X_LAYER) &&
+	    !afs_link_target_safe(name, target, &why)) {
 		if (te->flags & TAR_X_SKIP_UNSAFE_LINKS) {
 			log_debug("%s: skipping '%s' -> '%s': %s", __func__,
 			    name, target, why);
@@ -436,14 +513,52 @@ tx_symlink(
 	dirfd = afs_open_parent(te->rootfd, &te->cache, name, 1, &leaf, cause);
 	if (dirfd < 0)
 		return -1;
-	if (tx_unlink_old(dirfd, leaf, name, "symlink", cause) != 0)
+	if (tx_unlink_old(dirfd, leaf, name, "symlink", te->flags & TAR_X_LAYER,
+	        cause) != 0)
 		return -1;
 	if (symlinkat(target, dirfd, leaf) != 0) {
 		xasprintf(cause, "symlink '%s': %s", name, strerror(errno));
 		return -1;
 	}
+	if (tx_chown(te, dirfd, leaf, cause) != 0)
+		return -1;
 	if (utimensat(dirfd, leaf, ts, AT_SYMLINK_NOFOLLOW) != 0) {
 		xasprintf(cause, "set time of '%s': %s", name, strerror(errno));
+		return -1;
+	}
+	te->res.entry_count++;
+	return 0;
+}
+
+/*
+ * A device node or fifo: made in a layer (owner, mode), skipped (counted)
+ * anywhere else.
+ */
+static int
+tx_node(struct tar_extract *te, const char *name, char type, char **cause)
+{
+	mode_t kind = type == '3' ? S_IFCHR : type == '4' ? S_IFBLK : S_IFIFO;
+	const char *leaf;
+	int dirfd;
+
+	if (!(te->flags & TAR_X_LAYER) || *name == '\0') {
+		log_debug("%s: skipping device or fifo '%s'", __func__, name);
+		te->res.skipped++;
+		return 0;
+	}
+	dirfd = afs_open_parent(te->rootfd, &te->cache, name, 1, &leaf, cause);
+	if (dirfd < 0 ||
+	    tx_unlink_old(dirfd, leaf, name, "device", 1, cause) != 0)
+		return -1;
+	if (mknodat(dirfd, leaf, kind | (te->mode & 0777),
+	        kind == S_IFIFO ? 0 : te->rdev) != 0) {
+		xasprintf(cause, "mknod '%s': %s", name, strerror(errno));
+		return -1;
+	}
+	if (tx_chown(te, dirfd, leaf, cause) != 0)
+		return -1;
+	if (fchmodat(dirfd, leaf, tx_mode_bits(te, te->mode), 0) != 0) {
+		xasprintf(cause, "chmod '%s': %s", name, strerror(errno));
 		return -1;
 	}
 	te->res.entry_count++;
@@ -499,7 +614,8 @@ tx_hardlink(
 	dirfd = afs_open_parent(te->rootfd, &te->cache, name, 1, &leaf, cause);
 	if (dirfd < 0)
 		goto out;
-	if (tx_unlink_old(dirfd, leaf, name, "hard link", cause) != 0)
+	if (tx_unlink_old(dirfd, leaf, name, "hard link",
+	        te->flags & TAR_X_LAYER, cause) != 0)
 		goto out;
 	if (linkat(tfd, tleaf, dirfd, leaf, 0) != 0) {
 		xasprintf(cause, "hard link '%s' -> '%s': %s", name, target,
@@ -564,6 +680,23 @@ tx_pax(struct tar_extract *te, char **cause)
 			te->pax_mtime.tv_sec = (time_t)sec;
 			te->pax_mtime.tv_nsec = ns;
 			te->pax_has_mtime = 1;
+		} else if (KEY("uid") || KEY("gid")) {
+			int64_t id;
+			long ns;
+
+			if (tar_parse_time(val, vl, &id, &ns) != 0 || id < 0 ||
+			    ns != 0 || id > 0xfffffffeLL) {
+				xasprintf(cause, "bad pax %.*s '%.*s'", (int)kl,
+				    key, (int)(vl > 32 ? 32 : vl), val);
+				return -1;
+			}
+			if (key[0] == 'u') {
+				te->pax_uid = (uint64_t)id;
+				te->pax_has_uid = 1;
+			} else {
+				te->pax_gid = (uint64_t)id;
+				te->pax_has_gid = 1;
+			}
 		} else if (kl > 11 && memcmp(key, "GNU.sparse.", 11) == 0) {
 			if (te->pax_sparse == NULL)
 				te->pax_sparse = xstrdup("");
@@ -712,6 +845,52 @@ tx_names(struct tar_extract *te, char **name, char **link, char **cause)
 	return 0;
 }
 
+/* Is the cleaned name a whiteout (its last component starts ".wh.")? */
+static int
+tx_is_whiteout(const char *name)
+{
+	const char *slash = strrchr(name, '/');
+
+	return strncmp(slash != NULL ? slash + 1 : name, ".wh.", 4) == 0;
+}
+
+/* A layer member's owner and device numbers, from its header and pax. */
+static int
+tx_owner(struct tar_extract *te, char **cause)
+{
+	int64_t uid, gid, major, minor;
+
+	if (tx_number(te, 108, 8, "uid", &uid, cause) != 0 ||
+	    tx_number(te, 116, 8, "gid", &gid, cause) != 0)
+		return -1;
+	if (te->pax_has_uid)
+		uid = (int64_t)te->pax_uid;
+	if (te->pax_has_gid)
+		gid = (int64_t)te->pax_gid;
+	if (uid < 0 || gid < 0 || uid > 0xfffffffeLL || gid > 0xfffffffeLL) {
+		xasprintf(cause, "bad owner %lld:%lld in header at offset %llu",
+		    (long long)uid, (long long)gid,
+		    (unsigned long long)te->hdr_offset);
+		return -1;
+	}
+	te->uid = (uid_t)uid;
+	te->gid = (gid_t)gid;
+	te->rdev = 0;
+	if (te->hdr[156] == '3' || te->hdr[156] == '4') {
+		if (tx_number(te, 329, 8, "devmajor", &major, cause) != 0 ||
+		    tx_number(te, 337, 8, "devminor", &minor, cause) != 0)
+			return -1;
+		if (major < 0 || minor < 0 || major > 0xfff ||
+		    minor > 0xfffff) {
+			xasprintf(cause, "bad device number %lld,%lld",
+			    (long long)major, (long long)minor);
+			return -1;
+		}
+		te->rdev = makedev((unsigned)major, (unsigned)minor);
+	}
+	return 0;
+}
+
 /* Act on a member header: create what it describes, set up for its data. */
 static int
 tx_member(struct tar_extract *te, uint64_t size, char **cause)
@@ -731,9 +910,22 @@ tx_member(struct tar_extract *te, uint64_t size, char **cause)
 		te->mtime.tv_sec = (time_t)v;
 		te->mtime.tv_nsec = 0;
 	}
+	if ((te->flags & TAR_X_LAYER) && tx_owner(te, cause) != 0)
+		return -1;
 	if (tx_names(te, &name, &link, cause) != 0)
 		return -1;
 	type = (char)te->hdr[156]; /* after tx_names, which may fix it */
+	if ((te->flags & TAR_X_LAYER) && tx_is_whiteout(name)) {
+		free(te->name);
+		te->name = xstrdup(name);
+		te->sink = SINK_SKIP;
+		te->left = size;
+		rc = layer_whiteout(
+		    te->rootfd, &te->cache, te->written, name, cause);
+		goto out;
+	}
+	if (tx_written(te, name, cause) != 0)
+		goto out;
 	if (te->pax_sparse != NULL) {
 		xasprintf(cause, "'%s': sparse files are not supported", name);
 		goto out;
@@ -765,9 +957,7 @@ tx_member(struct tar_extract *te, uint64_t size, char **cause)
 	case '3':
 	case '4':
 	case '6':
-		log_debug("%s: skipping device or fifo '%s'", __func__, name);
-		te->res.skipped++;
-		rc = 0;
+		rc = tx_node(te, name, type, cause);
 		break;
 	default:
 		log_debug("%s: skipping '%s' of type %d", __func__, name, type);
@@ -883,6 +1073,14 @@ tx_data(struct tar_extract *te, const unsigned char *p, size_t n, char **cause)
 {
 	switch (te->sink) {
 	case SINK_FILE:
+		if (te->max_bytes != 0 &&
+		    te->res.bytes_written + n > te->max_bytes) {
+			xasprintf(cause,
+			    "'%s': the files add up to more than %llu MiB",
+			    te->name,
+			    (unsigned long long)(te->max_bytes >> 20));
+			return -1;
+		}
 		if (write_all(te->fd, p, n) < 0) {
 			xasprintf(
 			    cause, "write '%s': %s", te->name, strerror(errno));
@@ -1058,6 +1256,12 @@ tx_apply_dir(struct tar_extract *te, struct tx_dir *d, char **cause)
 		    cause, "open directory '%s': %s", d->name, strerror(errno));
 		return -1;
 	}
+	if ((te->flags & TAR_X_LAYER) && fchown(fd, d->uid, d->gid) != 0) {
+		xasprintf(
+		    cause, "set owner of '%s': %s", d->name, strerror(errno));
+		close(fd);
+		return -1;
+	}
 	if (fchmod(fd, d->mode) != 0 || futimens(fd, ts) != 0) {
 		xasprintf(cause, "set mode/time of '%s': %s", d->name,
 		    strerror(errno));
@@ -1162,6 +1366,7 @@ tar_extract_free(struct tar_extract *te)
 	close(te->rootfd);
 	gz_free(te->gz);
 	tx_clear_overrides(te);
+	layer_set_free(te->written);
 	for (size_t i = 0; i < te->ndirs; i++)
 		free(te->dirs[i].name);
 	free(te->dirs);

@@ -299,7 +299,12 @@ struct cJSON;
 	        "label the session (several; -l selects by them)"},            \
 	    {"image", 0, "IMG", 0,                                             \
 	        "boot this root: a name from vmux images, an ext4 image, a "   \
-	        "root directory or a tar of one"},                             \
+	        "root directory or a tar of one, or an OCI/Docker image by "   \
+	        "reference (alpine:3, REGISTRY/NAME:TAG, NAME@sha256:..., "    \
+	        "oci:DIR, docker-archive:FILE, ...)"},                         \
+	    {"pull", 0, "always|missing|never", 0,                             \
+	        "pull --image's reference: when not pulled yet (missing, the " \
+	        "default), every time, or never"},                             \
 	    {"mount", 'v', "HOST:GUEST[:ro]", 1,                               \
 	        "share a host folder (under an allowed-mount-root) at GUEST"}, \
 	    {"allow-host", 0, "HOST:PORT", 1,                                  \

@@ -15,6 +15,7 @@
 
 #include "common/common.h"
 #include "session/qemu.h"
+#include "oci/oci.h"
 #include "session/session.h"
 #include "cli.h"
 
@@ -366,6 +367,13 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	o->nallow_ports = (size_t)nports;
 	o->workspace = args_get(a, "workspace");
 	o->image = args_get(a, "image");
+	if (args_get(a, "pull") != NULL) {
+		enum oci_pull_policy pp;
+
+		if (oci_pull_policy_parse(args_get(a, "pull"), &pp, cause) != 0)
+			return -1;
+		o->pull_policy = (int)pp;
+	}
 	o->kernel = args_get(a, "kernel");
 	o->initrd = args_get(a, "initrd");
 	o->append = args_get(a, "append");

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "oci/oci.h"
 #include "session/session.h"
 #include "cli.h"
 
@@ -64,7 +65,7 @@ const struct cmd_entry cmd_run_entry = {
                "removed.",
     .opts = cmd_run_opts,
     .flags = CMD_ARGV_AFTER_NAME | CMD_TTY | CMD_STDIN | CMD_CREATES,
-    .min_args = 1,
+    .min_args = 0,
     .max_args = -1,
     .exec = cmd_run_exec,
 };
@@ -217,6 +218,65 @@ run_reuse(struct args *a, const char *home, const struct launch_opts *o,
 	return 0;
 }
 
+/* Append the strings of a JSON array to v (n grows). */
+static void
+run_add_strings(char ***v, size_t *n, const cJSON *arr)
+{
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, arr)
+	{
+		if (!cJSON_IsString(e))
+			continue;
+		*v = xreallocarray(*v, *n + 2, sizeof **v);
+		(*v)[(*n)++] = xstrdup(e->valuestring);
+	}
+}
+
+/*
+ * The command run runs: CMD as given, or with --image by reference what
+ * docker run runs, the image's Entrypoint followed by CMD or else its
+ * Cmd. A NULL-terminated list (caller frees each), or NULL with cause.
+ */
+static char **
+run_command(struct args *a, const char *home, size_t *n, char **cause)
+{
+	struct image_pull_opts po = {0};
+	const char *image = args_get(a, "image");
+	char **v = NULL, *path = NULL;
+
+	*n = 0;
+	if (image != NULL) {
+		if (args_get(a, "pull") != NULL &&
+		    oci_pull_policy_parse(args_get(a, "pull"),
+		        (enum oci_pull_policy *)&po.policy, cause) != 0)
+			return NULL;
+		po.notice = cli_notice;
+		if (image_resolve(home, image, &po, &path, cause) != 0)
+			return NULL;
+		free(path);
+		run_add_strings(&v, n,
+		    cJSON_GetObjectItemCaseSensitive(po.config, "Entrypoint"));
+	}
+	for (int i = 0; i < a->argc; i++) {
+		v = xreallocarray(v, *n + 2, sizeof *v);
+		v[(*n)++] = xstrdup(a->argv[i]);
+	}
+	if (a->argc == 0)
+		run_add_strings(
+		    &v, n, cJSON_GetObjectItemCaseSensitive(po.config, "Cmd"));
+	image_pull_opts_free(&po);
+	if (*n == 0) {
+		xasprintf(cause, "run needs a command (-- CMD [ARG...])%s",
+		    image != NULL ? ": the image has no Entrypoint or Cmd"
+		                  : "");
+		free(v);
+		return NULL;
+	}
+	v[*n] = NULL;
+	return v;
+}
+
 /* Boot (or reuse), run, stop or remove. */
 static int
 cmd_run_exec(struct args *a)
@@ -226,7 +286,8 @@ cmd_run_exec(struct args *a)
 	struct profile p;
 	struct session_mount *mounts = NULL;
 	struct args ea;
-	char *cause = NULL, *home = NULL, *name, **argv;
+	char *cause = NULL, *home = NULL, *name, **argv = NULL, **cmd = NULL;
+	size_t ncmd = 0;
 	unsigned *allow = NULL;
 	cJSON *req = NULL, *result = NULL;
 	int rc, timeout_s, timed_out = 0, remove, i, was_running = 0;
@@ -237,13 +298,25 @@ cmd_run_exec(struct args *a)
 	memset(&o, 0, sizeof o);
 	name = args_get(a, "name") != NULL ? xstrdup(args_get(a, "name"))
 	                                   : run_name();
+	if ((home = cli_home()) == NULL) {
+		rc = EXIT_VMUX;
+		goto out;
+	}
+	if ((cmd = run_command(a, home, &ncmd, &cause)) == NULL) {
+		if (args_get(a, "image") != NULL && a->argc > 0) {
+			cli_error("%s", cause); /* the image failed */
+			rc = EXIT_VMUX;
+		} else
+			rc = cli_usage_error(a->entry, "%s", cause);
+		goto out;
+	}
 	/* exec's request builder wants NAME first, then the command. */
-	argv = xcalloc((size_t)a->argc + 2, sizeof *argv);
+	argv = xcalloc(ncmd + 2, sizeof *argv);
 	argv[0] = name;
-	for (i = 0; i < a->argc; i++)
-		argv[i + 1] = a->argv[i];
+	for (i = 0; i < (int)ncmd; i++)
+		argv[i + 1] = cmd[i];
 	ea = *a;
-	ea.argc = a->argc + 1;
+	ea.argc = (int)ncmd + 1;
 	ea.argv = argv;
 	o.name = name;
 	if (session_name_valid(name, &cause) != 0 ||
@@ -257,10 +330,6 @@ cmd_run_exec(struct args *a)
 		    "%s: run needs the guest agent now (use vmux new and vmux "
 		    "console)",
 		    o.no_agent ? "--no-agent" : "--paused");
-		goto out;
-	}
-	if ((home = cli_home()) == NULL) {
-		rc = EXIT_VMUX;
 		goto out;
 	}
 	o.home = home;
@@ -338,6 +407,9 @@ out:
 	new_mounts_free(mounts, o.nmounts);
 	free(home);
 	free(argv);
+	for (size_t k = 0; k < ncmd; k++)
+		free(cmd[k]);
+	free(cmd);
 	free(name);
 	return rc;
 }

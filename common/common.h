@@ -20,6 +20,17 @@
 /* A branch that cannot happen; abort loudly if it does (SQLite's NEVER). */
 #define NEVER(msg) fatalx("%s:%d: can't happen: %s", __FILE__, __LINE__, (msg))
 
+/* sha256.c: the digests that name image blobs. */
+struct sha256 {
+	uint32_t h[8];
+	uint64_t len;
+	unsigned char buf[64];
+	size_t n;
+};
+void sha256_init(struct sha256 *);
+void sha256_update(struct sha256 *, const void *, size_t);
+void sha256_hex(struct sha256 *, char hex[65]);
+
 /* printable.c: guest text made safe to print on a terminal. */
 /* The largest screen vmux draws of a guest's PTY (the TUI's panes, capture
  * --plain): a guest may say any size, and a screen costs cols x rows cells. */
@@ -78,6 +89,7 @@ int file_replace(const char *path, const void *data, size_t len, mode_t mode);
 int mkdir_p(const char *path, mode_t mode);
 int private_dir(const char *path);
 int private_dir_make(const char *path, char **cause);
+int rmtree(const char *path);
 int oom_score_adj(const char *value);
 char *base64_encode(const void *, size_t);
 unsigned char *base64_decode(const char *, size_t *len);

@@ -994,7 +994,7 @@ gate_open(void)
 static pid_t
 agent_start(int gated)
 {
-	char *argv[14], gate_arg[16], listen_arg[16], nofile[24];
+	char *argv[16], gate_arg[16], listen_arg[16], nofile[24];
 	int argc = 0;
 	const char *prog = VMUX_GUEST_LOADER;
 	int p[2], g[2] = {-1, -1}, err = 0, fd, direct = 0;
@@ -1031,6 +1031,11 @@ agent_start(int gated)
 	    atoll(nofile) > 0) {
 		argv[argc++] = "--nofile";
 		argv[argc++] = nofile;
+	}
+	/* an OCI image's Env, WorkingDir and User (session/image-oci.c) */
+	if (!gated && !rescue_mounted && access("/.vmux-image", R_OK) == 0) {
+		argv[argc++] = "--image-config";
+		argv[argc++] = "/.vmux-image";
 	}
 	if (listen_fd >= 0) {
 		snprintf(listen_arg, sizeof listen_arg, "%d", listen_fd);

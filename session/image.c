@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "oci/oci.h"
 #include "session.h"
 
 #define IMAGE_MIN_MB      256
@@ -42,8 +43,8 @@
 #define EXT_MAGIC_AT      (1024 + 56)
 
 /* Does the file at path hold an ext2/3/4 file system? */
-static int
-is_ext4(const char *path)
+int
+image_is_ext4(const char *path)
 {
 	unsigned char m[2];
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ok;
@@ -216,7 +217,7 @@ tar_unpacked_bytes(const char *tarbin, const char *tar, char **cause)
  * image), or as it is when fr is NULL (root keeps them itself). Returns a
  * new argv whose strings are borrowed; free the array only.
  */
-static char **
+char **
 under_fakeroot(char *const *argv, const char *fr, int load)
 {
 	static char *bin; /* where fakeroot is, looked up once */
@@ -244,7 +245,7 @@ under_fakeroot(char *const *argv, const char *fr, int load)
  * The fakeroot state file for a build by a user who is not root (NULL for
  * root, or when fakeroot is missing: then owners are the user's). Free it.
  */
-static char *
+char *
 fakeroot_state(const char *cache)
 {
 	char *bin, *p;
@@ -257,7 +258,7 @@ fakeroot_state(const char *cache)
 }
 
 /* Make an ext4 image at out from the root directory dir. */
-static int
+int
 image_from_dir(const char *dir, const char *out, const char *fr, char **cause)
 {
 	char *mkfs, size[32], *tmp;
@@ -367,8 +368,6 @@ image_untar(const char *tar, const char *cache, long long max, const char *fr,
 	return dir;
 }
 
-static long long image_max(void);
-
 /*
  * What identifies the file spec names now, without building anything:
  * "DEV:INODE:SIZE:MTIME" of NAME.img as image_resolve finds it, or of the
@@ -410,9 +409,10 @@ image_identity(const char *home, const char *spec)
  * -1 with cause.
  */
 int
-image_resolve(const char *home, const char *spec, char **out,
-    void (*notice)(const char *), char **cause)
+image_resolve(const char *home, const char *spec, struct image_pull_opts *o,
+    char **out, char **cause)
 {
+	void (*notice)(const char *) = o != NULL ? o->notice : NULL;
 	char *real = NULL, *cache = NULL, *img = NULL, *dir = NULL, *msg;
 	char **dirs, *lockp = NULL, *fr = NULL;
 	struct stat st;
@@ -421,11 +421,13 @@ image_resolve(const char *home, const char *spec, char **out,
 	uint64_t key;
 
 	*out = NULL;
+	if (oci_ref_has_transport(spec))
+		return image_oci_resolve(home, spec, o, out, cause);
 	if (strchr(spec, '/') == NULL && stat(spec, &st) != 0) {
 		dirs = image_dirs(home, &n);
 		for (i = 0; i < n && real == NULL; i++) {
 			xasprintf(&img, "%s/%s.img", dirs[i], spec);
-			if (is_ext4(img))
+			if (image_is_ext4(img))
 				real = realpath(img, NULL);
 			free(img);
 			img = NULL;
@@ -433,22 +435,20 @@ image_resolve(const char *home, const char *spec, char **out,
 		for (i = 0; i < n; i++)
 			free(dirs[i]);
 		free(dirs);
-		if (real == NULL) {
-			xasprintf(cause,
-			    "no image '%s' (vmux images lists them; make "
-			    "image-debian builds debian-12)",
-			    spec);
-			return -1;
-		}
+		if (real == NULL) /* not a named image: a reference */
+			return image_oci_resolve(home, spec, o, out, cause);
 		*out = real;
 		return 0;
 	}
-	if ((real = realpath(spec, NULL)) == NULL || stat(real, &st) != 0) {
+	if ((real = realpath(spec, NULL)) == NULL && errno == ENOENT &&
+	    spec[0] != '/' && spec[0] != '.') /* no such file: a reference */
+		return image_oci_resolve(home, spec, o, out, cause);
+	if (real == NULL || stat(real, &st) != 0) {
 		xasprintf(cause, "image %s: %s", spec, strerror(errno));
 		free(real);
 		return -1;
 	}
-	if (S_ISREG(st.st_mode) && is_ext4(real)) {
+	if (S_ISREG(st.st_mode) && image_is_ext4(real)) {
 		*out = real;
 		return 0;
 	}
@@ -479,7 +479,7 @@ image_resolve(const char *home, const char *spec, char **out,
 		xasprintf(cause, "cannot lock %s: %s", lockp, strerror(errno));
 		goto out;
 	}
-	if (is_ext4(img)) {
+	if (image_is_ext4(img)) {
 		*out = img;
 		img = NULL;
 		rc = 0;
@@ -519,7 +519,7 @@ out:
 }
 
 /* image-max from the settings, or the default. */
-static long long
+long long
 image_max(void)
 {
 	struct settings st;
@@ -595,7 +595,7 @@ image_list(const char *home)
 			if (!ends_with(de->d_name, ".img"))
 				continue;
 			xasprintf(&path, "%s/%s", dirs[i], de->d_name);
-			if (stat(path, &st) == 0 && is_ext4(path)) {
+			if (stat(path, &st) == 0 && image_is_ext4(path)) {
 				o = cJSON_CreateObject();
 				name = xstrndup(
 				    de->d_name, strlen(de->d_name) - 4);

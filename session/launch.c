@@ -1031,10 +1031,22 @@ session_launch(
 		    workspace_in_use(o->home, o->workspace, NULL, cause) != 0)
 			goto fail_early;
 	}
-	if (o->image != NULL &&
-	    image_resolve(o->home, o->image, &r.root_image, o->notice, cause) !=
-	        0)
-		goto fail_early;
+	if (o->image != NULL) {
+		struct image_pull_opts po = {0};
+
+		po.policy = o->pull_policy;
+		po.notice = o->notice;
+		if (image_resolve(
+		        o->home, o->image, &po, &r.root_image, cause) != 0) {
+			if (o->image_exit != NULL)
+				*o->image_exit = po.exit;
+			goto fail_early;
+		}
+		r.image_ref = po.ref;
+		r.image_digest = po.digest;
+		po.ref = po.digest = NULL;
+		image_pull_opts_free(&po);
+	}
 	r.name = xstrdup(o->name);
 	r.dir =
 	    o->dir != NULL ? xstrdup(o->dir) : session_dir(o->home, o->name);

@@ -520,35 +520,3 @@ file_tail(const char *path, int lines)
 	free(buf);
 	return p;
 }
-
-/* nftw callback: remove one entry (children come first with FTW_DEPTH). */
-static int
-rmtree_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (flag == FTW_DP || flag == FTW_D)
-		return rmdir(path) == 0 || errno == ENOENT ? 0 : -1;
-	return unlink(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-/*
- * rm -rf path without following symlinks or crossing mounts; 0 or -errno.
- * A file that appears meanwhile (a reaper's last record, written as its
- * program ends) only costs another pass.
- */
-int
-rmtree(const char *path)
-{
-	struct stat st;
-	int pass;
-
-	for (pass = 0;; pass++) {
-		if (lstat(path, &st) != 0)
-			return errno == ENOENT ? 0 : -errno;
-		errno = 0;
-		if (nftw(path, rmtree_one, 16,
-		        FTW_DEPTH | FTW_PHYS | FTW_MOUNT) == 0)
-			return 0;
-		if (errno != ENOTEMPTY || pass == 2)
-			return errno != 0 ? -errno : -EIO;
-	}
-}

@@ -125,6 +125,8 @@ record_free(struct session_record *r)
 	free(r->stop_reason);
 	free(r->profile);
 	free(r->root_image);
+	free(r->image_ref);
+	free(r->image_digest);
 	strv_free(r->allow_hosts, r->nallow_hosts);
 	strv_free(r->labels, r->nlabels);
 	strv_free(r->publish, r->npublish);
@@ -178,6 +180,9 @@ static const struct record_str {
     {"profile", NULL, RS(profile), 0, RECORD_VIEW_FILE},
     {"root_image", NULL, RS(root_image), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
     {"append", NULL, RS(append), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"image", NULL, RS(image_ref), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"image_digest", NULL, RS(image_digest), 0,
+        RECORD_VIEW_FILE | RECORD_VIEW_LS},
 };
 
 /* A record_strs row's field in r. */

@@ -256,6 +256,8 @@ struct session_record {
 	char *stop_reason;   /* who stopped it: "user", "ttl", ...; or NULL */
 	char *profile;       /* the profile it was made under */
 	char *root_image;    /* --image: an ext4 image for /, or NULL */
+	char *image_ref;     /* --image by reference: its text, or NULL */
+	char *image_digest;  /* and its manifest's digest */
 	char **allow_hosts;  /* --allow-host HOST:PORT values */
 	size_t nallow_hosts;
 	char **publish; /* --publish HOSTPORT:GUESTPORT values */
@@ -397,12 +399,35 @@ int fs_start(struct session_record *, char **cause);
 void fs_stop(const struct session_record *, int term_ms);
 char *fs_cmdline(const struct session_record *);
 
-/* image.c */
-int image_resolve(const char *home, const char *spec, char **out,
-    void (*notice)(const char *), char **cause);
+/* image.c: what --image names, made an ext4 image */
+struct image_pull_opts {
+	int policy;                   /* an enum oci_pull_policy */
+	void (*notice)(const char *); /* "pulling ...", may be NULL */
+	void (*progress)(void *arg, const char *event, const char *digest,
+	    int64_t done, int64_t total); /* skopeo's steps, may be NULL */
+	void *arg;
+	/* Out, for an image by reference (the caller frees them): */
+	char *ref;     /* its text: docker.io/library/alpine:3 */
+	char *digest;  /* its manifest's digest */
+	cJSON *config; /* its config's "config" (Env, Cmd, ...) */
+	int exit;      /* on failure: an OCI_EXIT_* status, or 0 */
+};
+int image_resolve(const char *home, const char *spec, struct image_pull_opts *,
+    char **out, char **cause);
+void image_pull_opts_free(struct image_pull_opts *);
 cJSON *image_list(const char *home);
 char *image_identity(const char *home, const char *spec);
 int image_prune(const char *home, cJSON *removed, char **cause);
+/* image.c's helpers for image-oci.c */
+int image_is_ext4(const char *path);
+int image_from_dir(
+    const char *dir, const char *out, const char *fr, char **cause);
+char *fakeroot_state(const char *cache);
+char **under_fakeroot(char *const *argv, const char *fr, int load);
+long long image_max(void);
+/* image-oci.c: images by reference (oci/) */
+int image_oci_resolve(const char *home, const char *word,
+    struct image_pull_opts *, char **out, char **cause);
 
 /* net.c */
 int net_allow_check(const char *v, char **cause);
@@ -454,7 +479,6 @@ int proc_matches(pid_t pid, const char *needle);
 int proc_wait_gone(pid_t pid, const char *needle, uint64_t deadline);
 int proc_terminate(pid_t pid, const char *needle, int term_ms);
 char *file_tail(const char *path, int lines);
-int rmtree(const char *path);
 
 /* console.c */
 int console_start(struct session_record *, char **cause);
@@ -487,6 +511,8 @@ struct launch_opts {
 	size_t nmounts;
 	const char *workspace; /* attach this disk image instead */
 	const char *image;     /* --image as given, or NULL */
+	int pull_policy;       /* --pull: an enum oci_pull_policy */
+	int *image_exit;       /* out: an OCI_EXIT_* when the image failed */
 	int64_t ttl_s, idle_s; /* see struct session_record */
 	char *hostname;        /* --hostname, or NULL */
 	int lock_wait_ms;      /* start: wait this long for a busy lock */

@@ -9,7 +9,8 @@ SESSION_SRCS := session/paths.c session/record.c session/proc.c \
                 session/agent_client.c session/attach.c \
                 session/logcap.c session/beneath.c session/labels.c \
                 session/check.c session/console.c session/host.c \
-                session/options.c session/input.c agent/signame.c
+                session/options.c session/input.c agent/signame.c \
+                session/image-oci.c $(OCI_SRCS)
 SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
