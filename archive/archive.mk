@@ -14,3 +14,5 @@ UNIT_archive_LIBS := $(ARCHIVE_LIBS)
 # fuzz/fuzz.mk builds fuzz/fuzz_archive.c with these.
 FUZZ_fuzz_archive_SRCS := $(ARCHIVE_SRCS)
 FUZZ_fuzz_archive_LIBS := -lz
+FUZZ_fuzz_layer_SRCS := $(ARCHIVE_SRCS)
+FUZZ_fuzz_layer_LIBS := -lz
