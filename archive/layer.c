@@ -200,8 +200,8 @@ layer_remove(int parent, const char *leaf, const char *name, char **cause)
  * did not write; recurse into the directories it did.
  */
 static int
-layer_opaque_at(const struct layer_set *s, int fd, const char *dir,
-    char **cause)
+layer_opaque_at(
+    const struct layer_set *s, int fd, const char *dir, char **cause)
 {
 	struct dirent *de;
 	char *path;
@@ -246,9 +246,9 @@ layer_whiteout(int rootfd, struct afs_cache *c, const struct layer_set *s,
 	leaf = slash != NULL ? slash + 1 : name;
 	dir = xstrndup(name, slash != NULL ? (size_t)(slash - name) : 0);
 	if (strcmp(leaf, ".wh..wh..opq") == 0) {
-		parent = *dir ? afs_open_parent(rootfd, c, name, 0, &victim,
-		                   cause)
-		             : rootfd;
+		parent = *dir
+		    ? afs_open_parent(rootfd, c, name, 0, &victim, cause)
+		    : rootfd;
 		if (parent < 0) {
 			rc = errno == ENOENT ? 0 : -1;
 			if (rc == 0) {
