@@ -181,6 +181,38 @@ t_local_files() {
 	vmux rm -f oarc olay >/dev/null
 }
 
+t_multi_arch() {
+	local out rc
+	umoci config --image "$LAYOUT:base" --tag arm --architecture arm64 >/dev/null || return 1
+	image_index "$LAYOUT" both arm base || return 1
+	image_index "$LAYOUT" armonly arm || return 1
+	skopeo copy -q --all "oci:$LAYOUT:both" "docker://$REG/team/multi:both" >/dev/null || return 1
+	skopeo copy -q --all "oci:$LAYOUT:armonly" "docker://$REG/team/multi:armonly" >/dev/null || return 1
+	need_session omulti --image "$REG/team/multi:both"
+	expect_eq "amd64 chosen" "$(vmux exec omulti -- cat /etc/marker)" lower || return 1
+	vmux rm -f omulti >/dev/null
+	out=$(vmux images pull "$REG/team/multi:armonly" 2>&1)
+	rc=$?
+	[[ $rc -eq 6 ]] && expect_match "no amd64" "$out" "has no linux/amd64 image \(it has linux/arm64\)"
+}
+
+t_cut_mid_layer() {
+	local out rc n
+	echo cut >"$ROOT/etc/cut"
+	image_build "$LAYOUT" cut "$ROOT" || return 1
+	rm "$ROOT/etc/cut"
+	push "$LAYOUT:cut" team/cut:1 || return 1
+	cut_proxy "$REG_PORT" 300000 || return 1
+	n=$(ls "$VMUX_HOME/images/oci/blobs/sha256" | wc -l)
+	out=$(vmux images pull "$CUT/team/cut:1" 2>&1)
+	rc=$?
+	[[ $rc -eq 5 ]] && expect_match "cut" "$out" "broke during the pull" || return 1
+	[[ $(ls "$VMUX_HOME/images/oci/blobs/sha256" | wc -l) -eq $n ]] || fail "a blob of a cut pull was kept" || return 1
+	[[ -z $(ls -d "$VMUX_HOME"/images/oci/tmp.* 2>/dev/null) ]] || fail "a private layout was left" || return 1
+	vmux images --json | jq -e 'all(.[]; (.ref // "") | contains("team/cut") | not)' >/dev/null ||
+		fail "a cut image was named"
+}
+
 t_images_rm() {
 	local out
 	out=$(vmux images rm "$REG/library/alpine:3" 2>&1)
@@ -200,4 +232,6 @@ check "failures: unknown tag, credentials, malformed, TLS; nothing left" t_failu
 check "a tampered blob: refused, nothing cached" t_tampered_blob
 check "two new --image at once pull once" t_two_at_once
 check "docker-archive: and oci: files" t_local_files
+check "a multi-platform index: amd64 chosen; none is refused naming them" t_multi_arch
+check "a registry cut off in the middle of a layer: nothing cached" t_cut_mid_layer
 check "images rm: refused while used, then gone" t_images_rm

@@ -97,3 +97,85 @@ image_build() {
 		umoci config --image "$layout:$tag" "$@" >/dev/null || return 1
 	fi
 }
+
+# image_index LAYOUT NEWTAG TAG...: an image index in LAYOUT naming the
+# images TAG... with their platforms (from their configs), tagged NEWTAG.
+image_index() {
+	python3 - "$@" <<'PY'
+import hashlib, json, os, sys
+layout, newtag, tags = sys.argv[1], sys.argv[2], sys.argv[3:]
+def blob(d):
+    return os.path.join(layout, "blobs", "sha256", d.split(":")[1])
+idx_path = os.path.join(layout, "index.json")
+idx = json.load(open(idx_path))
+by_tag = {m["annotations"]["org.opencontainers.image.ref.name"]: m
+          for m in idx["manifests"] if "annotations" in m}
+entries = []
+for t in tags:
+    m = by_tag[t]
+    man = json.load(open(blob(m["digest"])))
+    cfg = json.load(open(blob(man["config"]["digest"])))
+    entries.append({"mediaType": m["mediaType"], "digest": m["digest"],
+                    "size": m["size"],
+                    "platform": {"architecture": cfg["architecture"], "os": cfg["os"]}})
+data = json.dumps({"schemaVersion": 2,
+                   "mediaType": "application/vnd.oci.image.index.v1+json",
+                   "manifests": entries}).encode()
+d = "sha256:" + hashlib.sha256(data).hexdigest()
+open(blob(d), "wb").write(data)
+idx["manifests"] = [m for m in idx["manifests"]
+                    if m.get("annotations", {}).get("org.opencontainers.image.ref.name") != newtag]
+idx["manifests"].append({"mediaType": "application/vnd.oci.image.index.v1+json",
+                         "digest": d, "size": len(data),
+                         "annotations": {"org.opencontainers.image.ref.name": newtag}})
+json.dump(idx, open(idx_path, "w"))
+PY
+}
+
+# cut_proxy PORT LIMIT: a TCP proxy on a free port to 127.0.0.1:PORT that
+# drops each connection once LIMIT bytes came back from the registry (a
+# registry cut off in the middle of a layer). Sets CUT (127.0.0.1:PORT).
+cut_proxy() {
+	local port
+	port=$(free_port)
+	python3 - "$port" "$1" "$2" <<'PY' >>"$REG_DIR/proxy.log" 2>&1 &
+import socket, sys, threading
+lport, rport, limit = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", lport))
+srv.listen(16)
+def pipe(a, b, count):
+    n = 0
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            if count and n + len(d) > limit:
+                b.sendall(d[:limit - n])
+                break
+            n += len(d)
+            b.sendall(d)
+    except OSError:
+        pass
+    for s in (a, b):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+def serve(c):
+    u = socket.create_connection(("127.0.0.1", rport))
+    threading.Thread(target=pipe, args=(c, u, False), daemon=True).start()
+    pipe(u, c, True)
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+	bg_track $!
+	CUT=127.0.0.1:$port
+	wait_for 20 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port" 2>/dev/null || return 1
+	mkdir -p "$HOME/.config/containers/certs.d/$CUT"
+	cp "$REG_DIR/pki/ca.crt" "$HOME/.config/containers/certs.d/$CUT/ca.crt"
+	skopeo login --authfile "$REGISTRY_AUTH_FILE" -u "$REG_USER" -p "$REG_PASS" "$CUT" >/dev/null
+}
