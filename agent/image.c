@@ -8,7 +8,7 @@
  * the default working directory, and User (a name, uid, or uid:gid, names
  * looked up in the image's /etc/passwd and /etc/group) is who runs them.
  * Read once at start-up, before any thread; a user that cannot be found
- * is said on stderr and commands run as root, as they would without one.
+ * fails every command, as docker refuses to start such a container.
  */
 #include <errno.h>
 #include <grp.h>
@@ -22,6 +22,7 @@
 
 static char **image_env;   /* NAME=value, NULL-terminated, or NULL */
 static int image_has_user; /* run as image_uid:image_gid */
+static int image_user_bad; /* User names no one: run nothing */
 static uid_t image_uid;
 static gid_t image_gid;
 
@@ -52,81 +53,85 @@ image_env_put(const char *kv)
 }
 
 /*
- * Look a name up in a passwd-style file: the third and fourth fields of
- * its line. 0, or -1 if absent.
+ * Find an entry of a passwd-style file by its name (field 0) or, with
+ * name NULL, by its id (field 2): its id and, in passwd, its group
+ * (field 3). 0, or -1 if absent. Empty ids never match (not uid 0).
  */
 static int
-image_lookup(const char *file, const char *name, long *id, long *gid)
+image_lookup(const char *file, const char *name, long want, long *id, long *gid)
 {
-	char line[1024];
-	size_t len = strlen(name);
-	FILE *f = fopen(file, "re");
-	int rc = -1;
+	char line[1024], *f[5], *end;
+	FILE *fp = fopen(file, "re");
+	int rc = -1, n;
 
-	if (f == NULL)
+	if (fp == NULL)
 		return -1;
-	while (fgets(line, sizeof line, f) != NULL) {
-		char *p;
+	while (rc != 0 && fgets(line, sizeof line, fp) != NULL) {
+		char *p = line;
 
-		if (strncmp(line, name, len) != 0 || line[len] != ':')
+		line[strcspn(line, "\n")] = '\0';
+		for (n = 0; n < 5 && (f[n] = strsep(&p, ":")) != NULL; n++)
+			;
+		if (n < 3 || *f[2] == '\0')
 			continue;
-		p = strchr(line + len + 1, ':'); /* past the password */
-		if (p == NULL)
-			break;
-		*id = strtol(p + 1, &p, 10);
-		*gid = *p == ':' ? strtol(p + 1, NULL, 10) : -1;
+		*id = strtol(f[2], &end, 10);
+		if (*end != '\0' || *id < 0)
+			continue;
+		if (name != NULL ? strcmp(f[0], name) != 0 : *id != want)
+			continue;
+		*gid = -1;
+		if (n >= 4 && *f[3] != '\0') {
+			*gid = strtol(f[3], &end, 10);
+			if (*end != '\0')
+				*gid = -1;
+		}
 		rc = 0;
-		break;
 	}
-	fclose(f);
+	fclose(fp);
 	return rc;
 }
 
-/* Parse "user SPEC": name, uid, name:group or uid:gid. */
+/* A decimal id, or -1. */
+static long
+image_id(const char *s)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	v = strtol(s, &end, 10);
+	return *end == '\0' && v <= 0x7fffffff ? v : -1;
+}
+
+/*
+ * Parse "user SPEC" as runc does: name, uid, name:group or uid:gid; a uid
+ * without an entry gets group 0. A name or group the image does not have
+ * fails every command (docker refuses to start such a container), said
+ * once here.
+ */
 static void
 image_user(const char *spec)
 {
-	char *u = xstrdup(spec), *g = strchr(u, ':'), *end;
-	long uid = -1, gid = -1, x;
-	int named;
+	char *u = xstrdup(spec), *g = strchr(u, ':');
+	long uid, gid = 0, x;
 
 	if (g != NULL)
 		*g++ = '\0';
-	uid = strtol(u, &end, 10);
-	named = *u == '\0' || *end != '\0';
-	if (named) {
-		if (image_lookup("/etc/passwd", u, &uid, &gid) != 0) {
-			fprintf(stderr,
-			    "vmux-agent: image user '%s' is not in "
-			    "/etc/passwd: running as root\n",
-			    u);
-			free(u);
-			return;
-		}
-	} else if (image_lookup("/etc/passwd", u, &x, &gid) != 0) {
-		gid = uid; /* a uid with no entry: its own group */
-	}
-	if (g != NULL) {
-		gid = strtol(g, &end, 10);
-		if (*g == '\0' || *end != '\0') {
-			if (image_lookup("/etc/group", g, &gid, &x) != 0) {
-				fprintf(stderr,
-				    "vmux-agent: image group '%s' is "
-				    "not in /etc/group: gid %ld\n",
-				    g, uid);
-				gid = uid;
-			}
-		}
-	}
-	if (uid < 0 || gid < 0 || uid > 0x7fffffff || gid > 0x7fffffff) {
-		fprintf(stderr, "vmux-agent: image user '%s': bad ids\n", spec);
+	if ((uid = image_id(u)) >= 0) {
+		if (image_lookup("/etc/passwd", NULL, uid, &x, &gid) != 0 ||
+		    gid < 0)
+			gid = 0;
+	} else if (image_lookup("/etc/passwd", u, 0, &uid, &gid) != 0 ||
+	    gid < 0) {
+		fprintf(stderr,
+		    "vmux-agent: the image's user '%s' is not in its "
+		    "/etc/passwd: nothing will run\n",
+		    u);
+		image_user_bad = 1;
 		free(u);
 		return;
-	}
-	image_uid = (uid_t)uid;
-	image_gid = (gid_t)gid;
-	image_has_user = uid != 0 || gid != 0;
-	if (named) {
+	} else {
 		char *kv;
 
 		xasprintf(&kv, "USER=%s", u);
@@ -136,6 +141,19 @@ image_user(const char *spec)
 		image_env_put(kv);
 		free(kv);
 	}
+	if (g != NULL && (gid = image_id(g)) < 0 &&
+	    image_lookup("/etc/group", g, 0, &gid, &x) != 0) {
+		fprintf(stderr,
+		    "vmux-agent: the image's group '%s' is not in its "
+		    "/etc/group: nothing will run\n",
+		    g);
+		image_user_bad = 1;
+		free(u);
+		return;
+	}
+	image_uid = (uid_t)uid;
+	image_gid = (gid_t)gid;
+	image_has_user = uid != 0 || gid != 0;
 	free(u);
 }
 
@@ -177,8 +195,13 @@ image_config_load(const char *file)
 int
 image_user_become(void)
 {
+	if (image_user_bad)
+		return -1;
 	if (!image_has_user)
 		return 0;
+	/* a terminal of its own to reopen (su, less, passphrase prompts) */
+	if (isatty(0) && fchown(0, image_uid, image_gid) != 0)
+		return -1;
 	if (setgroups(1, &image_gid) != 0 || setgid(image_gid) != 0 ||
 	    setuid(image_uid) != 0)
 		return -1;

@@ -188,6 +188,25 @@ shell_free(struct shell *s)
 	free(s);
 }
 
+/* The shell an image without one gets (the initramfs's busybox, bind
+ * mounted into every image's root with the agent). */
+#define SHELL_FALLBACK VMUX_GUEST_DIR "/bin/busybox"
+
+/*
+ * The default shell: bash, else sh, else (an image without a shell, as
+ * distroless ones are) vmux's own busybox, *fallback set.
+ */
+static const char *
+shell_default_path(int *fallback)
+{
+	*fallback = 0;
+	if (access("/bin/bash", X_OK) == 0)
+		return "/bin/bash";
+	if (access("/bin/sh", X_OK) == 0 || access(SHELL_FALLBACK, X_OK) != 0)
+		return "/bin/sh";
+	*fallback = 1;
+	return SHELL_FALLBACK;
+}
 /*
  * Start a shell for an open_shell request. Returns it (linked into the
  * agent), or NULL with *cause when it could not start.
@@ -199,7 +218,7 @@ shell_open(struct agent *a, struct agent_request *req, char **cause)
 	struct spawn sp;
 	const char *defaults[nitems(shell_env_defaults) + 2];
 	char **envp = NULL, *login_argv[2], *shell_var, *id_var, *login;
-	int slave = -1;
+	int slave = -1, fallback = 0;
 	size_t n;
 
 	if (a->nshells >= a->opts->max_shells) {
@@ -227,8 +246,7 @@ shell_open(struct agent *a, struct agent_request *req, char **cause)
 	    &s->ring, req->scrollback ? req->scrollback : a->opts->scrollback);
 
 	if (req->argv == NULL) {
-		s->path = xstrdup(
-		    access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh");
+		s->path = xstrdup(shell_default_path(&fallback));
 		s->command = xstrdup(s->path);
 	} else if (req->command_is_text)
 		s->command = xstrdup(req->command);
@@ -254,7 +272,14 @@ shell_open(struct agent *a, struct agent_request *req, char **cause)
 		goto fail;
 
 	/* A login shell is told so by a '-' in front of argv[0]. */
-	xasprintf(&login, "-%s", strrchr(s->path, '/') + 1);
+	xasprintf(&login, "-%s", fallback ? "sh" : strrchr(s->path, '/') + 1);
+	if (fallback) { /* said first, so nobody takes it for the image's */
+		static const char note[] =
+		    "vmux: this image has no /bin/sh: this is vmux's busybox "
+		    "sh (" SHELL_FALLBACK "), with the image at /\r\n";
+
+		ring_write(&s->ring, note, sizeof note - 1);
+	}
 	login_argv[0] = login;
 	login_argv[1] = NULL;
 

@@ -27,6 +27,9 @@
 #include "archive.h"
 
 #define LAYER_SET_MAX (256u << 20) /* bytes of names one layer may write */
+/* A member's name: with the unpack folder in front it must stay a path
+ * the tools after (nftw, mkfs.ext4 -d) can name. */
+#define LAYER_NAME_MAX 3072
 
 /* A set of cleaned path names: open addressing, FNV-1a. */
 struct layer_set {
@@ -127,9 +130,17 @@ layer_set_add(struct layer_set *s, const char *name, char **cause)
 {
 	size_t n = strlen(name);
 
+	if (n > LAYER_NAME_MAX) {
+		xasprintf(cause,
+		    "refusing '%.64s...': a name of %zu bytes "
+		    "(at most %d in a layer)",
+		    name, n, LAYER_NAME_MAX);
+		return -1;
+	}
 	if (!layer_set_put(s, name, n))
 		return 0;
-	while (n > 0) { /* parents, until one already known */
+	while (n > 0 && s->bytes <= LAYER_SET_MAX) { /* parents, until one
+		                                        is already known */
 		while (n > 0 && name[n - 1] != '/')
 			n--;
 		if (n == 0)
@@ -153,6 +164,9 @@ layer_rmtree_at(int parent, const char *leaf, const char *name, char **cause)
 	struct dirent *de;
 	DIR *d;
 	int fd;
+
+	if (*leaf == '\0' || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
+		NEVER("removing . or .. of a layer's root");
 
 	if (unlinkat(parent, leaf, 0) == 0 || errno == ENOENT)
 		return 0;
@@ -266,9 +280,16 @@ layer_whiteout(int rootfd, struct afs_cache *c, const struct layer_set *s,
 		free(dir);
 		return rc;
 	}
-	if (strncmp(leaf, ".wh..wh.", 8) == 0 || leaf[4] == '\0') {
-		free(dir); /* aufs's own bookkeeping, or nothing named */
+	if (strncmp(leaf, ".wh..wh.", 8) == 0) {
+		free(dir); /* aufs's own bookkeeping */
 		return 0;
+	}
+	if (leaf[4] == '\0' || strcmp(leaf + 4, ".") == 0 ||
+	    strcmp(leaf + 4, "..") == 0) {
+		xasprintf(
+		    cause, "refusing whiteout '%s': it names no entry", name);
+		free(dir);
+		return -1;
 	}
 	xasprintf(&target, "%s%s%s", dir, *dir ? "/" : "", leaf + 4);
 	free(dir);

@@ -21,3 +21,7 @@ printf '\040' | cat - a.tar > "$out/layer-whiteouts-z"
 mkdir -p m/x && : > m/x/.wh...
 tar -b1 -cf b.tar -C m . --transform 's,x/\.wh\.\.\.,x/.wh.../..,'
 printf '\000' | cat - b.tar > "$out/layer-dotdot-whiteout"
+# whiteouts naming the root's parent or itself
+mkdir -p w && : > w/.wh... && : > w/.wh..
+tar -b1 -cf w.tar -C w .wh... .wh..
+printf '\000' | cat - w.tar > "$out/layer-whiteout-dotdot"

@@ -195,6 +195,17 @@ json_blob(const char *cache, const char *digest, char **cause)
 	return j;
 }
 
+/* A size member: 0 unless a whole number in [0, 2^53] (a hostile
+ * manifest may say anything). */
+static int64_t
+size_of(const cJSON *o, const char *key)
+{
+	double v =
+	    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, key));
+
+	return v >= 0 && v <= 9007199254740992.0 ? (int64_t)v : 0;
+}
+
 /* A string member or NULL. */
 static const char *
 str_of(const cJSON *o, const char *key)
@@ -262,8 +273,7 @@ oci_image_read(const char *cache, const char *manifest_digest,
 		goto out;
 	}
 	img->config_digest = xstrdup(d);
-	img->size = (int64_t)cJSON_GetNumberValue(
-	    cJSON_GetObjectItemCaseSensitive(c, "size"));
+	img->size = size_of(c, "size");
 	cJSON_ArrayForEach(e, layers)
 	{
 		d = str_of(e, "digest");
@@ -281,8 +291,8 @@ oci_image_read(const char *cache, const char *manifest_digest,
 		    img->media, img->nlayers + 1, sizeof *img->media);
 		img->layers[img->nlayers] = xstrdup(d);
 		img->media[img->nlayers++] = xstrdup(mt);
-		img->size += (int64_t)cJSON_GetNumberValue(
-		    cJSON_GetObjectItemCaseSensitive(e, "size"));
+		if (img->size < ((int64_t)1 << 53))
+			img->size += size_of(e, "size");
 	}
 	if ((cfg = json_blob(cache, img->config_digest, cause)) == NULL)
 		goto out;
@@ -380,8 +390,7 @@ entry_image(
 	when = str_of(
 	    cJSON_GetObjectItemCaseSensitive(e, "annotations"), ANNOT_PULLED);
 	img->pulled = xstrdup(when ? when : "");
-	img->size += (int64_t)cJSON_GetNumberValue(
-	    cJSON_GetObjectItemCaseSensitive(e, "size"));
+	img->size += size_of(e, "size");
 	return 0;
 }
 

@@ -80,7 +80,7 @@ static int
 skopeo_run(char *const argv[], void (*line)(void *, const char *), void *arg,
     char **err, char **cause)
 {
-	int out[2], errp[2], status, open_fds = 2;
+	int out[2], errp[2], status = 0, open_fds = 2;
 	char obuf[4096], *ebuf = xmalloc(SKOPEO_ERR_MAX + 1);
 	size_t olen = 0, elen = 0;
 	pid_t pid;
@@ -172,10 +172,10 @@ static char *
 index_platforms(const char *source)
 {
 	char *argv[] = {"skopeo", "inspect", "--raw", (char *)source, NULL};
-	char *err = NULL, *why = NULL, *list = NULL, *s, *raw;
+	char *list = NULL, *s, *raw;
 	const cJSON *m, *pl;
 	cJSON *j;
-	int fd[2], status;
+	int fd[2], status = 0;
 	pid_t pid;
 	size_t len = 0;
 	ssize_t n;
@@ -199,8 +199,6 @@ index_platforms(const char *source)
 	close(fd[0]);
 	if (pid > 0)
 		waitpid(pid, &status, 0);
-	free(err);
-	free(why);
 	if ((j = cJSON_Parse(raw)) == NULL) {
 		free(raw);
 		return NULL;
@@ -373,8 +371,12 @@ pull_manifest(const char *tmp, char **digest, int64_t *size, char **cause)
 	}
 	*digest =
 	    xstrdup(cJSON_GetObjectItemCaseSensitive(m, "digest")->valuestring);
-	*size = (int64_t)cJSON_GetNumberValue(
-	    cJSON_GetObjectItemCaseSensitive(m, "size"));
+	{
+		double v = cJSON_GetNumberValue(
+		    cJSON_GetObjectItemCaseSensitive(m, "size"));
+
+		*size = v >= 0 && v <= 4194304 ? (int64_t)v : 0;
+	}
 	cJSON_Delete(j);
 	return 0;
 }

@@ -66,8 +66,13 @@ toml_skip(const char *p, const char *end)
 static const char *
 toml_string(const char *p, const char *end, char **out)
 {
-	char q = *p++, *o = xmalloc((size_t)(end - p) + 1), *s = o;
+	const char *close = p + 1;
+	char q = *p++, *o, *s;
 
+	while (close < end && *close != q && *close != '\n')
+		close +=
+		    (q == '"' && *close == '\\' && close + 1 < end) ? 2 : 1;
+	o = s = xmalloc((size_t)(close - p) + 1);
 	while (p < end && *p != q && *p != '\n') {
 		if (q == '"' && *p == '\\' && p + 1 < end)
 			p++;
@@ -159,7 +164,7 @@ static int
 regconf_read(struct regconf *c, const char *path, char **cause)
 {
 	char *buf = xmalloc(CONF_MAX + 1), *key, *table = xstrdup(""), *val;
-	const char *p, *end;
+	const char *p, *end, *at = NULL;
 	ssize_t n;
 	FILE *f;
 
@@ -185,6 +190,7 @@ regconf_read(struct regconf *c, const char *path, char **cause)
 	p = buf;
 	end = buf + n;
 	while ((p = toml_skip(p, end)) < end) {
+		at = p;
 		if (*p == '[') { /* [table] or [[array of tables]] */
 			const char *close = memchr(p, ']', (size_t)(end - p));
 
@@ -243,7 +249,7 @@ regconf_read(struct regconf *c, const char *path, char **cause)
 	return 0;
 bad:
 	xasprintf(cause, "%s: cannot read it as TOML near byte %ld", path,
-	    (long)(p - buf));
+	    (long)(at - buf));
 fail:
 	free(buf);
 	free(table);
@@ -331,6 +337,7 @@ oci_ref_resolve(struct oci_ref *r, char **cause)
 	if (r->transport != OCI_DOCKER || r->domain != NULL)
 		return 0;
 	if (regconf_load(&c, cause) != 0) {
+		regconf_free(&c);
 		r->exit = OCI_EXIT_REF;
 		return -1;
 	}

@@ -92,7 +92,7 @@ apply(const char *dest, const char *arg, uint64_t max, uint64_t *used)
 	struct tar_extract *te;
 	struct tar_result res;
 	struct sha256 h;
-	int fd, in, hashing = 1, status;
+	int fd, in, hashing = 1, status = 0;
 	pid_t zpid = -1;
 	ssize_t n;
 

@@ -2,9 +2,9 @@
  * image-oci.c: an image by reference (`--image alpine:3`) as a session's
  * root: pulled into vmux's OCI layout (oci/), its layers applied by
  * vmux-unpack (under fakeroot for a user), made an ext4 image by
- * mkfs.ext4 -d and cached by the image's config digest, which names its
- * content: a second `new` of a pulled image builds nothing, and a tag
- * pulled once boots offline (--pull missing, the default, asks no
+ * mkfs.ext4 -d and cached by the image's manifest digest, which names its
+ * config and every layer: a second `new` of a pulled image builds nothing, and
+ * a tag pulled once boots offline (--pull missing, the default, asks no
  * registry for a tag it has). The cache's lock is held from the pull to
  * the ext4, so two `vmux new --image X` at once pull and build once.
  *
@@ -135,6 +135,17 @@ image_oci_build(const char *home, const char *cache, const char *ocidir,
 		free(blob);
 	}
 	fr = fakeroot_state(cache);
+	if (fr == NULL && geteuid() != 0) {
+		xasprintf(cause,
+		    "image %s: its owners and devices need root or fakeroot "
+		    "(apt-get install fakeroot)",
+		    img->ref);
+		for (size_t i = 6; i < n; i++)
+			free(argv[i]);
+		free(argv);
+		rc = -1;
+		goto out;
+	}
 	v = under_fakeroot(argv, fr, 0);
 	rc = run_quiet(v, &why);
 	free(v);
@@ -252,7 +263,10 @@ image_oci_resolve(const char *home, const char *word, struct image_pull_opts *o,
 		    cause, "cannot create %s: %s", cache, strerror(errno));
 		goto out;
 	}
-	xasprintf(&img_path, "%s/oci-%.32s.img", cache, img.config_digest + 7);
+	/* the manifest names the config and every layer by digest: a config
+	 * reused with other layers is another image */
+	xasprintf(
+	    &img_path, "%s/oci-%.32s.img", cache, img.manifest_digest + 7);
 	if (!image_is_ext4(img_path)) {
 		if (o != NULL && o->notice != NULL) {
 			xasprintf(&msg,

@@ -213,6 +213,25 @@ t_cut_mid_layer() {
 		fail "a cut image was named"
 }
 
+# FROM scratch: one static program and nothing else, no shell
+t_distroless() {
+	local d=$TMP/scratchroot
+	mkdir -p "$d/app"
+	cp "$(command -v busybox)" "$d/app/busybox"
+	image_build "$LAYOUT" scratch "$d" --config.entrypoint /app/busybox --config.cmd true || return 1
+	push "$LAYOUT:scratch" team/distroless:1 || return 1
+	need_session odl --image "$REG/team/distroless:1"
+	expect_eq "exec argv" "$(vmux exec odl -- /app/busybox echo from-scratch)" from-scratch || return 1
+	vmux exec odl -- /app/busybox test -e /bin/sh && fail "the image has a shell" && return 1
+	vmux open odl --id s1 >/dev/null || return 1
+	wait_for 20 bash -c "'$VMUX' capture odl s1 --plain | grep -q \"this image has no /bin/sh: this is vmux's busybox sh\"" ||
+		fail "no note: $(vmux capture odl s1 --plain)" || return 1
+	vmux send-keys odl s1 'echo $((6 * 7))-in-scratch; ls /app' Enter >/dev/null || return 1
+	wait_for 20 bash -c "'$VMUX' capture odl s1 --plain | grep -q '^42-in-scratch'" ||
+		fail "the fallback shell did not answer: $(vmux capture odl s1 --plain)" || return 1
+	vmux rm -f odl >/dev/null
+}
+
 t_images_rm() {
 	local out
 	out=$(vmux images rm "$REG/library/alpine:3" 2>&1)
@@ -234,4 +253,5 @@ check "two new --image at once pull once" t_two_at_once
 check "docker-archive: and oci: files" t_local_files
 check "a multi-platform index: amd64 chosen; none is refused naming them" t_multi_arch
 check "a registry cut off in the middle of a layer: nothing cached" t_cut_mid_layer
+check "a distroless image: exec of an argv, vmux's busybox as its shell" t_distroless
 check "images rm: refused while used, then gone" t_images_rm

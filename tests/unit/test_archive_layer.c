@@ -109,10 +109,14 @@ TEST(layer_hostile_paths_get_nothing)
 	    {"a/../../outside/x", '0', NULL, "'..'"},
 	    {"../outside/.wh.y", '0', NULL, "'..'"},
 	    {"hl", '1', "../outside/f", "'..'"},
+	    {".wh...", '0', NULL, "names no entry"},
+	    {"a/.wh..", '0', NULL, "names no entry"},
+	    {".wh.", '0', NULL, "names no entry"},
 	};
 	struct scratch s;
 
 	scratch_new(&s);
+	run("echo keep > '%s/sibling'", s.root);
 	for (size_t i = 0; i < nitems(cases); i++) {
 		struct tbuf b = {0};
 		char *cause = NULL;
@@ -129,8 +133,31 @@ TEST(layer_hostile_paths_get_nothing)
 		}
 		free(cause);
 		CHECK_INT(dir_entries(s.outside), 0);
+		CHECK_INT(dir_entries(s.root), 3); /* dest, outside, sibling */
 		tb_free(&b);
 	}
+	scratch_free(&s);
+}
+
+TEST(layer_long_names_are_refused_not_stored)
+{
+	struct tbuf b = {0};
+	struct scratch s;
+	char *cause = NULL, *name = xmalloc(2000 * 2 + 2);
+
+	scratch_new(&s);
+	for (int i = 0; i < 2000; i++)
+		memcpy(name + 2 * i, "a/", 2);
+	strcpy(name + 4000, "f");
+	/* a GNU long name record carries it */
+	tb_header(&b, "././@LongLink", 'L', strlen(name) + 1, NULL, 0644);
+	tb_data(&b, name, strlen(name) + 1);
+	tb_file(&b, "short", "x");
+	CHECK_INT(layer(&s, &b, &cause), -1);
+	CHECK(strstr(cause, "bytes") != NULL);
+	free(cause);
+	free(name);
+	tb_free(&b);
 	scratch_free(&s);
 }
 
