@@ -43,6 +43,11 @@ static const struct cmd_opt cmd_mcp_opts[] = {
         "label keys the agent may set on its sessions (a glob: task, "
         "team.*; default mcp.*, so its sessions join no person's "
         "selector)"},
+    {"allow-image", 0, "PATTERN", 1,
+        "image references session_create may pull (a glob of the "
+        "resolved name: docker.io/library/*, 127.0.0.1:5000/team/*; "
+        "default none: only images already pulled and those vmux "
+        "images lists)"},
     {"http", 0, "ADDR:PORT", 0,
         "serve the Streamable HTTP transport on http://ADDR:PORT/mcp "
         "instead of stdio (ADDR an IPv4 address, 127.0.0.1 for this "
@@ -121,6 +126,11 @@ mcp_policy_build(const struct args *a, struct mcp_policy *p, char **cause)
 		p->label_keys = xreallocarray(
 		    p->label_keys, p->nlabel_keys + 1, sizeof *p->label_keys);
 		p->label_keys[p->nlabel_keys++] = xstrdup(*k);
+	}
+	for (char **k = args_values(a, "allow-image", &n); n > 0; k++, n--) {
+		p->allow_images = xreallocarray(p->allow_images,
+		    p->nallow_images + 1, sizeof *p->allow_images);
+		p->allow_images[p->nallow_images++] = xstrdup(*k);
 	}
 	p->see_all = args_has(a, "see-all");
 	p->no_net = args_has(a, "no-net");

@@ -85,6 +85,8 @@ struct mcp_policy {
 	int no_net;                  /* sessions may not have a network */
 	char **label_keys;           /* keys it may label with (fnmatch) */
 	size_t nlabel_keys;          /* ... 0: MCP_LABEL_KEYS alone */
+	char **allow_images;         /* references it may pull (fnmatch) */
+	size_t nallow_images;        /* ... 0: pulled and listed images only */
 	char *home;                  /* VMUX_HOME */
 	int pending_sessions;        /* session_create calls under way */
 	long long pending_memory_mb; /* ... and their memory */
@@ -108,6 +110,7 @@ int policy_host_path(const struct mcp_policy *, const char *path, int for_write,
     char **resolved, char **cause);
 char *policy_selector(const struct mcp_policy *, const char *given);
 int policy_label_key(const struct mcp_policy *, const char *key, char **cause);
+int policy_image(const struct mcp_policy *, const char *ref);
 void policy_free(struct mcp_policy *);
 
 /* jobs.c: vmux commands run as children. */

@@ -226,6 +226,19 @@ policy_label_key(const struct mcp_policy *p, const char *key, char **cause)
 	return -1;
 }
 
+/*
+ * May the agent pull the image reference ref (its resolved text, as
+ * docker.io/library/alpine:3)? Only when an --allow-image glob matches.
+ */
+int
+policy_image(const struct mcp_policy *p, const char *ref)
+{
+	for (size_t i = 0; i < p->nallow_images; i++)
+		if (fnmatch(p->allow_images[i], ref, 0) == 0)
+			return 1;
+	return 0;
+}
+
 /* Release what the policy holds. */
 void
 policy_free(struct mcp_policy *p)
@@ -238,6 +251,9 @@ policy_free(struct mcp_policy *p)
 	for (size_t i = 0; i < p->nlabel_keys; i++)
 		free(p->label_keys[i]);
 	free(p->label_keys);
+	for (size_t i = 0; i < p->nallow_images; i++)
+		free(p->allow_images[i]);
+	free(p->allow_images);
 	free(p->home);
 	memset(p, 0, sizeof p[0]);
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/common.h"
+#include "oci/oci.h"
 #include "session/session.h"
 #include "mcp.h"
 #include "tools-int.h"
@@ -43,16 +44,25 @@ create_profile(const char *asked, struct profile *prof, char **cause)
 	return rc;
 }
 
-/* The path of image name among vmux images' (caller frees), or NULL with
- * *cause: an agent names an image, never a host path vmux would build a
- * root from. */
+/*
+ * What `vmux new --image` is given for the image an agent names (caller
+ * frees; *pull is set to new's --pull), or NULL with *cause. An agent
+ * names an image, never a host path vmux would build a root from: a name
+ * vmux images lists, an image by reference already pulled (booted with
+ * --pull never), or one the server's --allow-image globs match.
+ */
 static char *
-create_image(const char *home, const char *name, char **cause)
+create_image(const struct mcp_policy *p, const char *name, const char **pull,
+    char **cause)
 {
-	cJSON *list = image_list(home), *e;
+	cJSON *list = image_list(p->home), *e;
 	const cJSON *n, *path;
-	char *out = NULL;
+	struct oci_image img;
+	struct oci_ref r;
+	char *out = NULL, *why = NULL;
+	int got;
 
+	*pull = NULL;
 	cJSON_ArrayForEach(e, list)
 	{
 		n = cJSON_GetObjectItemCaseSensitive(e, "name");
@@ -64,11 +74,36 @@ create_image(const char *home, const char *name, char **cause)
 		}
 	}
 	cJSON_Delete(list);
-	if (out == NULL)
+	if (out != NULL)
+		return out;
+	/* a registry's image only: oci:, docker-archive: and the like
+	 * name host files */
+	if (oci_ref_parse(name, &r, &why) != 0 || r.transport != OCI_DOCKER ||
+	    oci_ref_resolve(&r, &why) != 0) {
 		xasprintf(cause,
-		    "no guest image named '%.64s' (vmux images "
-		    "lists them)",
-		    name);
+		    "no guest image '%.64s': not one vmux images lists nor a "
+		    "registry's image%s%s",
+		    name, why ? ": " : "", why ? why : "");
+		free(why);
+		oci_ref_free(&r);
+		return NULL;
+	}
+	got = oci_cache_find(p->home, r.text, &img, &why);
+	oci_image_free(&img);
+	free(why);
+	if (got == 1)
+		*pull = "never";
+	else if (!policy_image(p, r.text)) {
+		xasprintf(cause,
+		    "image %s is not pulled and the server may not pull it "
+		    "(vmux mcp --allow-image PATTERN allows it; vmux images "
+		    "pull fetches it)",
+		    r.text);
+		oci_ref_free(&r);
+		return NULL;
+	}
+	xasprintf(&out, "docker://%s", r.text);
+	oci_ref_free(&r);
 	return out;
 }
 
@@ -133,7 +168,7 @@ int
 t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 {
 	struct mcp_policy *p = mcp_call_policy(c);
-	const char *name, *profile, *image;
+	const char *name, *profile, *image, *pull = NULL;
 	const cJSON *mounts, *m;
 	struct profile prof;
 	struct mcp_pending *pend;
@@ -181,7 +216,7 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	if (policy_may_create(p, mem, cause) != 0)
 		return -1;
 	if (image != NULL &&
-	    (img = create_image(p->home, image, cause)) == NULL)
+	    (img = create_image(p, image, &pull, cause)) == NULL)
 		return -1;
 	c->session = xstrdup(name);
 	av_add(&a, "vmux");
@@ -198,6 +233,10 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 		av_add(&a, "--image");
 		av_add(&a, img);
 		free(img);
+	}
+	if (pull != NULL) {
+		av_add(&a, "--pull");
+		av_add(&a, pull);
 	}
 	av_options(&a, opt);
 	if (net)

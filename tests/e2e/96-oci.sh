@@ -232,6 +232,30 @@ t_distroless() {
 	vmux rm -f odl >/dev/null
 }
 
+# mcp_create NAME IMAGE [MCP ARGS...]: session_create over stdio; its answer.
+mcp_create() {
+	local name=$1 image=$2
+	shift 2
+	printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_create","arguments":{"name":"%s","image":"%s"}}}\n' \
+		"$name" "$image" | timeout 120 "$VMUX" mcp "$@"
+}
+
+t_mcp_image_policy() {
+	local out
+	out=$(mcp_create om1 alpine:3) || return 1
+	[[ $(jq -r '.result.isError' <<<"$out") == false ]] || fail "a pulled image refused: $out" || return 1
+	expect_eq "pulled image" "$(session_field om1 image)" "$REG/library/alpine:3" || return 1
+	push "$LAYOUT:base" team/agentimg:1 || return 1
+	out=$(mcp_create om2 "$REG/team/agentimg:1")
+	expect_match "not allowed" "$out" "may not pull it" || return 1
+	out=$(mcp_create om3 "oci:$LAYOUT:base")
+	expect_match "no host files" "$out" "not one vmux images lists nor a registry's image" || return 1
+	out=$(mcp_create om2 "$REG/team/agentimg:1" --allow-image "$REG/team/*") || return 1
+	[[ $(jq -r '.result.isError' <<<"$out") == false ]] || fail "an allowed image refused: $out" || return 1
+	expect_eq "allowed image" "$(vmux exec om2 -- cat /etc/marker)" lower || return 1
+	vmux rm -f om1 om2 >/dev/null
+}
+
 t_images_rm() {
 	local out
 	out=$(vmux images rm "$REG/library/alpine:3" 2>&1)
@@ -254,4 +278,5 @@ check "docker-archive: and oci: files" t_local_files
 check "a multi-platform index: amd64 chosen; none is refused naming them" t_multi_arch
 check "a registry cut off in the middle of a layer: nothing cached" t_cut_mid_layer
 check "a distroless image: exec of an argv, vmux's busybox as its shell" t_distroless
+check "MCP session_create: pulled images, --allow-image, no host files" t_mcp_image_policy
 check "images rm: refused while used, then gone" t_images_rm
