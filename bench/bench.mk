@@ -20,6 +20,7 @@ bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP) $(GUEST_DEBIAN)
 	@BUILD=$(BUILD) bench/run
 	@BUILD=$(BUILD) bench/tui
 	@BUILD=$(BUILD) bench/workspace
+	@BUILD=$(BUILD) bench/images
 	@BUILD=$(BUILD) bench/class
 	@BUILD=$(BUILD) bench/remote
 	@BUILD=$(BUILD) bench/mcp
@@ -39,6 +40,11 @@ bench-tui: all $(BENCH_TOOLS)
 bench-workspace: all
 	@BUILD=$(BUILD) bench/workspace
 .PHONY: bench-workspace
+
+# Images by reference alone: a pull and a first new vs by hand.
+bench-images: all
+	@BUILD=$(BUILD) bench/images
+.PHONY: bench-images
 
 # The teaching room alone: 30 sessions booted, fanned out to, left idle.
 bench-class: all

@@ -65,22 +65,46 @@ images_users(const struct session_entry *v, size_t n, const char *ref)
 	return a;
 }
 
-/* pull's progress: a line a step on stderr, or JSON lines with --json. */
+/*
+ * pull's progress: on a terminal one line redrawn (layers and bytes so
+ * far), else a line a layer on stderr; JSON lines with --json.
+ */
 static void
 images_progress(void *arg, const char *event, const char *digest, int64_t done,
     int64_t total)
 {
+	static int drawn;
+
 	(void)arg;
-	(void)done;
-	(void)total;
 	if (cli_json()) {
-		printf("{\"event\":\"%s\"%s%s%s}\n", event,
-		    digest ? ",\"digest\":\"" : "", digest ? digest : "",
-		    digest ? "\"" : "");
+		if (strcmp(event, "bytes") == 0)
+			printf("{\"event\":\"bytes\",\"bytes\":%lld,"
+			       "\"layers\":%lld}\n",
+			    (long long)done, (long long)total);
+		else
+			printf("{\"event\":\"%s\"%s%s%s}\n", event,
+			    digest ? ",\"digest\":\"" : "",
+			    digest ? digest : "", digest ? "\"" : "");
 		fflush(stdout);
-	} else if (strcmp(event, "blob") == 0 || strcmp(event, "config") == 0)
-		fprintf(stderr, "vmux: %s %.19s\n",
-		    event[0] == 'b' ? "layer " : "config", digest);
+		return;
+	}
+	if (!isatty(STDERR_FILENO)) {
+		if (strcmp(event, "blob") == 0 || strcmp(event, "config") == 0)
+			fprintf(stderr, "vmux: %s %.19s\n",
+			    event[0] == 'b' ? "layer " : "config", digest);
+		return;
+	}
+	if (strcmp(event, "bytes") == 0) {
+		fprintf(stderr, "\r\033[Kvmux: %lld layer%s, %.1f MiB",
+		    (long long)total, total == 1 ? "" : "s",
+		    (double)done / 1048576);
+		drawn = 1;
+	} else if ((strcmp(event, "done") == 0 ||
+	               strcmp(event, "failed") == 0) &&
+	    drawn) {
+		fputc('\n', stderr);
+		drawn = 0;
+	}
 }
 
 /* vmux images pull REF. */

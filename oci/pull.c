@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,6 +27,8 @@
 #include "oci.h"
 
 #define SKOPEO_ERR_MAX (64 * 1024) /* stderr kept for the message */
+#define PULL_TICK_MS   250         /* how often the bytes are counted */
+#define PULL_PARTS     16          /* skopeo's blobs being written at once */
 
 /* Remove stale private layouts a killed pull left (lock held). */
 static void
@@ -77,8 +80,8 @@ skopeo_message(const char *err)
  * kept in *err (caller frees). The exit status, or -1 with cause.
  */
 static int
-skopeo_run(char *const argv[], void (*line)(void *, const char *), void *arg,
-    char **err, char **cause)
+skopeo_run(char *const argv[], void (*line)(void *, const char *),
+    void (*tick)(void *), void *arg, char **err, char **cause)
 {
 	int out[2], errp[2], status = 0, open_fds = 2;
 	char obuf[4096], *ebuf = xmalloc(SKOPEO_ERR_MAX + 1);
@@ -113,11 +116,15 @@ skopeo_run(char *const argv[], void (*line)(void *, const char *), void *arg,
 		    {out[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
 		ssize_t n;
 
-		if (poll(p, 2, -1) < 0) {
+		int r = poll(p, 2, tick != NULL ? PULL_TICK_MS : -1);
+
+		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (tick != NULL)
+			tick(arg);
 		if (p[0].revents && p[0].fd >= 0) {
 			n = read(out[0], obuf + olen, sizeof obuf - 1 - olen);
 			if (n <= 0) {
@@ -313,11 +320,71 @@ pull_failed(
 	free(msg);
 }
 
-/* What a progress line of skopeo's says, passed to the caller's hook. */
+/*
+ * What a pull has done, for the caller's hook: skopeo's "Copying blob"
+ * lines count the layers, and the bytes are its partial blobs
+ * (tmp/oci-put-blob*, renamed away once complete) plus those finished.
+ */
 struct pull_watch {
 	oci_progress_fn fn;
 	void *arg;
+	const char *tmp;
+	int64_t layers, done;
+	struct {
+		char name[64];
+		int64_t size;
+		int seen;
+	} part[PULL_PARTS];
 };
+
+/* Every PULL_TICK_MS: the bytes so far, by the partial blobs' sizes. */
+static void
+pull_tick(void *arg)
+{
+	struct pull_watch *w = arg;
+	struct dirent *de;
+	int64_t partial = 0;
+	struct stat st;
+	char *path;
+	DIR *d;
+
+	if (w->fn == NULL || (d = opendir(w->tmp)) == NULL)
+		return;
+	for (int i = 0; i < PULL_PARTS; i++)
+		w->part[i].seen = 0;
+	while ((de = readdir(d)) != NULL) {
+		int i, free_slot = -1;
+
+		if (strncmp(de->d_name, "oci-put-blob", 12) != 0 ||
+		    strlen(de->d_name) >= sizeof w->part[0].name)
+			continue;
+		xasprintf(&path, "%s/%s", w->tmp, de->d_name);
+		if (stat(path, &st) != 0)
+			st.st_size = 0;
+		free(path);
+		for (i = 0; i < PULL_PARTS; i++) {
+			if (strcmp(w->part[i].name, de->d_name) == 0)
+				break;
+			if (w->part[i].name[0] == '\0' && free_slot < 0)
+				free_slot = i;
+		}
+		if (i == PULL_PARTS && (i = free_slot) < 0)
+			continue; /* more at once than we follow */
+		snprintf(
+		    w->part[i].name, sizeof w->part[i].name, "%s", de->d_name);
+		w->part[i].size = st.st_size;
+		w->part[i].seen = 1;
+		partial += st.st_size;
+	}
+	closedir(d);
+	for (int i = 0; i < PULL_PARTS; i++) { /* gone: complete */
+		if (w->part[i].name[0] != '\0' && !w->part[i].seen) {
+			w->done += w->part[i].size;
+			w->part[i].name[0] = '\0';
+		}
+	}
+	w->fn(w->arg, "bytes", NULL, w->done + partial, w->layers);
+}
 
 /* skopeo's stdout: "Copying blob sha256:..." and "Copying config ...". */
 static void
@@ -330,7 +397,8 @@ pull_line(void *arg, const char *line)
 		return;
 	if (strncmp(line, "Copying blob ", 13) == 0) {
 		d = line + 13;
-		w->fn(w->arg, "blob", d, 0, 0);
+		w->layers++;
+		w->fn(w->arg, "blob", d, w->layers, 0);
 	} else if (strncmp(line, "Copying config ", 15) == 0)
 		w->fn(w->arg, "config", line + 15, 0, 0);
 }
@@ -392,7 +460,7 @@ oci_pull(const char *home, const struct oci_ref *r, oci_progress_fn fn,
 	char *cache = oci_cache_dir(home), *tmp, *blobs, *dest, *err = NULL;
 	char *manifest = NULL, *regconf = NULL, *why = NULL;
 	const char *rc_env = getenv("CONTAINERS_REGISTRIES_CONF");
-	struct pull_watch w = {fn, arg};
+	struct pull_watch w;
 	struct oci_image img;
 	int64_t msize = 0;
 	char *argv[16];
@@ -429,7 +497,11 @@ oci_pull(const char *home, const struct oci_ref *r, oci_progress_fn fn,
 	argv[n] = NULL;
 	if (fn != NULL)
 		fn(arg, "start", NULL, 0, 0);
-	st = skopeo_run(argv, pull_line, &w, &err, cause);
+	memset(&w, 0, sizeof w);
+	w.fn = fn;
+	w.arg = arg;
+	w.tmp = tmp;
+	st = skopeo_run(argv, pull_line, pull_tick, &w, &err, cause);
 	if (st < 0)
 		goto out;
 	if (st != 0) {
@@ -452,6 +524,8 @@ oci_pull(const char *home, const struct oci_ref *r, oci_progress_fn fn,
 		fn(arg, "done", manifest, 0, 0);
 	rc = 0;
 out:
+	if (fn != NULL && rc != 0)
+		fn(arg, "failed", NULL, 0, 0);
 	rmtree(tmp);
 	free(tmp);
 	free(blobs);

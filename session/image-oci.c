@@ -182,6 +182,31 @@ out:
 }
 
 /*
+ * The manifest digest the reference word names in the cache now, as
+ * "oci:sha256:HEX" (caller frees), or NULL if it is none or not pulled.
+ */
+char *
+image_oci_identity(const char *home, const char *word)
+{
+	struct oci_image img;
+	struct oci_ref r;
+	char *why = NULL, *id = NULL;
+
+	if (oci_ref_parse(word, &r, &why) != 0 ||
+	    oci_ref_resolve(&r, &why) != 0) {
+		free(why);
+		oci_ref_free(&r);
+		return NULL;
+	}
+	if (oci_cache_find(home, r.text, &img, &why) == 1)
+		xasprintf(&id, "oci:%s", img.manifest_digest);
+	free(why);
+	oci_image_free(&img);
+	oci_ref_free(&r);
+	return id;
+}
+
+/*
  * Why word is no image: a word that could have been a listed name says it
  * is neither that nor a reference. Takes why.
  */

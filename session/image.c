@@ -373,7 +373,9 @@ image_untar(const char *tar, const char *cache, long long max, const char *fr,
  * "DEV:INODE:SIZE:MTIME" of NAME.img as image_resolve finds it, or of the
  * path (a directory's own; its cached build follows its content). A pool
  * VM keeps it in its spec, so an image replaced under the same name is
- * not handed out from VMs booted before. "-" for none or not found.
+ * not handed out from VMs booted before; for an image by reference, the
+ * manifest digest it names now (a tag pulled again is another image).
+ * "-" for none or not found.
  */
 char *
 image_identity(const char *home, const char *spec)
@@ -384,7 +386,8 @@ image_identity(const char *home, const char *spec)
 
 	if (spec == NULL)
 		return xstrdup("-");
-	if (strchr(spec, '/') == NULL && stat(spec, &st) != 0) {
+	if (!oci_ref_has_transport(spec) && strchr(spec, '/') == NULL &&
+	    stat(spec, &st) != 0) {
 		dirs = image_dirs(home, &n);
 		for (i = 0; i < n; i++) {
 			if (path == NULL) {
@@ -398,8 +401,12 @@ image_identity(const char *home, const char *spec)
 		}
 		free(dirs);
 	}
-	id = file_identity(path != NULL ? path : spec);
+	id = path != NULL || stat(spec, &st) == 0
+	    ? file_identity(path != NULL ? path : spec)
+	    : NULL;
 	free(path);
+	if (id == NULL) /* a reference: the manifest it names now */
+		id = image_oci_identity(home, spec);
 	return id != NULL ? id : xstrdup("-");
 }
 

@@ -428,6 +428,7 @@ long long image_max(void);
 /* image-oci.c: images by reference (oci/) */
 int image_oci_resolve(const char *home, const char *word,
     struct image_pull_opts *, char **out, char **cause);
+char *image_oci_identity(const char *home, const char *word);
 
 /* net.c */
 int net_allow_check(const char *v, char **cause);
