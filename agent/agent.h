@@ -120,6 +120,7 @@ struct agent_request {
 	char *command;       /* the string form, or NULL */
 	char **env;          /* "NAME=value", NULL-terminated, or NULL */
 	char *cwd;           /* NULL: default */
+	char *user;          /* name, uid or uid:gid; NULL: the image's */
 	int timeout_ms;
 	size_t max_output;
 	char *stdin_data;
@@ -156,6 +157,9 @@ struct spawn {
 	char *const *argv;
 	char *const *envp;
 	const char *cwd;
+	int has_user; /* run as uid:gid, not the image's user */
+	uid_t uid;
+	gid_t gid;
 	int fd_in, fd_out, fd_err; /* become 0, 1, 2 */
 	int ctty;        /* fd_in is a tty: make it the controlling one */
 	int *fail_errno; /* if not NULL: errno of a failed chdir or exec */
@@ -174,7 +178,8 @@ void user_nofile_set(long long);
 /* image.c: an OCI image's Env, WorkingDir and User (/.vmux-image) */
 void image_config_load(const char *file);
 char *const *image_env_list(void);
-int image_user_become(void);
+int image_user_become(const struct spawn *);
+int image_user_parse(const char *spec, uid_t *uid, gid_t *gid, char **cause);
 const char *user_home(void);
 void kill_session(pid_t, int);
 int wait_status_code(int, int *);
@@ -188,6 +193,7 @@ struct exec_spec {
 	char *const *env; /* request env, merged over the defaults */
 	int command_is_text;
 	const char *cwd;
+	const char *user; /* NULL: the image's (or root) */
 	int timeout_ms;
 	size_t max_output;
 	const char *stdin_data;

@@ -537,6 +537,14 @@ exec_run(const struct exec_spec *spec, struct exec_result *res, char **cause)
 		goto out;
 
 	memset(&sp, 0, sizeof sp);
+	if (spec->user != NULL) {
+		if (image_user_parse(spec->user, &sp.uid, &sp.gid, cause) !=
+		    0) {
+			res->not_run = 126;
+			goto out;
+		}
+		sp.has_user = 1;
+	}
 	sp.path = path;
 	sp.argv = spec->argv;
 	sp.envp = envp;

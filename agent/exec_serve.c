@@ -88,6 +88,7 @@ exec_thread(void *arg)
 	spec.env = req->env;
 	spec.command_is_text = req->command_is_text;
 	spec.cwd = req->cwd;
+	spec.user = req->user;
 	spec.timeout_ms = req->timeout_ms;
 	spec.max_output = req->max_output;
 	spec.stdin_data = req->stdin_data;

@@ -105,16 +105,17 @@ image_id(const char *s)
 }
 
 /*
- * Parse "user SPEC" as runc does: name, uid, name:group or uid:gid; a uid
- * without an entry gets group 0. A name or group the image does not have
- * fails every command (docker refuses to start such a container), said
- * once here.
+ * Resolve a user as runc does: name, uid, name:group or uid:gid, names
+ * looked up in the image's /etc/passwd and /etc/group; a uid without an
+ * entry gets group 0. 0, or -1 with cause for a name or group the image
+ * does not have (docker refuses to start such a container).
  */
-static void
-image_user(const char *spec)
+int
+image_user_parse(const char *spec, uid_t *uidp, gid_t *gidp, char **cause)
 {
 	char *u = xstrdup(spec), *g = strchr(u, ':');
 	long uid, gid = 0, x;
+	int rc = -1;
 
 	if (g != NULL)
 		*g++ = '\0';
@@ -124,37 +125,52 @@ image_user(const char *spec)
 			gid = 0;
 	} else if (image_lookup("/etc/passwd", u, 0, &uid, &gid) != 0 ||
 	    gid < 0) {
-		fprintf(stderr,
-		    "vmux-agent: the image's user '%s' is not in its "
-		    "/etc/passwd: nothing will run\n",
-		    u);
-		image_user_bad = 1;
-		free(u);
-		return;
-	} else {
-		char *kv;
-
-		xasprintf(&kv, "USER=%s", u);
-		image_env_put(kv);
-		free(kv);
-		xasprintf(&kv, "LOGNAME=%s", u);
-		image_env_put(kv);
-		free(kv);
+		xasprintf(
+		    cause, "user '%.64s' is not in the guest's /etc/passwd", u);
+		goto out;
 	}
 	if (g != NULL && (gid = image_id(g)) < 0 &&
 	    image_lookup("/etc/group", g, 0, &gid, &x) != 0) {
+		xasprintf(
+		    cause, "group '%.64s' is not in the guest's /etc/group", g);
+		goto out;
+	}
+	*uidp = (uid_t)uid;
+	*gidp = (gid_t)gid;
+	rc = 0;
+out:
+	free(u);
+	return rc;
+}
+
+/* "user SPEC" of /.vmux-image: who runs what nobody asked otherwise. */
+static void
+image_user(const char *spec)
+{
+	char *cause = NULL, *name;
+
+	if (image_user_parse(spec, &image_uid, &image_gid, &cause) != 0) {
 		fprintf(stderr,
-		    "vmux-agent: the image's group '%s' is not in its "
-		    "/etc/group: nothing will run\n",
-		    g);
+		    "vmux-agent: the image's %s: nothing will "
+		    "run but as another --user\n",
+		    cause);
+		free(cause);
 		image_user_bad = 1;
-		free(u);
 		return;
 	}
-	image_uid = (uid_t)uid;
-	image_gid = (gid_t)gid;
-	image_has_user = uid != 0 || gid != 0;
-	free(u);
+	image_has_user = image_uid != 0 || image_gid != 0;
+	name = xstrndup(spec, strcspn(spec, ":"));
+	if (image_id(name) < 0) { /* a name: the variables say it */
+		char *kv;
+
+		xasprintf(&kv, "USER=%s", name);
+		image_env_put(kv);
+		free(kv);
+		xasprintf(&kv, "LOGNAME=%s", name);
+		image_env_put(kv);
+		free(kv);
+	}
+	free(name);
 }
 
 /* Read the image's settings from file (agent --image-config). */
@@ -190,20 +206,25 @@ image_config_load(const char *file)
 	}
 }
 
-/* In a child before exec: become the image's user (async-signal-safe).
- * -1 if that failed: the command must not run as someone else. */
+/*
+ * In a child before exec: become the user sp asks for, else the image's
+ * (async-signal-safe). -1 if that failed: the command must not run as
+ * someone else.
+ */
 int
-image_user_become(void)
+image_user_become(const struct spawn *sp)
 {
-	if (image_user_bad)
+	uid_t uid = sp->has_user ? sp->uid : image_uid;
+	gid_t gid = sp->has_user ? sp->gid : image_gid;
+
+	if (!sp->has_user && image_user_bad)
 		return -1;
-	if (!image_has_user)
+	if (!sp->has_user && !image_has_user)
 		return 0;
 	/* a terminal of its own to reopen (su, less, passphrase prompts) */
-	if (isatty(0) && fchown(0, image_uid, image_gid) != 0)
+	if (isatty(0) && fchown(0, uid, gid) != 0)
 		return -1;
-	if (setgroups(1, &image_gid) != 0 || setgid(image_gid) != 0 ||
-	    setuid(image_uid) != 0)
+	if (setgroups(1, &gid) != 0 || setgid(gid) != 0 || setuid(uid) != 0)
 		return -1;
 	return 0;
 }

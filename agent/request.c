@@ -50,6 +50,7 @@ request_free(struct agent_request *r)
 	env_free(r->env);
 	free(r->command);
 	free(r->cwd);
+	free(r->user);
 	free(r->as);
 	free(r->stdin_data);
 	free(r->shell_id);
@@ -271,7 +272,8 @@ parse_exec(const cJSON *obj, struct agent_request *r, char **cause)
 	int64_t n = 0;
 
 	if (get_command(obj, 1, r, cause) != 0 || get_env(obj, r, cause) != 0 ||
-	    get_string(obj, "cwd", 0, &r->cwd, cause) != 0)
+	    get_string(obj, "cwd", 0, &r->cwd, cause) != 0 ||
+	    get_string(obj, "user", 0, &r->user, cause) != 0)
 		return -1;
 	r->timeout_ms = EXEC_DEFAULT_TIMEOUT_S * 1000;
 	if ((v = member(obj, "timeout_seconds")) != NULL) {
@@ -308,6 +310,7 @@ parse_open_shell(const cJSON *obj, struct agent_request *r, char **cause)
 	if (get_shell_id(obj, 0, r, cause) != 0 ||
 	    get_command(obj, 0, r, cause) != 0 || get_env(obj, r, cause) != 0 ||
 	    get_string(obj, "cwd", 0, &r->cwd, cause) != 0 ||
+	    get_string(obj, "user", 0, &r->user, cause) != 0 ||
 	    get_size(obj, 0, r, cause) != 0)
 		return -1;
 	if (get_int(obj, "scrollback_bytes", 0, SHELL_MIN_SCROLLBACK,

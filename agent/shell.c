@@ -265,6 +265,12 @@ shell_open(struct agent *a, struct agent_request *req, char **cause)
 	free(shell_var);
 	free(id_var);
 
+	memset(&sp, 0, sizeof sp);
+	if (req->user != NULL) {
+		if (image_user_parse(req->user, &sp.uid, &sp.gid, cause) != 0)
+			goto fail;
+		sp.has_user = 1;
+	}
 	if (s->path == NULL &&
 	    (s->path = path_resolve(req->argv[0], envp, cause)) == NULL)
 		goto fail;
@@ -283,7 +289,6 @@ shell_open(struct agent *a, struct agent_request *req, char **cause)
 	login_argv[0] = login;
 	login_argv[1] = NULL;
 
-	memset(&sp, 0, sizeof sp);
 	sp.path = s->path;
 	sp.argv = req->argv ? req->argv : login_argv;
 	sp.envp = envp;

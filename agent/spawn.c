@@ -329,7 +329,7 @@ child_run(const struct spawn *sp, int errfd)
 		syscall(SYS_close_range, 3, errfd - 1, 0);
 	syscall(SYS_close_range, errfd + 1, ~0U, 0);
 #endif
-	if (image_user_become() < 0) /* the image's User, or no run */
+	if (image_user_become(sp) < 0) /* the asked or image's user, or none */
 		child_fail(errfd, STEP_SETUP);
 	if (sp->cwd != NULL && chdir(sp->cwd) < 0)
 		child_fail(errfd, STEP_CWD);

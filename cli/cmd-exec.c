@@ -36,6 +36,9 @@ static const struct cmd_opt cmd_exec_opts[] = {
         "kill the command after S seconds, exit 124 (default 300)"},
     {"env", 'e', "K=V", 1, "set an environment variable"},
     {"cwd", 'C', "DIR", 0, "working directory in the guest"},
+    {"user", 'u', "USER", 0,
+        "run as this guest user: a name, uid or uid:gid (default: the "
+        "image's User, else root)"},
     {"interactive", 'i', NULL, 0,
         "send standard input to the command even from a terminal (it is "
         "sent whenever it is not one)"},
@@ -121,6 +124,8 @@ cmd_exec_request(
 		args_env_add(cJSON_AddObjectToObject(o, "env"), env, n);
 	if (s != NULL)
 		cJSON_AddStringToObject(o, "cwd", s);
+	if ((s = args_get(a, "user")) != NULL)
+		cJSON_AddStringToObject(o, "user", s);
 	*timeout_s = (int)v;
 	*req = o;
 	return 0;

@@ -21,6 +21,9 @@ static const struct cmd_opt cmd_open_opts[] = {
         "the shell's id (letters, digits, '.', '_', '-'; default shell-N)"},
     {"size", 's', "COLSxROWS", 0, "its terminal's size (default 80x24)"},
     {"cwd", 'C', "DIR", 0, "its working directory"},
+    {"user", 'u', "USER", 0,
+        "its guest user: a name, uid or uid:gid (default: the image's "
+        "User, else root)"},
     {"env", 'e', "K=V", 1, "set an environment variable"},
     {"json", 0, NULL, 0, "print the shell's record as JSON"},
     {NULL, 0, NULL, 0, NULL},
@@ -66,6 +69,8 @@ open_request(const struct args *a, char **cause)
 	req = agent_req_open_shell(id, cols, rows);
 	if (cwd != NULL)
 		cJSON_AddStringToObject(req, "cwd", cwd);
+	if (args_get(a, "user") != NULL)
+		cJSON_AddStringToObject(req, "user", args_get(a, "user"));
 	if (n > 0)
 		args_env_add(cJSON_AddObjectToObject(req, "env"), env, n);
 	if (a->argc > 1) {

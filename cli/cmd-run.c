@@ -39,6 +39,9 @@ static const struct cmd_opt cmd_run_own[] = {
         "the session removed (default 300)"},
     {"env", 'e', "K=V", 1, "set an environment variable"},
     {"cwd", 'C', "DIR", 0, "working directory in the guest"},
+    {"user", 'u', "USER", 0,
+        "run as this guest user: a name, uid or uid:gid (default: the "
+        "image's User, else root)"},
     {"interactive", 'i', NULL, 0, "send standard input even from a terminal"},
     {"json", 0, NULL, 0,
         "print one JSON object: session, status (COMPLETED or TIMED_OUT), "

@@ -33,6 +33,9 @@ static const struct cmd_opt cmd_shell_opts[] = {
         "attach to shell ID (letters, digits, '.', '_', '-'); it is "
         "created if it does not exist"},
     {"cwd", 'C', "DIR", 0, "working directory of a new shell"},
+    {"user", 'u', "USER", 0,
+        "a new shell's guest user: a name, uid or uid:gid (default: the "
+        "image's User, else root)"},
     {"env", 'e', "K=V", 1, "set an environment variable in a new shell"},
     {"detach-key", 0, "KEY", 0,
         "detach with KEY instead of Ctrl-] (^X, ctrl-x or C-x; 'none' "
@@ -155,6 +158,8 @@ shell_request(const struct args *a, struct shell_req *r, char **cause)
 	    r->id, cols > 4096 ? 4096 : cols, rows > 4096 ? 4096 : rows);
 	if (cwd != NULL)
 		cJSON_AddStringToObject(o, "cwd", cwd);
+	if (args_get(a, "user") != NULL)
+		cJSON_AddStringToObject(o, "user", args_get(a, "user"));
 	e = cJSON_AddObjectToObject(o, "env");
 	/* On a terminal the shell gets its TERM (the one host variable a
 	 * guest sees: what the terminal is, never a secret), unless --env

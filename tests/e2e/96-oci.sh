@@ -76,7 +76,14 @@ t_config() {
 	out=$(vmux exec oa -- sh -c 'echo "$GREETING"; pwd; id -u')
 	expect_eq "env, cwd, user" "$out" $'hello from the image\n/app\n1000' || return 1
 	out=$(vmux exec oa --env GREETING=mine -- sh -c 'echo "$GREETING"')
-	expect_eq "--env over Env" "$out" mine
+	expect_eq "--env over Env" "$out" mine || return 1
+	expect_eq "--user root" "$(vmux exec oa --user root -- id -u)" 0 || return 1
+	expect_eq "--user uid:gid" "$(vmux exec oa -u 1234:1000 -- sh -c 'echo $(id -u) $(id -g)')" "1234 1000" || return 1
+	out=$(vmux exec oa --user nobody-here -- id 2>&1)
+	[[ $? -eq 126 ]] && expect_match "unknown user" "$out" "user 'nobody-here' is not in the guest's /etc/passwd" || return 1
+	vmux open oa --id su --user root >/dev/null || return 1
+	vmux send-keys oa su 'echo "uid=$(id -u)"' Enter >/dev/null || return 1
+	wait_for 20 bash -c "'$VMUX' capture oa su --plain | grep -q '^uid=0'" || fail "a root shell: $(vmux capture oa su --plain)"
 }
 
 t_run_entrypoint() {
@@ -267,7 +274,7 @@ t_images_rm() {
 
 check "--image alpine:3: a short name's alias, a registry with TLS and auth" t_short_name
 check "layers: whiteouts, an opaque directory, hard links" t_layers
-check "the image's Env, WorkingDir and User" t_config
+check "the image's Env, WorkingDir and User; --user chooses another" t_config
 check "run --image: Entrypoint and Cmd, args replace Cmd" t_run_entrypoint
 check "a digest reference; vmux images says who uses it" t_digest_and_qualified
 check "a pulled tag boots with the registry down; --pull always fails" t_offline_after_pull
