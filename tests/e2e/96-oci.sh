@@ -52,7 +52,8 @@ cp -r "$LAYOUT" "$TMP/layout2"
 umoci raw add-layer --image "$LAYOUT:base" --tag three "$TMP/up.tar" >/dev/null || exit 1
 umoci config --image "$LAYOUT:three" --tag three --config.env "GREETING=hello from the image" \
 	--config.workingdir /app --config.user app \
-	--config.entrypoint /bin/echo --config.cmd "image-cmd" >/dev/null || exit 1
+	--config.entrypoint /bin/echo --config.cmd "image-cmd" \
+	--config.label org.opencontainers.image.title=vmux-test >/dev/null || exit 1
 push "$LAYOUT:three" library/alpine:3 || exit 1
 push "$LAYOUT:base" team/base:1 || exit 1
 
@@ -99,6 +100,7 @@ t_digest_and_qualified() {
 	d=$(skopeo inspect --format '{{.Digest}}' "docker://$REG/team/base:1") || return 1
 	need_session od --image "$REG/team/base@$d"
 	expect_eq "by digest" "$(vmux exec od -- cat /etc/marker)" lower || return 1
+	expect_eq "labels" "$(vmux images --json | jq -r --arg r "$REG/library/alpine:3" '.[] | select(.ref == $r) | .labels["org.opencontainers.image.title"]')" vmux-test || return 1
 	expect_eq "images lists it" "$(vmux images --json | jq -r --arg r "$REG/team/base@$d" '.[] | select(.ref == $r) | .sessions[0]')" od
 }
 
@@ -263,6 +265,23 @@ t_mcp_image_policy() {
 	vmux rm -f om1 om2 >/dev/null
 }
 
+# a glibc image: a dynamic program of Debian's with its loader and libraries
+t_glibc() {
+	local g=$TMP/glibcroot lib
+	mkdir -p "$g/usr/bin"
+	cp /usr/bin/env /usr/bin/cat "$g/usr/bin/"
+	for lib in $(ldd /usr/bin/env /usr/bin/cat | grep -o '/[^ ]*'); do
+		mkdir -p "$g$(dirname "$lib")"
+		cp -L "$lib" "$g$lib"
+	done
+	image_build "$LAYOUT" glibc "$g" --config.env PATH=/usr/bin || return 1
+	push "$LAYOUT:glibc" team/glibc:1 || return 1
+	need_session ogl --image "$REG/team/glibc:1"
+	expect_match "glibc program" "$(vmux exec ogl -- env)" "^PATH=/usr/bin" || return 1
+	expect_eq "glibc cat runs (and fails: no such file)" "$(vmux exec ogl -- cat /etc/os-release 2>/dev/null; echo $?)" 1
+	vmux rm -f ogl >/dev/null
+}
+
 t_images_rm() {
 	local out
 	out=$(vmux images rm "$REG/library/alpine:3" 2>&1)
@@ -286,4 +305,5 @@ check "a multi-platform index: amd64 chosen; none is refused naming them" t_mult
 check "a registry cut off in the middle of a layer: nothing cached" t_cut_mid_layer
 check "a distroless image: exec of an argv, vmux's busybox as its shell" t_distroless
 check "MCP session_create: pulled images, --allow-image, no host files" t_mcp_image_policy
+check "a glibc image (Debian's dynamic programs)" t_glibc
 check "images rm: refused while used, then gone" t_images_rm
