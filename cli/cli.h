@@ -441,6 +441,8 @@ void progress_add(struct progress *, uint64_t n);
 void progress_done(struct progress *, int ok);
 void progress_set_lines(int on);
 char *progress_human(uint64_t bytes);
+void cli_pull_progress(void *arg, const char *event, const char *digest,
+    int64_t done, int64_t total);
 
 /* cp.c: the transfers. */
 int cp_upload(const struct vsock_target *, struct cp_spec *, char **cause);

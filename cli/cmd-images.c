@@ -65,48 +65,6 @@ images_users(const struct session_entry *v, size_t n, const char *ref)
 	return a;
 }
 
-/*
- * pull's progress: on a terminal one line redrawn (layers and bytes so
- * far), else a line a layer on stderr; JSON lines with --json.
- */
-static void
-images_progress(void *arg, const char *event, const char *digest, int64_t done,
-    int64_t total)
-{
-	static int drawn;
-
-	(void)arg;
-	if (cli_json()) {
-		if (strcmp(event, "bytes") == 0)
-			printf("{\"event\":\"bytes\",\"bytes\":%lld,"
-			       "\"layers\":%lld}\n",
-			    (long long)done, (long long)total);
-		else
-			printf("{\"event\":\"%s\"%s%s%s}\n", event,
-			    digest ? ",\"digest\":\"" : "",
-			    digest ? digest : "", digest ? "\"" : "");
-		fflush(stdout);
-		return;
-	}
-	if (!isatty(STDERR_FILENO)) {
-		if (strcmp(event, "blob") == 0 || strcmp(event, "config") == 0)
-			fprintf(stderr, "vmux: %s %.19s\n",
-			    event[0] == 'b' ? "layer " : "config", digest);
-		return;
-	}
-	if (strcmp(event, "bytes") == 0) {
-		fprintf(stderr, "\r\033[Kvmux: %lld layer%s, %.1f MiB",
-		    (long long)total, total == 1 ? "" : "s",
-		    (double)done / 1048576);
-		drawn = 1;
-	} else if ((strcmp(event, "done") == 0 ||
-	               strcmp(event, "failed") == 0) &&
-	    drawn) {
-		fputc('\n', stderr);
-		drawn = 0;
-	}
-}
-
 /* vmux images pull REF. */
 static int
 images_pull(const char *home, const char *word, struct args *a)
@@ -127,7 +85,7 @@ images_pull(const char *home, const char *word, struct args *a)
 		po.policy = (int)pp;
 	}
 	po.notice = cli_json() ? NULL : cli_notice;
-	po.progress = images_progress;
+	po.progress = cli_pull_progress;
 	if (!oci_ref_has_transport(word) && access(word, F_OK) == 0) {
 		cli_error("'%s' is a file here: pull takes a reference "
 		          "(docker-archive:%s, oci:%s, ...)",

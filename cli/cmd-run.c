@@ -255,6 +255,8 @@ run_command(struct args *a, const char *home, size_t *n, char **cause)
 		        (enum oci_pull_policy *)&po.policy, cause) != 0)
 			return NULL;
 		po.notice = cli_notice;
+		if (!cli_json())
+			po.progress = cli_pull_progress;
 		if (image_resolve(home, image, &po, &path, cause) != 0)
 			return NULL;
 		free(path);
@@ -337,6 +339,8 @@ cmd_run_exec(struct args *a)
 	}
 	o.home = home;
 	o.notice = cli_notice;
+	if (!cli_json())
+		o.pull_progress = cli_pull_progress;
 	o.interrupted = &run_interrupted;
 	cli_trap_interrupts(run_signal);
 	transport_cancel_on(&run_interrupted);

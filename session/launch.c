@@ -1036,6 +1036,7 @@ session_launch(
 
 		po.policy = o->pull_policy;
 		po.notice = o->notice;
+		po.progress = o->pull_progress;
 		if (image_resolve(
 		        o->home, o->image, &po, &r.root_image, cause) != 0) {
 			if (o->image_exit != NULL)

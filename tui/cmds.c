@@ -499,7 +499,8 @@ c_new_session(struct tui *t, int argc, char **argv)
 	char *v[] = {"command-prompt", "new", NULL};
 
 	c_command_prompt(t, 2, v);
-	tui_message(t, 0, "new NAME [--cpus N] [--memory MB] [--accel A] ...");
+	tui_message(t, 0,
+	    "new NAME [--image REF] [--cpus N] [--memory MB] [--accel A] ...");
 }
 
 /* The signals the signal menu offers, in its order. */
