@@ -81,8 +81,8 @@ create_image(const struct mcp_policy *p, const char *name, const char **pull,
 	if (oci_ref_parse(name, &r, &why) != 0 || r.transport != OCI_DOCKER ||
 	    oci_ref_resolve(&r, &why) != 0) {
 		xasprintf(cause,
-		    "no guest image '%.64s': not one vmux images lists nor a "
-		    "registry's image%s%s",
+		    "no guest image named '%.64s' (vmux images lists them), "
+		    "nor a registry's image%s%s",
 		    name, why ? ": " : "", why ? why : "");
 		free(why);
 		oci_ref_free(&r);
