@@ -367,6 +367,8 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 	o->nallow_ports = (size_t)nports;
 	o->workspace = args_get(a, "workspace");
 	o->image = args_get(a, "image");
+	if (o->image == NULL && p->image[0] != '\0')
+		o->image = p->image; /* the profile's */
 	if (args_get(a, "pull") != NULL) {
 		enum oci_pull_policy pp;
 

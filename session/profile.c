@@ -26,12 +26,14 @@
 /* The built-in profiles. */
 static const struct profile builtin[] = {
     {"default", 0, 0, MOUNTS_RW, 1, SESSION_MEMORY_DEFAULT, 1024,
-        WORKSPACE_DEFAULT_MB, 0, 120, 0, {0}},
+        WORKSPACE_DEFAULT_MB, 0, 120, 0, {0}, ""},
     {"offline_readonly", 0, 1, MOUNTS_RO, 1, SESSION_MEMORY_DEFAULT, 256, 1024,
-        0, 60, LOCK(SOPT_NET) | LOCK(SOPT_READ_ONLY) | LOCK(SOPT_MOUNTS), {0}},
+        0, 60, LOCK(SOPT_NET) | LOCK(SOPT_READ_ONLY) | LOCK(SOPT_MOUNTS), {0},
+        ""},
     {"network_basic", 1, 0, MOUNTS_RW, 1, SESSION_MEMORY_DEFAULT, 1024,
-        WORKSPACE_DEFAULT_MB, 0, 120, 0, {0}},
-    {"network_extended", 1, 0, MOUNTS_RW, 2, 1024, 4096, 16384, 0, 600, 0, {0}},
+        WORKSPACE_DEFAULT_MB, 0, 120, 0, {0}, ""},
+    {"network_extended", 1, 0, MOUNTS_RW, 2, 1024, 4096, 16384, 0, 600, 0, {0},
+        ""},
 };
 
 #define NBUILTIN (sizeof builtin / sizeof *builtin)
@@ -151,6 +153,18 @@ profile_file(
 			continue;
 		}
 		have_base = 1;
+		if (strcmp(key, "image") == 0) { /* text: not a table row */
+			if (val == NULL ||
+			    strtok_r(NULL, " \t", &save) != NULL ||
+			    strlen(val) >= sizeof p->image) {
+				xasprintf(&why,
+				    "want: image REF (a name, file "
+				    "or reference of --image)");
+				goto fail;
+			}
+			snprintf(p->image, sizeof p->image, "%s", val);
+			continue;
+		}
 		if (strcmp(key, "lock") == 0) {
 			for (; val != NULL;
 			     val = strtok_r(NULL, " \t", &save)) {
@@ -236,6 +250,8 @@ profile_json(const struct profile *p)
 		v = option_get(p, so->prof_off, so->prof_size);
 		cJSON_AddItemToObject(o, so->key, option_value_json(so, v));
 	}
+	if (p->image[0] != '\0')
+		cJSON_AddStringToObject(o, "image", p->image);
 	locked = cJSON_AddArrayToObject(o, "locked");
 	for (i = 0; i < SOPT_N; i++) {
 		if (profile_locked(p, i))

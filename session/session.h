@@ -167,6 +167,7 @@ struct profile {
 	int max_timeout_s; /* longest exec timeout; longer is clamped */
 	unsigned locked;   /* 1 << enum session_option_id */
 	SOPT_VALUES;       /* the rows kept by the table alone */
+	char image[256];   /* "image REF": new's --image when none is given */
 };
 
 int profile_get(const char *name, struct profile *out, char **cause);

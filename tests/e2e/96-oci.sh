@@ -282,6 +282,15 @@ t_glibc() {
 	vmux rm -f ogl >/dev/null
 }
 
+t_profile_image() {
+	mkdir -p "$XDG_CONFIG_HOME/vmux/profiles"
+	printf 'inherit default\nimage alpine:3\n' >"$XDG_CONFIG_HOME/vmux/profiles/alp.profile"
+	need_session opr --profile alp
+	expect_eq "the profile's image" "$(vmux exec opr -- cat /etc/marker)" upper || return 1
+	expect_eq "ls --json image" "$(session_field opr image)" "$REG/library/alpine:3" || return 1
+	vmux rm -f opr >/dev/null
+}
+
 t_images_rm() {
 	local out
 	out=$(vmux images rm "$REG/library/alpine:3" 2>&1)
@@ -306,4 +315,5 @@ check "a registry cut off in the middle of a layer: nothing cached" t_cut_mid_la
 check "a distroless image: exec of an argv, vmux's busybox as its shell" t_distroless
 check "MCP session_create: pulled images, --allow-image, no host files" t_mcp_image_policy
 check "a glibc image (Debian's dynamic programs)" t_glibc
+check "a profile's image REF" t_profile_image
 check "images rm: refused while used, then gone" t_images_rm
