@@ -65,6 +65,61 @@ images_users(const struct session_entry *v, size_t n, const char *ref)
 	return a;
 }
 
+#define PULL_LINE_MS 2000 /* bytes lines when stderr is no terminal */
+
+/*
+ * An image pull's progress (vmux images pull, new and run --image): on a
+ * terminal one line redrawn (layers and bytes so far); else a line a layer
+ * and one of bytes every PULL_LINE_MS on stderr (the TUI shows the last
+ * on its status line); JSON lines with --json.
+ */
+void
+cli_pull_progress(void *arg, const char *event, const char *digest,
+    int64_t done, int64_t total)
+{
+	static int drawn;
+	static uint64_t said;
+
+	(void)arg;
+	if (cli_json()) {
+		if (strcmp(event, "bytes") == 0)
+			printf("{\"event\":\"bytes\",\"bytes\":%lld,"
+			       "\"layers\":%lld}\n",
+			    (long long)done, (long long)total);
+		else
+			printf("{\"event\":\"%s\"%s%s%s}\n", event,
+			    digest ? ",\"digest\":\"" : "",
+			    digest ? digest : "", digest ? "\"" : "");
+		fflush(stdout);
+		return;
+	}
+	if (!isatty(STDERR_FILENO)) {
+		if (strcmp(event, "blob") == 0 || strcmp(event, "config") == 0)
+			fprintf(stderr, "vmux: %s %.19s\n",
+			    event[0] == 'b' ? "layer " : "config", digest);
+		else if (strcmp(event, "bytes") == 0 && done > 0 &&
+		    mono_ms() - said >= PULL_LINE_MS) {
+			said = mono_ms();
+			fprintf(stderr,
+			    "vmux: pulled %.1f MiB of %lld layer%s\n",
+			    (double)done / 1048576, (long long)total,
+			    total == 1 ? "" : "s");
+		}
+		return;
+	}
+	if (strcmp(event, "bytes") == 0) {
+		fprintf(stderr, "\r\033[Kvmux: %lld layer%s, %.1f MiB",
+		    (long long)total, total == 1 ? "" : "s",
+		    (double)done / 1048576);
+		drawn = 1;
+	} else if ((strcmp(event, "done") == 0 ||
+	               strcmp(event, "failed") == 0) &&
+	    drawn) {
+		fputc('\n', stderr);
+		drawn = 0;
+	}
+}
+
 /* vmux images pull REF. */
 static int
 images_pull(const char *home, const char *word, struct args *a)

@@ -233,7 +233,9 @@ TEST(usage_line_from_table)
 	free(u);
 	u = cmd_usage(&cmd_exec_entry);
 	CHECK_STR(u,
-	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] [-i] "
+	    "vmux exec NAME [--timeout S] [--env K=V]... [--cwd DIR] [--user "
+	    "USER] "
+	    "[-i] "
 	    "[--json] [--max-output BYTES] [--json-lines] [--selector "
 	    "SELECTOR] "
 	    "-- CMD [ARG...]");
