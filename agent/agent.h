@@ -325,6 +325,7 @@ struct shell {
 	size_t charged;         /* reserved from the memory budget */
 	int input_eof;          /* a client closed the input: type VEOF */
 	uint64_t eof_next;      /* when to type it (again) */
+	int eof_typed;          /* how often it was typed */
 	struct conn *clients;
 	int nclients;
 	struct conn *keyboard; /* a client that took it (TAKE), or NULL */

@@ -506,13 +506,16 @@ blocked_in_read(pid_t pid)
  * as end of file. In canonical mode only while the foreground process
  * waits in read(2): a VEOF nobody reads stays queued as an empty line end,
  * which the shell's line editor would later read as a NUL in its command
- * line (ash, between two commands), and then no Ctrl-D ends it.
+ * line (ash, between two commands), and then no Ctrl-D ends it: so a line
+ * editor (no ICANON) still running after the first is sent Ctrl-U (kill
+ * the line: nothing more will be typed on it) before each later one.
  */
 static void
 shell_type_eof(struct agent *a, struct shell *s)
 {
 	struct termios tio;
-	uint8_t c = 0x04;
+	uint8_t c[2] = {0x15, 0x04}; /* Ctrl-U, then VEOF */
+	size_t off = 1;
 	pid_t fg;
 
 	if (!s->input_eof || s->state != SHELL_RUNNING || s->exited ||
@@ -521,12 +524,16 @@ shell_type_eof(struct agent *a, struct shell *s)
 	s->eof_next = a->now + SHELL_EOF_REPEAT_MS;
 	if (tcgetattr(s->master, &tio) == 0) {
 		if (tio.c_cc[VEOF] != _POSIX_VDISABLE)
-			c = tio.c_cc[VEOF];
+			c[1] = tio.c_cc[VEOF];
 		fg = tcgetpgrp(s->master);
 		if ((tio.c_lflag & ICANON) && (fg <= 0 || !blocked_in_read(fg)))
 			return; /* nobody reads the terminal now */
+		if (!(tio.c_lflag & ICANON) && s->eof_typed > 0)
+			off = 0; /* a line editor: clear what it holds first */
 	}
-	if (write(s->master, &c, 1) < 0 && errno != EAGAIN && errno != EINTR)
+	s->eof_typed++;
+	if (write(s->master, c + off, 2 - off) < 0 && errno != EAGAIN &&
+	    errno != EINTR)
 		s->input_eof = 0; /* the terminal is gone */
 }
 
