@@ -80,8 +80,9 @@ cli_pull_progress(void *arg, const char *event, const char *digest,
 	static int drawn;
 	static uint64_t said;
 
-	(void)arg;
-	if (cli_json()) {
+	/* arg set (new, run): never on stdout, which --json's one object
+	 * owns; their lines on stderr are what vmux mcp passes on */
+	if (cli_json() && arg == NULL) {
 		if (strcmp(event, "bytes") == 0)
 			printf("{\"event\":\"bytes\",\"bytes\":%lld,"
 			       "\"layers\":%lld}\n",
@@ -93,10 +94,10 @@ cli_pull_progress(void *arg, const char *event, const char *digest,
 		fflush(stdout);
 		return;
 	}
-	if (!isatty(STDERR_FILENO)) {
+	if (!isatty(STDERR_FILENO) || cli_json()) {
 		if (strcmp(event, "blob") == 0 || strcmp(event, "config") == 0)
 			fprintf(stderr, "vmux: %s %.19s\n",
-			    event[0] == 'b' ? "layer " : "config", digest);
+			    event[0] == 'b' ? "layer" : "config", digest);
 		else if (strcmp(event, "bytes") == 0 && done > 0 &&
 		    mono_ms() - said >= PULL_LINE_MS) {
 			said = mono_ms();

@@ -475,8 +475,8 @@ cmd_new_exec(struct args *a)
 	}
 	o.home = home;
 	o.notice = new_notice;
-	if (!cli_json())
-		o.pull_progress = cli_pull_progress;
+	o.pull_progress = cli_pull_progress;
+	o.pull_arg = &o; /* lines on stderr, even with --json */
 	o.interrupted = &new_interrupted;
 	cli_trap_interrupts(new_signal);
 	if (args_has(a, "foreground"))

@@ -194,6 +194,24 @@ lines(struct mcp_job *j)
 		j->out[j->out_len] = '\0';
 }
 
+/*
+ * Hand complete stderr lines not handed yet to on_err_line; stderr stays
+ * kept whole (the error line of a failed command is its last).
+ */
+static void
+err_lines(struct mcp_job *j)
+{
+	char *nl;
+
+	while (j->on_err_line != NULL && j->err_seen < j->err_len &&
+	    (nl = memchr(j->err + j->err_seen, '\n',
+	         j->err_len - j->err_seen)) != NULL) {
+		j->on_err_line(j, j->err + j->err_seen,
+		    (size_t)(nl - (j->err + j->err_seen)));
+		j->err_seen = (size_t)(nl - j->err) + 1;
+	}
+}
+
 /* Serve the ready descriptors among pfd[0..n). */
 void
 mcp_job_service(const struct pollfd *pfd, size_t n)
@@ -208,10 +226,11 @@ mcp_job_service(const struct pollfd *pfd, size_t n)
 				drain(&j->out_fd, &j->out, &j->out_len,
 				    JOB_OUT_MAX);
 				lines(j);
-			} else if (pfd[i].fd == j->err_fd)
+			} else if (pfd[i].fd == j->err_fd) {
 				drain(&j->err_fd, &j->err, &j->err_len,
 				    JOB_ERR_MAX);
-			else if (pfd[i].fd == j->in_fd) {
+				err_lines(j);
+			} else if (pfd[i].fd == j->in_fd) {
 				put = write(j->in_fd, j->in + j->in_off,
 				    j->in_len - j->in_off);
 				if (put > 0)

@@ -131,7 +131,9 @@ struct mcp_job {
 	int cancelled;   /* killed by notifications/cancelled */
 	char *last_line; /* on_line set: the last whole line (not in out) */
 	size_t last_len;
-	job_line_fn on_line; /* each stdout line as it comes, or NULL */
+	job_line_fn on_line;     /* each stdout line as it comes, or NULL */
+	job_line_fn on_err_line; /* each stderr line as it comes (kept too) */
+	size_t err_seen;         /* stderr bytes handed to on_err_line */
 	job_done_fn on_done; /* called once, when it ended and its pipes did */
 	void *data;          /* the call it runs for */
 	struct mcp_job *next;

@@ -107,6 +107,26 @@ create_image(const struct mcp_policy *p, const char *name, const char **pull,
 	return out;
 }
 
+/*
+ * What vmux new says on stderr while it pulls an image (pulling, each
+ * layer, bytes, making the ext4): progress notifications of the call.
+ */
+static void
+create_progress(struct mcp_job *j, const char *line, size_t n)
+{
+	struct mcp_call *c = j->data;
+	char *msg;
+
+	if (n < 6 || memcmp(line, "vmux: ", 6) != 0)
+		return;
+	msg = xstrndup(line + 6, n - 6);
+	if (strncmp(msg, "pulling ", 8) == 0 ||
+	    strncmp(msg, "layer ", 6) == 0 || strncmp(msg, "pulled ", 7) == 0 ||
+	    strncmp(msg, "making an ext4 image", 20) == 0)
+		mcp_call_progress(c, msg);
+	free(msg);
+}
+
 /* A create under way is counted by the policy until its vmux new ends. */
 static void
 create_done(void *p)
@@ -265,6 +285,7 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	}
 	if (tool_run(c, &a, NULL, 0, finish_object, cause) != 0)
 		return -1;
+	c->job->on_err_line = create_progress;
 	/* counted until it ends, so that calls at once cannot pass the
 	 * limits together */
 	pend = xcalloc(1, sizeof *pend);

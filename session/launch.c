@@ -1037,6 +1037,7 @@ session_launch(
 		po.policy = o->pull_policy;
 		po.notice = o->notice;
 		po.progress = o->pull_progress;
+		po.arg = o->pull_arg;
 		if (image_resolve(
 		        o->home, o->image, &po, &r.root_image, cause) != 0) {
 			if (o->image_exit != NULL)

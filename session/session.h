@@ -516,6 +516,7 @@ struct launch_opts {
 	int pull_policy;       /* --pull: an enum oci_pull_policy */
 	void (*pull_progress)(void *, const char *, const char *, int64_t,
 	    int64_t);          /* a pull's steps, may be NULL */
+	void *pull_arg;        /* its first argument */
 	int *image_exit;       /* out: an OCI_EXIT_* when the image failed */
 	int64_t ttl_s, idle_s; /* see struct session_record */
 	char *hostname;        /* --hostname, or NULL */

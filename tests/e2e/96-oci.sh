@@ -245,14 +245,14 @@ t_distroless() {
 mcp_create() {
 	local name=$1 image=$2
 	shift 2
-	printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_create","arguments":{"name":"%s","image":"%s"}}}\n' \
+	printf '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"p1"},"name":"session_create","arguments":{"name":"%s","image":"%s"}}}\n' \
 		"$name" "$image" | timeout 120 "$VMUX" mcp "$@"
 }
 
 t_mcp_image_policy() {
 	local out
 	out=$(mcp_create om1 alpine:3) || return 1
-	[[ $(jq -r '.result.isError' <<<"$out") == false ]] || fail "a pulled image refused: $out" || return 1
+	[[ $(jq -r 'select(.id == 1) | .result.isError' <<<"$out") == false ]] || fail "a pulled image refused: $out" || return 1
 	expect_eq "pulled image" "$(session_field om1 image)" "$REG/library/alpine:3" || return 1
 	push "$LAYOUT:base" team/agentimg:1 || return 1
 	out=$(mcp_create om2 "$REG/team/agentimg:1")
@@ -260,7 +260,10 @@ t_mcp_image_policy() {
 	out=$(mcp_create om3 "oci:$LAYOUT:base")
 	expect_match "no host files" "$out" "no guest image named .*nor a registry's image" || return 1
 	out=$(mcp_create om2 "$REG/team/agentimg:1" --allow-image "$REG/team/*") || return 1
-	[[ $(jq -r '.result.isError' <<<"$out") == false ]] || fail "an allowed image refused: $out" || return 1
+	[[ $(jq -r 'select(.id == 1) | .result.isError' <<<"$out") == false ]] || fail "an allowed image refused: $out" || return 1
+	# the pull's layers arrive as progress notifications
+	jq -e -s 'any(.[]; .method == "notifications/progress" and (.params.message | startswith("layer sha256:")))' <<<"$out" >/dev/null ||
+		fail "no pull progress: $out" || return 1
 	expect_eq "allowed image" "$(vmux exec om2 -- cat /etc/marker)" lower || return 1
 	vmux rm -f om1 om2 >/dev/null
 }
