@@ -57,6 +57,9 @@ struct tar_result {
  * .wh..wh..opq) delete what the lower layers left.
  */
 #define TAR_X_LAYER 0x4
+/* A layer member's name: with the unpack folder in front it must stay a
+ * path the tools after (nftw, mkfs.ext4 -d) can name. */
+#define LAYER_NAME_MAX 3072
 
 struct tar_extract;
 struct tar_extract *tar_extract_new(const char *destination, char **cause);

@@ -27,9 +27,6 @@
 #include "archive.h"
 
 #define LAYER_SET_MAX (256u << 20) /* bytes of names one layer may write */
-/* A member's name: with the unpack folder in front it must stay a path
- * the tools after (nftw, mkfs.ext4 -d) can name. */
-#define LAYER_NAME_MAX 3072
 
 /* A set of cleaned path names: open addressing, FNV-1a. */
 struct layer_set {
@@ -122,21 +119,16 @@ layer_set_put(struct layer_set *s, const char *name, size_t n)
 }
 
 /*
- * Record that this layer wrote name, and so keeps each of its parents.
- * -1 with cause past LAYER_SET_MAX.
+ * Record that this layer wrote name (at most LAYER_NAME_MAX bytes, as
+ * tar_extract checks every layer member first, so its parents cost no
+ * more than that squared), and so keeps each of its parents. -1 with
+ * cause past LAYER_SET_MAX.
  */
 int
 layer_set_add(struct layer_set *s, const char *name, char **cause)
 {
 	size_t n = strlen(name);
 
-	if (n > LAYER_NAME_MAX) {
-		xasprintf(cause,
-		    "refusing '%.64s...': a name of %zu bytes "
-		    "(at most %d in a layer)",
-		    name, n, LAYER_NAME_MAX);
-		return -1;
-	}
 	if (!layer_set_put(s, name, n))
 		return 0;
 	while (n > 0 && s->bytes <= LAYER_SET_MAX) { /* parents, until one

@@ -915,9 +915,11 @@ tx_member(struct tar_extract *te, uint64_t size, char **cause)
 	if (tx_names(te, &name, &link, cause) != 0)
 		return -1;
 	type = (char)te->hdr[156]; /* after tx_names, which may fix it */
-	if ((te->flags & TAR_X_LAYER) && strlen(name) > 3072) {
-		xasprintf(cause, "refusing '%.64s...': a name of %zu bytes",
-		    name, strlen(name));
+	if ((te->flags & TAR_X_LAYER) && strlen(name) > LAYER_NAME_MAX) {
+		xasprintf(cause,
+		    "refusing '%.64s...': a name of %zu bytes (at most %d in "
+		    "a layer)",
+		    name, strlen(name), LAYER_NAME_MAX);
 		goto out;
 	}
 	if ((te->flags & TAR_X_LAYER) && tx_is_whiteout(name)) {

@@ -148,6 +148,21 @@ ref_tag_ok(const char *t)
 	return 1;
 }
 
+/* docker.io keeps its one-component names under library/, as docker and
+ * podman read them (alpine is docker.io/library/alpine). */
+static void
+ref_docker_library(struct oci_ref *r)
+{
+	char *lib;
+
+	if (r->domain == NULL || strcmp(r->domain, "docker.io") != 0 ||
+	    strchr(r->path, '/') != NULL)
+		return;
+	xasprintf(&lib, "library/%s", r->path);
+	free(r->path);
+	r->path = lib;
+}
+
 /* Set text and source from the parts of a docker reference. */
 static void
 ref_docker_text(struct oci_ref *r)
@@ -178,14 +193,7 @@ oci_ref_set_domain(struct oci_ref *r, const char *name, char **cause)
 		}
 		free(r->domain);
 		r->domain = xstrdup(name);
-		if (strcmp(name, "docker.io") == 0 &&
-		    strchr(r->path, '/') == NULL) {
-			char *p;
-
-			xasprintf(&p, "library/%s", r->path);
-			free(r->path);
-			r->path = p;
-		}
+		ref_docker_library(r);
 	} else {
 		struct oci_ref full;
 		const char *last = strrchr(name, '/');
@@ -295,14 +303,7 @@ ref_parse_docker(const char *word, struct oci_ref *r, char **cause)
 	}
 	r->path = xstrdup(p);
 	free(name);
-	if (r->domain != NULL && strcmp(r->domain, "docker.io") == 0 &&
-	    strchr(r->path, '/') == NULL) {
-		char *lib;
-
-		xasprintf(&lib, "library/%s", r->path);
-		free(r->path);
-		r->path = lib;
-	}
+	ref_docker_library(r);
 	ref_docker_text(r);
 	return 0;
 }
