@@ -110,8 +110,15 @@ t_interrupt_during_boot() {
 		no_session_dir "i$sig" || fail "i$sig left a session" || return 1
 	done
 	# at once, before anything started
+	# (once the child is vmux: a signal before bash's exec meets the
+	# script's own trap in the child, which may swallow it)
 	"$VMUX" new iearly >/dev/null 2>&1 &
 	p=$!
+	local exe deadline=$((SECONDS + 10))
+	exe=$(readlink -f "$VMUX")
+	until [[ $(readlink /proc/"$p"/exe 2>/dev/null) == "$exe" ]]; do
+		((SECONDS < deadline)) || fail "new never started" || return 1
+	done
 	kill -TERM "$p"
 	wait "$p"
 	no_session_dir iearly || fail "iearly left a session" || return 1
