@@ -66,6 +66,7 @@ all:
 -include web/web.mk
 -include cli/cli.mk
 -include guest/guest.mk
+-include qemu/qemu.mk
 -include tests/tests.mk
 -include bench/bench.mk
 -include fuzz/fuzz.mk

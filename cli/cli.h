@@ -401,13 +401,15 @@ struct shell_loop_opts {
 	int skip_partial_line; /* drop it up to its first newline */
 	int read_only;         /* watch: keys are not sent, size not told */
 	const char *title;     /* "NAME:ID", titled once others attach */
+	uint64_t start_cursor; /* where the stream asked for begins */
 };
 struct shell_loop_result {
 	enum shell_end end;
 	int status; /* SHELL_END_EXIT */
 	int signo;  /* SHELL_END_SIGNAL */
 	char *error;
-	uint64_t dropped; /* output bytes the agent dropped (TRUNCATED) */
+	uint64_t dropped;     /* output bytes the agent dropped (TRUNCATED) */
+	uint64_t next_cursor; /* past the last output received */
 };
 struct attach_client;
 void shell_loop(struct attach_client *, const struct shell_loop_opts *,

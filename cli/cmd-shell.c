@@ -11,6 +11,7 @@
  * terminal is raw while attached and restored on every way out (atexit and
  * the signal paths; only SIGKILL skips it).
  */
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -236,6 +237,47 @@ shell_term_reset(void)
 		write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
 
+/* How long a shell whose connection was lost tries to attach again. */
+#define SHELL_REATTACH_MS 15000
+
+/*
+ * The connection to the agent was lost while the shell may run on (the
+ * session's bridge died and is being restarted, a resume): attach again
+ * from where the output stopped, trying every 200 ms for a while. 1 when
+ * *ac is attached again (the old one freed), 0 to give up (a signal, or
+ * no agent by then).
+ */
+static int
+shell_reattach(const struct vsock_target *t, const char *id,
+    const struct attach_who *who, int sig_fd, uint64_t cursor,
+    struct attach_client *ac)
+{
+	uint64_t deadline = mono_ms() + SHELL_REATTACH_MS;
+	struct pollfd p = {.fd = sig_fd, .events = POLLIN};
+	cJSON *rec = NULL;
+	char *cause = NULL;
+
+	attach_client_free(ac);
+	fprintf(stderr,
+	    "\r\n[vmux: the connection to shell %s was lost; "
+	    "attaching again]\r\n",
+	    id);
+	while (mono_ms() < deadline) {
+		if (attach_shell_open(t, id, (int64_t)cursor, who,
+		        mono_ms() + 2000, ac, &rec, &cause) == 0) {
+			cJSON_Delete(rec);
+			fprintf(stderr,
+			    "[vmux: attached to shell %s again]\r\n", id);
+			return 1;
+		}
+		free(cause);
+		cause = NULL;
+		if (poll(&p, 1, 200) > 0)
+			break; /* a signal: the user wants out */
+	}
+	return 0; /* *ac stays freed */
+}
+
 /* Attach and run until the end; vmux's exit status. */
 static int
 shell_attach(const struct vsock_target *t, const struct shell_req *r,
@@ -302,7 +344,19 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 			attach_client_resize(&ac, cols, rows);
 	}
 
+	o.start_cursor = (uint64_t)(cursor > 0 ? cursor : 0);
 	shell_loop(&ac, &o, &res);
+	while (res.end == SHELL_END_LOST) {
+		uint64_t next = res.next_cursor;
+
+		if (!shell_reattach(t, id, &who, o.sig_fd, next, &ac))
+			break;
+		free(res.error);
+		o.replay_end = 0; /* a continuation: nothing to repaint */
+		o.skip_partial_line = 0;
+		o.start_cursor = next;
+		shell_loop(&ac, &o, &res);
+	}
 	attach_client_free(&ac);
 	free(title);
 	if (tty) {

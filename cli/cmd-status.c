@@ -2,7 +2,8 @@
  * cmd-status.c: `vmux status [--json]`: vmux, its backend and its sessions
  * at a glance.
  *
- * Version; the backend (QEMU found and its version, the accelerator new
+ * Version; the backend (the QEMU found, its version, whether it is vmux's
+ * own build and so can save a session's state, the accelerator new
  * sessions get and why); the built-in profiles; sessions by state; what
  * running sessions use (CPUs, memory, workspace space on the host) against
  * what the host has; and the ring of the last 50 errors (seed 002's
@@ -65,12 +66,11 @@ qemu_version(const char *qemu)
 static cJSON *
 status_backend(void)
 {
-	const char *env = getenv("VMUX_QEMU"), *accel;
+	const char *env = getenv("VMUX_QEMU"), *accel, *no_state;
 	cJSON *b = cJSON_CreateObject();
 	char *bin, *ver, *why = NULL;
 
-	bin = find_in_path(
-	    env != NULL && *env != '\0' ? env : SESSION_QEMU_DEFAULT);
+	bin = session_qemu_find(1);
 	cJSON_AddStringToObject(b, "name", "qemu");
 	cJSON_AddBoolToObject(b, "available", bin != NULL);
 	if (bin != NULL) {
@@ -79,6 +79,19 @@ status_backend(void)
 		if (ver != NULL)
 			cJSON_AddStringToObject(b, "version", ver);
 		free(ver);
+		/* which, and why: vmux's own unless VMUX_QEMU or a build
+		 * without it (make QEMU=debian) chose another */
+		cJSON_AddStringToObject(
+		    b, "build", session_qemu_is_own(bin) ? "vmux" : "other");
+		cJSON_AddStringToObject(b, "chosen_by",
+		    env != NULL && *env != '\0' ? "VMUX_QEMU"
+		        : session_qemu_is_own(bin)
+		        ? "default"
+		        : "default (no vmux-qemu beside vmux)");
+		no_state = session_qemu_why_no_state(bin);
+		cJSON_AddBoolToObject(b, "saves_state", no_state == NULL);
+		if (no_state != NULL)
+			cJSON_AddStringToObject(b, "no_state_reason", no_state);
 	}
 	accel = accel_detect(&why);
 	cJSON_AddStringToObject(b, "accel", accel != NULL ? accel : "tcg");
@@ -227,6 +240,18 @@ status_print(const cJSON *o)
 	        ? str(b, "accel_reason")
 	        : "",
 	    cJSON_GetObjectItem(b, "accel_reason") != NULL ? ")" : "");
+	if (cJSON_GetObjectItem(b, "build") != NULL)
+		printf("qemu: %s, chosen by %s; %s%s\n",
+		    strcmp(str(b, "build"), "vmux") == 0 ? "vmux's own build"
+		                                         : "not vmux's build",
+		    str(b, "chosen_by"),
+		    cJSON_IsTrue(cJSON_GetObjectItem(b, "saves_state"))
+		        ? "a session's state can be saved and its bridge "
+		          "restarted"
+		        : "cannot save a session's state: ",
+		    cJSON_IsTrue(cJSON_GetObjectItem(b, "saves_state"))
+		        ? ""
+		        : str(b, "no_state_reason"));
 	printf("sessions: %.0f (%.0f running, %.0f starting, %.0f stopping, "
 	       "%.0f stopped, %.0f crashed, %.0f broken)\n",
 	    num(s, "total"), num(s, "running"), num(s, "starting"),

@@ -315,6 +315,8 @@ loop_data(struct loop *l, const struct attach_frame *f)
 		loop_msg(l, "bad DATA frame from the agent");
 		return;
 	}
+	if (cursor + n > l->res->next_cursor) /* a re-attach resumes here */
+		l->res->next_cursor = cursor + n;
 	if (l->detaching)
 		return; /* leaving: what is not shown yet, never will be */
 	if (l->skip && cursor + n > l->o->replay_end) {
@@ -510,6 +512,7 @@ shell_loop(struct attach_client *ac, const struct shell_loop_opts *o,
 	int timeout, rc;
 
 	memset(res, 0, sizeof *res);
+	res->next_cursor = o->start_cursor;
 	memset(&l, 0, sizeof l);
 	l.ac = ac;
 	l.o = o;

@@ -5,7 +5,8 @@
  * The input is a stream of vhost-user messages (12-byte header, payload),
  * written one at a time into a socketpair as QEMU would, with descriptors
  * attached where QEMU attaches them: SET_MEM_TABLE gets one memfd (64 KiB
- * of zeros) per region it claims, SET_VRING_KICK/CALL/ERR one eventfd. A
+ * of zeros) per region it claims, SET_LOG_BASE the memfd (the dirty log
+ * QEMU maps), SET_LOG_FD and SET_VRING_KICK/CALL/ERR one eventfd. A
  * message cut short by the end of the input arrives cut short, then EOF.
  * After each message the device's rings are pumped (an empty engine), so
  * ring addresses and sizes from the input are exercised against memory.
@@ -139,12 +140,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			len += h[2] < size - off - 12 ? h[2] : size - off - 12;
 		if (h[0] == VHU_SET_MEM_TABLE && len >= 16)
 			nfds = data[off + 12] % 9; /* nregions claimed */
-		else if (h[0] >= VHU_SET_VRING_KICK &&
-		    h[0] <= VHU_SET_VRING_ERR && !(data[off] & 0x80))
+		else if (((h[0] >= VHU_SET_VRING_KICK &&
+		              h[0] <= VHU_SET_VRING_ERR) ||
+		             h[0] == VHU_SET_LOG_BASE ||
+		             h[0] == VHU_SET_LOG_FD) &&
+		    !(data[off] & 0x80))
 			nfds = 1;
 		last = off + len >= size;
 		send_msg(sv[0], data + off, len,
-		    h[0] == VHU_SET_MEM_TABLE ? memfd : efd, nfds);
+		    h[0] == VHU_SET_MEM_TABLE || h[0] == VHU_SET_LOG_BASE
+		        ? memfd
+		        : efd,
+		    nfds);
 		off += len;
 		if (last)
 			shutdown(sv[0], SHUT_WR);

@@ -5,7 +5,8 @@
  *
  *   qemu-argv --kernel K [--initrd I] [--accel tcg|kvm] [--cpus N]
  *             [--memory MB] [--console LOG] [--qmp SOCK]
- *             [--vhost-user SOCK | --cid N] [--append TEXT] [--qemu BIN]
+ *             [--vhost-user SOCK [--reconnect] | --cid N] [--append TEXT]
+ *             [--qemu BIN] [--ram-file FILE]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -30,7 +31,9 @@ main(int argc, char **argv)
 	    {"vhost-user", required_argument, NULL, 'v'},
 	    {"cid", required_argument, NULL, 'C'},
 	    {"append", required_argument, NULL, 'A'},
-	    {"qemu", required_argument, NULL, 'Q'}, {NULL, 0, NULL, 0}};
+	    {"qemu", required_argument, NULL, 'Q'},
+	    {"ram-file", required_argument, NULL, 'R'},
+	    {"reconnect", no_argument, NULL, 'r'}, {NULL, 0, NULL, 0}};
 	struct qemu_config cfg = {
 	    .accel = "tcg", .cpus = 2, .memory_mb = 512, .cid = 3};
 	char **out;
@@ -70,6 +73,12 @@ main(int argc, char **argv)
 			break;
 		case 'Q':
 			cfg.qemu = optarg;
+			break;
+		case 'R':
+			cfg.ram_file = optarg;
+			break;
+		case 'r':
+			cfg.vsock_reconnect = 1;
 			break;
 		default:
 			fprintf(

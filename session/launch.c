@@ -65,6 +65,8 @@ launch_cleanup(struct session_record *r)
 	fs_stop(r, 1000);
 	net_stop(r, 1000);
 	console_stop(r, 1000);
+	if (r->ram_file != NULL)
+		unlink(r->ram_file);
 	if (r->sock_dir != NULL)
 		rmtree(r->sock_dir);
 	rmtree(r->dir);
@@ -89,6 +91,7 @@ launch_paths(struct session_record *r, char **cause)
 	xasprintf(&r->console_sock, "%s/%s", sock, SESSION_CONSOLE_SOCK);
 	xasprintf(&r->console_log, "%s/%s", r->dir, SESSION_CONSOLE);
 	xasprintf(&r->qemu_log, "%s/%s", r->dir, SESSION_QEMU_LOG);
+	r->ram_file = session_ram_path(r->dir);
 	free(sock);
 	return 0;
 }
@@ -363,10 +366,17 @@ launch_append(const struct session_record *r, const char *extra)
 	return s;
 }
 
-/* How often the reaper checks on a session (ttl, idle timeout, bridge). */
-#define WATCH_TICK_MS 2000
+/*
+ * How often the reaper checks on a session's bridge (restarted within a
+ * second of its death), and every how many such ticks on the rest (logs,
+ * ttl, idle timeout).
+ */
+#define WATCH_TICK_MS    250
+#define WATCH_SLOW_TICKS 8
 /* How long the watcher waits for a dead bridge's exit record. */
 #define WATCH_BRIDGE_EXIT_MS 1000
+/* Bridge restarts in a row that fail before the session is given up. */
+#define WATCH_RESTART_TRIES 8
 
 /* What the reaper's watcher needs (a copy lives in the forked reaper). */
 static struct launch_watch {
@@ -377,8 +387,12 @@ static struct launch_watch {
 	char logs[3][4096];     /* console, QEMU's and the bridge's, bounded */
 	int64_t log_max;        /* ... to this many bytes each */
 	pid_t bridge_pid;
-	int bridge_misses; /* ticks in a row /proc had no bridge */
-	uint64_t boot_ms;  /* mono_ms() when QEMU started */
+	int bridge_misses;  /* ticks in a row /proc had no bridge */
+	int bridge_restart; /* vmux's QEMU: a dead bridge is restarted */
+	int restart_fails;  /* restarts in a row that failed */
+	unsigned ticks;
+	char ram_file[4096]; /* "" for a memfd */
+	uint64_t boot_ms;    /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
 	int done; /* stopped it (or gave up): stop watching */
 	char cause[PROC_CAUSE_MAX];
@@ -454,25 +468,95 @@ watch_bridge_dead(void)
 }
 
 /*
- * The reaper's watcher: keep the session's logs bounded; end QEMU if the
- * bridge died; stop the session once its ttl has passed since this boot, or
- * once the agent says the user has been idle for idle_s. The stop is vmux
- * stop's, with the reason recorded for vmux ls.
+ * The bridge died under vmux's QEMU, which takes a new one (it reconnects
+ * each second): start one as launch did, over the same sockets, and
+ * record it. Under the session's lock, and not when a stop is under way
+ * (the lock busy, or the record saying so). 0, or -1 to try again.
+ */
+static int
+watch_bridge_restart(void)
+{
+	struct session_record r;
+	char *dir, *why = NULL;
+	pid_t pid = 0;
+	int lock, fd, rc = -1;
+
+	xasprintf(&dir, "%s/sessions/%s", watch.home, watch.name);
+	lock = session_lock_one(dir, "vmux (bridge restart)", 0, NULL, &why);
+	free(dir);
+	if (lock < 0) {
+		free(why);
+		return -1;
+	}
+	if (record_load(watch.home, watch.name, &r, &why) != 0) {
+		free(why);
+		session_unlock(lock);
+		return -1;
+	}
+	if (r.status != SESSION_STARTING && r.status != SESSION_READY) {
+		watch.done = 1; /* stopping: nothing to restart */
+		rc = 0;
+	} else if (launch_bridge(&r, &pid, &why) == 0) {
+		r.bridge_pid = pid;
+		if (record_save(&r, &why) == 0) {
+			watch.bridge_pid = pid;
+			watch.bridge_misses = 0;
+			rc = 0;
+		}
+	}
+	if (rc == 0 && pid > 0) {
+		/* the log says so, after the dead one's last words */
+		fd = open(r.bridge_log, O_WRONLY | O_APPEND | O_CLOEXEC);
+		if (fd >= 0) {
+			dprintf(fd,
+			    "vmux: the bridge ended; restarted (pid %ld)\n",
+			    (long)pid);
+			close(fd);
+		}
+	} else if (rc != 0) {
+		if (pid > 0)
+			proc_terminate(pid, r.vsock_uds, 1000);
+		free(why);
+	}
+	record_free(&r);
+	session_unlock(lock);
+	return rc;
+}
+
+/*
+ * The reaper's watcher: keep the session's logs bounded; restart the
+ * bridge if it died under vmux's QEMU, else end QEMU; stop the session once its
+ * ttl has passed since this boot, or once the agent says the user has been idle
+ * for idle_s. The stop is vmux stop's, with the reason recorded for vmux ls.
  */
 static const char *
 watch_tick(void *arg, pid_t qemu)
 {
 	const char *reason = NULL;
+	struct session_exit x;
 	char *why = NULL;
 	double idle;
 
 	(void)arg;
 	if (watch.done)
 		return NULL;
+	if (watch.bridge_pid > 0 && watch_bridge_dead()) {
+		/* exit 0 is the bridge's answer to QEMU going away */
+		if (!watch.bridge_restart ||
+		    (proc_exit_read(watch.bridge_exit, &x) == 0 &&
+		        x.signal == 0 && x.code == 0))
+			return watch_bridge_gone(qemu);
+		if (watch_bridge_restart() == 0)
+			watch.restart_fails = 0;
+		else if (++watch.restart_fails >= WATCH_RESTART_TRIES)
+			return watch_bridge_gone(qemu);
+		if (watch.done)
+			return NULL;
+	}
+	if (watch.ticks++ % WATCH_SLOW_TICKS != 0)
+		return NULL;
 	for (size_t i = 0; i < 3; i++)
 		logcap_rotate(watch.logs[i], (off_t)watch.log_max);
-	if (watch.bridge_pid > 0 && watch_bridge_dead())
-		return watch_bridge_gone(qemu);
 	if (watch.ttl_s > 0 &&
 	    mono_ms() - watch.boot_ms >= (uint64_t)watch.ttl_s * 1000)
 		reason = "ttl";
@@ -488,13 +572,28 @@ watch_tick(void *arg, pid_t qemu)
 	return NULL;       /* vmux stop ended it and recorded why */
 }
 
+/*
+ * QEMU ended: its RAM file goes with it, and a bridge the watcher
+ * restarted, which may never have seen QEMU (a first one ends by itself).
+ */
+static void
+watch_ended(void *arg)
+{
+	(void)arg;
+	if (watch.ram_file[0] != '\0')
+		unlink(watch.ram_file);
+	if (watch.bridge_restart && watch.bridge_pid > 0 &&
+	    proc_matches(watch.bridge_pid, watch.uds))
+		kill(watch.bridge_pid, SIGTERM);
+}
+
 /* Start QEMU for r with the given accelerator. */
 static int
 launch_qemu(const struct launch_opts *o, const struct session_record *r,
     pid_t *pid, char **cause)
 {
 	const char *home = o->home;
-	struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS};
+	struct proc_watch w = {watch_tick, NULL, WATCH_TICK_MS, watch_ended};
 	struct qemu_config cfg;
 	struct settings st;
 	char **argv, *exit_path, *append, *netdev, *limiter = NULL, *serial;
@@ -546,6 +645,10 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 		free(tsc);
 	}
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
+	cfg.vsock_reconnect = session_qemu_is_own(r->qemu_bin);
+	cfg.ram_file = r->ram_file;
+	if (r->ram_file != NULL)
+		unlink(r->ram_file); /* never an earlier boot's memory */
 	cfg.console_log = r->console_log;
 	serial = console_serial_path(r);
 	cfg.serial_sock = serial;
@@ -595,8 +698,12 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 		snprintf(watch.uds, sizeof watch.uds, "%s", watch.target.uds);
 		watch.target.uds = watch.uds;
 	}
+	if (r->ram_file != NULL)
+		snprintf(
+		    watch.ram_file, sizeof watch.ram_file, "%s", r->ram_file);
 	if (!r->vsock_kernel) {
 		watch.bridge_pid = r->bridge_pid;
+		watch.bridge_restart = cfg.vsock_reconnect;
 		snprintf(watch.bridge_exit, sizeof watch.bridge_exit, "%s/%s",
 		    r->dir, SESSION_BRIDGE_EXIT);
 	}
@@ -811,10 +918,10 @@ launch_check(
 	if (session_name_valid(o->name, cause) != 0)
 		return -1;
 	if (qemu == NULL || *qemu == '\0') {
-		qemu = SESSION_QEMU_DEFAULT;
+		qemu = SESSION_QEMU_DEFAULT; /* when vmux-qemu is not there */
 		from_env = 0;
 	}
-	r->qemu_bin = find_in_path(qemu);
+	r->qemu_bin = session_qemu_find(1);
 	if (r->qemu_bin == NULL) {
 		xasprintf(cause,
 		    "%s not found%s (install the qemu-system-x86 package%s)",

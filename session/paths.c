@@ -193,6 +193,38 @@ session_sock_dir(const char *dir, char **cause)
 }
 
 /*
+ * Where the guest RAM of the session in dir lives: a file on a tmpfs,
+ * /dev/shm/vmux-UID/HASH.ram (else under $XDG_RUNTIME_DIR), so that
+ * QEMU's saved state need not hold it and nothing is written back to a
+ * disk. NULL when there is no private tmpfs directory to use: the RAM is
+ * then a memfd. Free it.
+ */
+char *
+session_ram_path(const char *dir)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+	char *parent, *out;
+	uint64_t h = hash_fnv1a(dir);
+
+	xasprintf(&parent, "/dev/shm/vmux-%u", (unsigned)getuid());
+	if ((mkdir(parent, 0700) != 0 && errno != EEXIST) ||
+	    !private_dir(parent)) {
+		free(parent);
+		if (rt == NULL || rt[0] != '/')
+			return NULL;
+		xasprintf(&parent, "%s/vmux-ram", rt);
+		if ((mkdir(parent, 0700) != 0 && errno != EEXIST) ||
+		    !private_dir(parent)) {
+			free(parent);
+			return NULL;
+		}
+	}
+	xasprintf(&out, "%s/%016llx.ram", parent, (unsigned long long)h);
+	free(parent);
+	return out;
+}
+
+/*
  * The running executable's path (vmux runs itself for recorders, fan-outs,
  * the TUI's commands), or NULL with errno.
  */
@@ -288,6 +320,58 @@ find_program(const char *name, const char *env, char **cause)
 		    name, dir != NULL ? dir : "?");
 	free(dir);
 	return cand;
+}
+
+/*
+ * The QEMU a `vmux new` runs: $VMUX_QEMU when set (and use_env), else
+ * vmux's own (vmux-qemu, beside vmux), else Debian's qemu-system-x86_64
+ * in PATH. An absolute path, or NULL when none is there. Free it.
+ */
+char *
+session_qemu_find(int use_env)
+{
+	const char *env = use_env ? getenv("VMUX_QEMU") : NULL;
+	char *dir, *cand;
+
+	if (env != NULL && *env != '\0')
+		return find_in_path(env);
+	dir = exe_dir();
+	if (dir != NULL) {
+		xasprintf(&cand, "%s/%s", dir, SESSION_QEMU_OWN);
+		free(dir);
+		if (access(cand, X_OK) == 0)
+			return cand;
+		free(cand);
+	}
+	return find_in_path(SESSION_QEMU_DEFAULT);
+}
+
+/*
+ * Is the QEMU at path vmux's own build (qemu/build), known by its name?
+ * It alone has the vhost-user-vsock state and reconnect (qemu/patches).
+ */
+int
+session_qemu_is_own(const char *path)
+{
+	const char *base;
+
+	if (path == NULL)
+		return 0;
+	base = strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+	return strcmp(base, SESSION_QEMU_OWN) == 0;
+}
+
+/*
+ * Why a session on the QEMU at path cannot have its state saved nor its
+ * bridge restarted, or NULL when it can.
+ */
+const char *
+session_qemu_why_no_state(const char *path)
+{
+	if (session_qemu_is_own(path))
+		return NULL;
+	return "not vmux's own QEMU: its vhost-user-vsock device cannot be "
+	       "saved (unmigratable in QEMU 7.2) nor take a new bridge";
 }
 
 /* Look for file in the guest image directories; NULL if in none. */
@@ -434,7 +518,7 @@ session_env_other(const char *var)
 		return 0;
 	if (strcmp(var, "VMUX_QEMU") == 0) {
 		mine[0] = find_in_path(v);
-		plain[0] = find_in_path(SESSION_QEMU_DEFAULT);
+		plain[0] = session_qemu_find(0);
 	} else if (strcmp(var, "VMUX_BRIDGE") == 0) {
 		mine[0] = find_program(SESSION_BRIDGE_NAME, var, &why[0]);
 		plain[0] = find_program(SESSION_BRIDGE_NAME, NULL, &why[1]);
@@ -500,14 +584,13 @@ identity_add(char **s, const char *path, const char *what, const char **missing)
 char *
 session_boot_identity(const char **missing)
 {
-	const char *qemu = getenv("VMUX_QEMU"), *none = NULL;
+	const char *none = NULL;
 	char *s = xstrdup("boot"), *path, *kernel, *initrd, *why = NULL;
 
 	if (missing == NULL)
 		missing = &none;
 	*missing = NULL;
-	path = find_in_path(
-	    qemu != NULL && *qemu != '\0' ? qemu : SESSION_QEMU_DEFAULT);
+	path = session_qemu_find(1);
 	identity_add(&s, path, "QEMU", missing);
 	free(path);
 	path = find_program(SESSION_BRIDGE_NAME, "VMUX_BRIDGE", &why);

@@ -180,12 +180,25 @@ qemu_argv(const struct qemu_config *cfg)
 	if (kvm)
 		args_add(&a, "kvm");
 	else
-		args_add(&a, "tcg,tb-size=%d", QEMU_TCG_TB_MB);
+		args_add(&a, "tcg,tb-size=%d",
+		    cfg->tb_mb > 0 ? cfg->tb_mb : QEMU_TCG_TB_MB);
 	args_add(&a, "-cpu");
 	args_add(&a, kvm ? "host" : "qemu64,+arat");
-	/* vhost-user maps guest memory: it must be a shared memfd. */
+	/*
+	 * vhost-user maps guest memory: it must be shared. In a file (on a
+	 * tmpfs) a saved state need not hold it (x-ignore-shared); QEMU 7.2
+	 * would skip a memfd's RAM there without a word.
+	 */
 	args_add(&a, "-object");
-	args_add(&a, "memory-backend-memfd,id=mem0,size=%dM,share=on", mem);
+	if (cfg->ram_file != NULL) {
+		e = qemu_escape(cfg->ram_file);
+		args_add(&a,
+		    "memory-backend-file,id=mem0,size=%dM,mem-path=%s,share=on",
+		    mem, e);
+		free(e);
+	} else
+		args_add(
+		    &a, "memory-backend-memfd,id=mem0,size=%dM,share=on", mem);
 	args_add(&a, "-machine");
 	/* without tsc_early_khz the kernel calibrates the TSC with the PIT */
 	args_add(
@@ -299,8 +312,11 @@ qemu_argv(const struct qemu_config *cfg)
 
 	if (cfg->vhost_user != NULL) {
 		e = qemu_escape(cfg->vhost_user);
+		/* vmux's QEMU takes a restarted bridge: it tries again each
+		 * second while none is there (qemu/patches/03-...) */
 		args_add(&a, "-chardev");
-		args_add(&a, "socket,id=vsock0,path=%s", e);
+		args_add(&a, "socket,id=vsock0,path=%s%s", e,
+		    cfg->vsock_reconnect ? ",reconnect=1" : "");
 		args_add(&a, "-device");
 		args_add(&a, "vhost-user-vsock-device,chardev=vsock0");
 		free(e);

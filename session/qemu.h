@@ -3,8 +3,8 @@
  *
  * Implemented in session/qemu.c and session/accel.c; the session code fills a
  * qemu_config, spawns the argv it gets back and frees it. Guests always boot
- * the uncompressed PVH vmlinux on -M microvm (why: see qemu.c), with memory in
- * a shared memfd so a vhost-user back end can map it.
+ * the uncompressed PVH vmlinux on -M microvm (why: see qemu.c), with memory
+ * shared (a file, or a memfd) so a vhost-user back end can map it.
  */
 #ifndef VMUX_QEMU_H
 #define VMUX_QEMU_H
@@ -34,6 +34,11 @@ struct qemu_config {
 	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
 	char **fs_socks;         /* vhost-user-fs sockets (tags vmuxfsN) */
 	size_t nfs;
+	const char *ram_file; /* guest RAM in this file (shared), so the
+	                         state can be saved without it; NULL: a
+	                         memfd */
+	int vsock_reconnect;  /* vmux's QEMU: a new bridge may take over */
+	int tb_mb;            /* TCG's translation cache (MiB); 0: 32 */
 };
 
 /* qemu.c */

@@ -110,6 +110,7 @@ record_free(struct session_record *r)
 	free(r->vhost_user);
 	free(r->qmp);
 	free(r->sock_dir);
+	free(r->ram_file);
 	free(r->console_log);
 	free(r->console_sock);
 	free(r->append);
@@ -167,6 +168,7 @@ static const struct record_str {
     {"vhost_user", NULL, RS(vhost_user), 0, RECORD_VIEW_FILE},
     {"qmp", NULL, RS(qmp), 0, RECORD_VIEW_FILE},
     {"sock_dir", NULL, RS(sock_dir), 0, RECORD_VIEW_FILE},
+    {"ram_file", NULL, RS(ram_file), 0, RECORD_VIEW_FILE},
     {"console_log", NULL, RS(console_log), 0, RECORD_VIEW_FILE},
     {"console_sock", NULL, RS(console_sock), 0, RECORD_VIEW_FILE},
     {"qemu_log", NULL, RS(qemu_log), 0, RECORD_VIEW_FILE},

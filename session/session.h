@@ -59,7 +59,8 @@
 #define WORKSPACE_MAX_MB     (16 * 1024 * 1024)
 
 /* Binary names found beside the vmux executable or in PATH. */
-#define SESSION_QEMU_DEFAULT "qemu-system-x86_64"
+#define SESSION_QEMU_DEFAULT "qemu-system-x86_64" /* Debian's */
+#define SESSION_QEMU_OWN     "vmux-qemu"          /* vmux's (qemu/build) */
 #define SESSION_BRIDGE_NAME  "vmux-bridge"
 #define SESSION_KERNEL_NAME  "vmlinux"
 #define SESSION_INITRD_NAME  "initrd.img"
@@ -192,6 +193,10 @@ char *exe_path(void);
 char *exe_dir(void);
 char *find_in_path(const char *name);
 char *find_program(const char *name, const char *env, char **cause);
+char *session_qemu_find(int use_env);
+char *session_ram_path(const char *dir);
+int session_qemu_is_own(const char *path);
+const char *session_qemu_why_no_state(const char *path);
 int guest_image_find(const char *kernel, const char *initrd, char **kernel_out,
     char **initrd_out, char **cause);
 int guest_image_default(char **kernel_out, char **initrd_out, char **cause);
@@ -218,16 +223,17 @@ struct session_mount {
 
 struct session_record {
 	char *name;
-	char *dir;         /* the session's state directory */
-	int status;        /* enum session_status */
-	char *accel;       /* "tcg" or "kvm" */
-	unsigned cid;      /* guest CID, >= 3 */
-	int vsock_kernel;  /* 1: kernel vhost-vsock, 0: vmux-bridge */
-	char *vsock_uds;   /* bridge hybrid-vsock socket (NULL when kernel) */
-	char *vhost_user;  /* bridge vhost-user socket (NULL when kernel) */
-	char *qmp;         /* QMP socket */
-	char *sock_dir;    /* socket directory when not dir itself, else NULL */
-	char *console_log; /* guest serial console */
+	char *dir;        /* the session's state directory */
+	int status;       /* enum session_status */
+	char *accel;      /* "tcg" or "kvm" */
+	unsigned cid;     /* guest CID, >= 3 */
+	int vsock_kernel; /* 1: kernel vhost-vsock, 0: vmux-bridge */
+	char *vsock_uds;  /* bridge hybrid-vsock socket (NULL when kernel) */
+	char *vhost_user; /* bridge vhost-user socket (NULL when kernel) */
+	char *qmp;        /* QMP socket */
+	char *sock_dir;   /* socket directory when not dir itself, else NULL */
+	char *ram_file;   /* the guest's RAM (a tmpfs file), or NULL: a memfd */
+	char *console_log;  /* guest serial console */
 	char *console_sock; /* its keeper's readers' socket (console.c) */
 	char *qemu_log;     /* QEMU's stdout and stderr */
 	char *bridge_log;   /* the bridge's stdout and stderr */
@@ -474,6 +480,7 @@ struct proc_watch {
 	    void *arg, pid_t pid); /* NULL, or why it ended pid */
 	void *arg;
 	int tick_ms;
+	void (*ended)(void *arg); /* once it ended (NULL: nothing to do) */
 };
 pid_t proc_spawn_watched(char *const argv[], int pass_fd, const char *log_path,
     const char *exit_path, const struct proc_watch *, char **cause);

@@ -164,8 +164,9 @@ qmp_quit(const char *path, uint64_t deadline, char **cause)
 
 /*
  * Is pid one of the kinds of process a session starts? Judged by argv[0]:
- * a qemu-system-* or vmux-bridge binary, or the record's own binaries. So a
- * user's `tail -f .../console.log` is never taken for part of a session.
+ * a qemu-system-*, vmux-qemu or vmux-bridge binary, or the record's own
+ * binaries. So a user's `tail -f .../console.log` is never taken for part
+ * of a session.
  */
 static int
 session_kind(pid_t pid, const struct session_record *r)
@@ -185,6 +186,7 @@ session_kind(pid_t pid, const struct session_record *r)
 	argv0[n] = '\0'; /* cmdline is NUL-separated: this is argv[0] */
 	base = strrchr(argv0, '/') != NULL ? strrchr(argv0, '/') + 1 : argv0;
 	if (strncmp(base, "qemu-system-", 12) == 0 ||
+	    strcmp(base, SESSION_QEMU_OWN) == 0 ||
 	    strcmp(base, SESSION_BRIDGE_NAME) == 0 ||
 	    strcmp(base, "virtiofsd") == 0)
 		return 1;
@@ -521,6 +523,8 @@ session_remove_at(const char *home, const char *dir_in, const char *name,
 			goto out;
 		}
 	}
+	if (r.ram_file != NULL) /* QEMU's reaper removes it, unless killed */
+		unlink(r.ram_file);
 	if (r.sock_dir != NULL)
 		rmtree(r.sock_dir);
 	error = rmtree(dir);

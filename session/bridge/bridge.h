@@ -94,6 +94,8 @@ uint16_t vring_used_idx_now(const struct vring *);
 #define VHU_SET_OWNER             3
 #define VHU_RESET_OWNER           4
 #define VHU_SET_MEM_TABLE         5
+#define VHU_SET_LOG_BASE          6
+#define VHU_SET_LOG_FD            7
 #define VHU_SET_VRING_NUM         8
 #define VHU_SET_VRING_ADDR        9
 #define VHU_SET_VRING_BASE        10
@@ -117,13 +119,17 @@ uint16_t vring_used_idx_now(const struct vring *);
 #define VHU_NQUEUES         2
 #define VHU_VRING_NOFD      (1u << 8)
 
+#define VHU_F_LOG_ALL           (1ULL << 26)
 #define VHU_F_PROTOCOL_FEATURES (1ULL << 30)
 #define VHU_F_VERSION_1         (1ULL << 32)
 #define VHU_PF_MQ               (1ULL << 0)
+#define VHU_PF_LOG_SHMFD        (1ULL << 1)
 #define VHU_PF_REPLY_ACK        (1ULL << 3)
 #define VHU_PF_CONFIG           (1ULL << 9)
-#define VHU_FEATURES            (VHU_F_VERSION_1 | VHU_F_PROTOCOL_FEATURES)
-#define VHU_PROTOCOL_FEATURES   (VHU_PF_MQ | VHU_PF_REPLY_ACK | VHU_PF_CONFIG)
+/* LOG_ALL and LOG_SHMFD offered, never done: see vhu.c's top comment */
+#define VHU_FEATURES (VHU_F_VERSION_1 | VHU_F_PROTOCOL_FEATURES | VHU_F_LOG_ALL)
+#define VHU_PROTOCOL_FEATURES                                                  \
+	(VHU_PF_MQ | VHU_PF_LOG_SHMFD | VHU_PF_REPLY_ACK | VHU_PF_CONFIG)
 
 /* The glue watches kick fds; vhu tells it before closing one. */
 struct vhu_ops {

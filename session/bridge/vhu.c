@@ -8,6 +8,14 @@
  * desynchronises on a reply it did not ask for). The struct vhu owns the
  * memory table, the rings and every fd QEMU sends; fds a message brought
  * but did not use are closed before vhu_dispatch returns.
+ *
+ * Dirty logging (VHOST_F_LOG_ALL, LOG_SHMFD) is offered but never done:
+ * QEMU refuses to save the state of a vhost device without it, and vmux
+ * only saves a stopped guest whose RAM stays in a shared file that is
+ * never copied (x-ignore-shared), so there is nothing a log would tell.
+ * SET_LOG_BASE is answered and its fd closed, SET_LOG_FD's fd closed. A
+ * live migration that copies RAM would miss what the bridge wrote into
+ * the rings: vmux must never do one.
  */
 #include <endian.h>
 #include <errno.h>
@@ -331,6 +339,16 @@ handle(struct vhu *d, const struct vhu_hdr *h, const union vhu_payload *p,
 		return 0;
 	case VHU_SET_MEM_TABLE:
 		return set_mem_table(d, h, p, fds, nfds);
+	case VHU_SET_LOG_BASE:
+		/* no log kept (top comment): the fd is closed unused; QEMU
+		 * waits for this reply when LOG_SHMFD was negotiated */
+		if (d->protocol & VHU_PF_LOG_SHMFD) {
+			*replied = 1;
+			*err = reply_u64(d, h->request, 0);
+		}
+		return 0;
+	case VHU_SET_LOG_FD:
+		return 0; /* the eventfd for log syncs: closed unused */
 	case VHU_SET_VRING_NUM:
 		if (vr == NULL || p->state.num == 0 ||
 		    p->state.num > VRING_MAX_NUM ||

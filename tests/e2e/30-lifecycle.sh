@@ -53,9 +53,10 @@ t_bad_flags() {
 }
 t_missing_qemu() {
 	local err
-	err=$(PATH=/var/empty "$VMUX" new nq 2>&1)
+	# (vmux's own QEMU beside vmux needs no PATH: VMUX_QEMU names none)
+	err=$(VMUX_QEMU=no-such-qemu PATH=/var/empty "$VMUX" new nq 2>&1)
 	[[ $? -ne 0 ]] || return 1
-	expect_match error "$err" 'qemu' || return 1
+	expect_match error "$err" 'no-such-qemu not found in PATH.*VMUX_QEMU' || return 1
 	no_session_dir nq
 }
 t_missing_image() {

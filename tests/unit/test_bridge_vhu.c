@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "test_bridge_fake.h"
@@ -114,11 +115,14 @@ TEST(vhu_feature_negotiation_replies)
 
 	CHECK(t_init(&t) == 0);
 	CHECK_INT(roundtrip(&t, VHU_GET_FEATURES, 1, NULL, 0, NULL, 0), 0);
-	expect_u64(&t, VHU_GET_FEATURES, (1ULL << 32) | (1ULL << 30));
+	/* VERSION_1, PROTOCOL_FEATURES and LOG_ALL (offered, never done) */
+	expect_u64(
+	    &t, VHU_GET_FEATURES, (1ULL << 32) | (1ULL << 30) | (1ULL << 26));
 	CHECK_INT(
 	    roundtrip(&t, VHU_GET_PROTOCOL_FEATURES, 1, NULL, 0, NULL, 0), 0);
-	expect_u64(
-	    &t, VHU_GET_PROTOCOL_FEATURES, (1 << 0) | (1 << 3) | (1 << 9));
+	/* MQ, LOG_SHMFD, REPLY_ACK, CONFIG */
+	expect_u64(&t, VHU_GET_PROTOCOL_FEATURES,
+	    (1 << 0) | (1 << 1) | (1 << 3) | (1 << 9));
 	v = (1 << 0) | (1 << 9); /* no REPLY_ACK yet */
 	CHECK_INT(
 	    roundtrip(&t, VHU_SET_PROTOCOL_FEATURES, 1, &v, 8, NULL, 0), 0);
@@ -131,6 +135,37 @@ TEST(vhu_feature_negotiation_replies)
 	CHECK_INT(roundtrip(&t, VHU_SET_OWNER, 1 | 8, NULL, 0, NULL, 0), 0);
 	expect_silence(&t);
 	v = (1ULL << 32) | (1ULL << 30);
+	CHECK_INT(roundtrip(&t, VHU_SET_FEATURES, 1, &v, 8, NULL, 0), 0);
+	expect_silence(&t);
+	CHECK(t.d.features == v);
+}
+
+/*
+ * The dirty log QEMU asks for before it saves a VM: SET_LOG_BASE is
+ * answered (a u64 0) only once LOG_SHMFD was negotiated, as QEMU waits for
+ * it only then; its fd and SET_LOG_FD's are closed, nothing is mapped.
+ */
+TEST(vhu_dirty_log_answered_never_kept)
+{
+	struct t t;
+	uint64_t v = 1 << 1, log[2] = {4096, 0};
+	int before, fd;
+
+	CHECK(t_init(&t) == 0);
+	before = open_fds();
+	fd = memfd_create("log", 0);
+	CHECK(fd >= 0 && ftruncate(fd, 4096) == 0);
+	CHECK_INT(roundtrip(&t, VHU_SET_LOG_BASE, 1, log, 16, &fd, 1), 0);
+	expect_silence(&t); /* LOG_SHMFD not negotiated: no reply */
+	CHECK_INT(
+	    roundtrip(&t, VHU_SET_PROTOCOL_FEATURES, 1, &v, 8, NULL, 0), 0);
+	CHECK_INT(roundtrip(&t, VHU_SET_LOG_BASE, 1, log, 16, &fd, 1), 0);
+	expect_u64(&t, VHU_SET_LOG_BASE, 0);
+	CHECK_INT(roundtrip(&t, VHU_SET_LOG_FD, 1, NULL, 0, &fd, 1), 0);
+	expect_silence(&t);
+	CHECK_INT(open_fds(), before + 1); /* only ours: the copies closed */
+	close(fd);
+	v = (1ULL << 32) | (1ULL << 30) | (1ULL << 26); /* as a save sets */
 	CHECK_INT(roundtrip(&t, VHU_SET_FEATURES, 1, &v, 8, NULL, 0), 0);
 	expect_silence(&t);
 	CHECK(t.d.features == v);
@@ -171,7 +206,8 @@ TEST(vhu_reply_ack_only_when_asked)
 	expect_silence(&t);
 	/* GET_* with NEED_REPLY get their normal reply only */
 	CHECK_INT(roundtrip(&t, VHU_GET_FEATURES, 1 | 8, NULL, 0, NULL, 0), 0);
-	expect_u64(&t, VHU_GET_FEATURES, (1ULL << 32) | (1ULL << 30));
+	expect_u64(
+	    &t, VHU_GET_FEATURES, (1ULL << 32) | (1ULL << 30) | (1ULL << 26));
 }
 
 TEST(vhu_get_config_is_the_cid)

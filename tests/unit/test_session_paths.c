@@ -402,6 +402,40 @@ TEST(env_other_compares_files_not_names)
 	free(d);
 }
 
+/* vmux's own QEMU is known by its name, wherever it is; only it saves. */
+TEST(qemu_own_build_is_known_by_name)
+{
+	char *d = boot_files(), *p, *got;
+
+	CHECK(session_qemu_is_own("/usr/lib/vmux/vmux-qemu"));
+	CHECK(session_qemu_is_own("vmux-qemu"));
+	CHECK(!session_qemu_is_own("/usr/bin/qemu-system-x86_64"));
+	CHECK(!session_qemu_is_own("/opt/vmux-qemu/qemu"));
+	CHECK(!session_qemu_is_own(NULL));
+	CHECK(session_qemu_why_no_state("/x/vmux-qemu") == NULL);
+	CHECK(strstr(session_qemu_why_no_state("/usr/bin/qemu-system-x86_64"),
+	          "cannot be saved") != NULL);
+	/* not beside this test: Debian's, from PATH; VMUX_QEMU wins */
+	unsetenv("VMUX_QEMU");
+	xasprintf(&p, "%s/bin/qemu-system-x86_64", d);
+	got = session_qemu_find(1);
+	CHECK_STR(got, p);
+	free(got);
+	free(p);
+	xasprintf(&p, "%s/other", d);
+	setenv("VMUX_QEMU", p, 1);
+	got = session_qemu_find(1);
+	CHECK_STR(got, p);
+	free(got);
+	got = session_qemu_find(0);
+	CHECK(strcmp(got, p) != 0);
+	free(got);
+	unsetenv("VMUX_QEMU");
+	free(p);
+	rmtree(d);
+	free(d);
+}
+
 TEST(boot_identity_changes_when_a_file_is_replaced)
 {
 	char *d = boot_files(), *g, *initrd, *tmp, *a, *b, *c;

@@ -231,10 +231,42 @@ term_on_third_tick(void *arg, pid_t pid)
 	return "the \"bridge\"\nwent";
 }
 
+/* The watcher's ended hook: leave a file (arg) behind, as proof. */
+static void
+touch_when_ended(void *arg)
+{
+	int fd = open(arg, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd >= 0)
+		close(fd);
+}
+
+TEST(reaper_runs_the_ended_hook_before_the_exit_record)
+{
+	char *d = tmpdir(), *log, *ex, *mark;
+	struct proc_watch w = {term_on_third_tick, NULL, 20, touch_when_ended};
+	char *argv[] = {"/bin/sleep", "60", NULL};
+	struct stat sb;
+
+	xasprintf(&log, "%s/out.log", d);
+	xasprintf(&ex, "%s/exit", d);
+	xasprintf(&mark, "%s/ended", d);
+	w.arg = mark;
+	CHECK(proc_spawn_watched(argv, -1, log, ex, &w, NULL) > 0);
+	CHECK(stat(mark, &sb) != 0); /* not while it runs */
+	CHECK(wait_file(ex));
+	CHECK_INT(stat(mark, &sb), 0); /* before the record said it ended */
+	free(log);
+	free(ex);
+	free(mark);
+	rmtree(d);
+	free(d);
+}
+
 TEST(reaper_records_the_watchers_cause_and_escalates)
 {
 	char *d = tmpdir(), *log, *ex, *ex2;
-	struct proc_watch w = {term_on_third_tick, NULL, 20};
+	struct proc_watch w = {term_on_third_tick, NULL, 20, NULL};
 	struct session_exit e;
 	char *argv[] = {"/bin/sleep", "60", NULL};
 	/* ignored signals survive exec: this sleep shrugs SIGTERM off */
