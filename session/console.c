@@ -60,14 +60,15 @@ session_gdb_path(const struct session_record *r)
 }
 
 /*
- * Start r's console keeper and wait until QEMU can connect; sets
- * r->console_sock (for records made before there was one) and
- * r->console_pid. 0, or -1 with cause.
+ * Start r's console keeper and wait until QEMU can connect (with adopt:
+ * one that takes over the FIFOs of a keeper that died under a running
+ * QEMU, ready once readers can attach); sets r->console_sock (for records
+ * made before there was one) and r->console_pid. 0, or -1 with cause.
  */
 int
-console_start(struct session_record *r, char **cause)
+console_start(struct session_record *r, int adopt, char **cause)
 {
-	char *bin, *exit_path, *argv[5], *tail, *serial, *out;
+	char *bin, *exit_path, *argv[6], *tail, *serial, *out;
 	struct session_exit x;
 	struct stat sb;
 	uint64_t deadline, now;
@@ -86,16 +87,22 @@ console_start(struct session_record *r, char **cause)
 	if ((bin = find_program("vmux-console", "VMUX_CONSOLE", cause)) == NULL)
 		return -1;
 	serial = console_serial_path(r);
-	xasprintf(&out, "%s.out", serial);
+	/* what it makes last: what says it is ready */
+	if (adopt)
+		out = xstrdup(r->console_sock);
+	else
+		xasprintf(&out, "%s.out", serial);
 	unlink(out);
 	unlink(r->console_sock);
 	xasprintf(&exit_path, "%s/%s", r->dir, SESSION_CONSOLE_EXIT);
 	unlink(exit_path);
 	argv[0] = bin;
-	argv[1] = serial;
-	argv[2] = r->console_sock;
-	argv[3] = "3"; /* proc_spawn passes ready[1] as fd 3 */
-	argv[4] = NULL;
+	argv[1 + adopt] = serial;
+	argv[2 + adopt] = r->console_sock;
+	argv[3 + adopt] = "3"; /* proc_spawn passes ready[1] as fd 3 */
+	argv[4 + adopt] = NULL;
+	if (adopt)
+		argv[1] = "--adopt";
 	if (pipe2(ready, O_CLOEXEC) != 0) {
 		xasprintf(cause, "pipe: %s", strerror(errno));
 		free(bin);
@@ -118,7 +125,8 @@ console_start(struct session_record *r, char **cause)
 	woke.fd = ready[0];
 	r->console_pid = pid;
 	deadline = mono_ms() + CONSOLE_READY_MS;
-	while (stat(out, &sb) != 0 || !S_ISFIFO(sb.st_mode)) {
+	while (stat(out, &sb) != 0 ||
+	    !(adopt ? S_ISSOCK(sb.st_mode) : S_ISFIFO(sb.st_mode))) {
 		int died = proc_exit_read(exit_path, &x) == 0;
 
 		if (died || mono_ms() >= deadline) {

@@ -390,6 +390,9 @@ static struct launch_watch {
 	int bridge_misses;  /* ticks in a row /proc had no bridge */
 	int bridge_restart; /* vmux's QEMU: a dead bridge is restarted */
 	int restart_fails;  /* restarts in a row that failed */
+	pid_t console_pid;  /* the console keeper (restarted when it dies) */
+	char console_exit[4096], console_sock[4096];
+	int console_misses, console_fails;
 	unsigned ticks;
 	char ram_file[4096]; /* "" for a memfd */
 	uint64_t boot_ms;    /* mono_ms() when QEMU started */
@@ -468,13 +471,32 @@ watch_bridge_dead(void)
 }
 
 /*
- * The bridge died under vmux's QEMU, which takes a new one (it reconnects
- * each second): start one as launch did, over the same sockets, and
- * record it. Under the session's lock, and not when a stop is under way
- * (the lock busy, or the record saying so). 0, or -1 to try again.
+ * Has the console keeper died under QEMU (which holds its FIFOs open, so
+ * a new keeper can take them over)? As watch_bridge_dead asks.
  */
 static int
-watch_bridge_restart(void)
+watch_console_dead(void)
+{
+	struct session_exit x;
+
+	if (proc_exit_read(watch.console_exit, &x) == 0)
+		return 1;
+	if (proc_matches(watch.console_pid, watch.console_sock))
+		watch.console_misses = 0;
+	else
+		watch.console_misses++;
+	return watch.console_misses >= 2;
+}
+
+/*
+ * A helper died under a running QEMU: start a new one as launch did (the
+ * bridge over the same sockets, which vmux's QEMU reconnects to each
+ * second; the console keeper over QEMU's FIFOs) and record it. Under the
+ * session's lock, and not while a stop is under way (the lock busy, or
+ * the record saying so). 0, or -1 to try again.
+ */
+static int
+watch_restart(int console)
 {
 	struct session_record r;
 	char *dir, *why = NULL;
@@ -482,7 +504,7 @@ watch_bridge_restart(void)
 	int lock, fd, rc = -1;
 
 	xasprintf(&dir, "%s/sessions/%s", watch.home, watch.name);
-	lock = session_lock_one(dir, "vmux (bridge restart)", 0, NULL, &why);
+	lock = session_lock_one(dir, "vmux (helper restart)", 0, NULL, &why);
 	free(dir);
 	if (lock < 0) {
 		free(why);
@@ -496,25 +518,35 @@ watch_bridge_restart(void)
 	if (r.status != SESSION_STARTING && r.status != SESSION_READY) {
 		watch.done = 1; /* stopping: nothing to restart */
 		rc = 0;
+	} else if (console) {
+		if (console_start(&r, 1, &why) == 0) {
+			pid = r.console_pid;
+			rc = record_save(&r, &why);
+		}
 	} else if (launch_bridge(&r, &pid, &why) == 0) {
 		r.bridge_pid = pid;
-		if (record_save(&r, &why) == 0) {
-			watch.bridge_pid = pid;
-			watch.bridge_misses = 0;
-			rc = 0;
-		}
+		rc = record_save(&r, &why);
 	}
 	if (rc == 0 && pid > 0) {
+		if (console) {
+			watch.console_pid = pid;
+			watch.console_misses = 0;
+		} else {
+			watch.bridge_pid = pid;
+			watch.bridge_misses = 0;
+		}
 		/* the log says so, after the dead one's last words */
-		fd = open(r.bridge_log, O_WRONLY | O_APPEND | O_CLOEXEC);
+		fd = open(console ? r.qemu_log : r.bridge_log,
+		    O_WRONLY | O_APPEND | O_CLOEXEC);
 		if (fd >= 0) {
-			dprintf(fd,
-			    "vmux: the bridge ended; restarted (pid %ld)\n",
-			    (long)pid);
+			dprintf(fd, "vmux: the %s ended; restarted (pid %ld)\n",
+			    console ? "console keeper" : "bridge", (long)pid);
 			close(fd);
 		}
 	} else if (rc != 0) {
-		if (pid > 0)
+		if (pid > 0 && console)
+			console_stop(&r, 1000);
+		else if (pid > 0)
 			proc_terminate(pid, r.vsock_uds, 1000);
 		free(why);
 	}
@@ -525,7 +557,8 @@ watch_bridge_restart(void)
 
 /*
  * The reaper's watcher: keep the session's logs bounded; restart the
- * bridge if it died under vmux's QEMU, else end QEMU; stop the session once its
+ * bridge if it died under vmux's QEMU, else end QEMU; restart a dead
+ * console keeper; stop the session once its
  * ttl has passed since this boot, or once the agent says the user has been idle
  * for idle_s. The stop is vmux stop's, with the reason recorded for vmux ls.
  */
@@ -546,10 +579,23 @@ watch_tick(void *arg, pid_t qemu)
 		    (proc_exit_read(watch.bridge_exit, &x) == 0 &&
 		        x.signal == 0 && x.code == 0))
 			return watch_bridge_gone(qemu);
-		if (watch_bridge_restart() == 0)
+		if (watch_restart(0) == 0)
 			watch.restart_fails = 0;
 		else if (++watch.restart_fails >= WATCH_RESTART_TRIES)
 			return watch_bridge_gone(qemu);
+		if (watch.done)
+			return NULL;
+	}
+	/* without its keeper the console is only a log: not worth the
+	 * session, so a keeper that will not restart is left be */
+	if (watch.console_pid > 0 && watch_console_dead() &&
+	    watch.console_fails < WATCH_RESTART_TRIES &&
+	    !(proc_exit_read(watch.console_exit, &x) == 0 && x.signal == 0 &&
+	        x.code == 0)) { /* exit 0: QEMU went, or a stop */
+		if (watch_restart(1) == 0)
+			watch.console_fails = 0;
+		else
+			watch.console_fails++;
 		if (watch.done)
 			return NULL;
 	}
@@ -701,6 +747,13 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	if (r->ram_file != NULL)
 		snprintf(
 		    watch.ram_file, sizeof watch.ram_file, "%s", r->ram_file);
+	if (r->console_pid > 0 && r->console_sock != NULL) {
+		watch.console_pid = r->console_pid;
+		snprintf(watch.console_sock, sizeof watch.console_sock, "%s",
+		    r->console_sock);
+		snprintf(watch.console_exit, sizeof watch.console_exit, "%s/%s",
+		    r->dir, SESSION_CONSOLE_EXIT);
+	}
 	if (!r->vsock_kernel) {
 		watch.bridge_pid = r->bridge_pid;
 		watch.bridge_restart = cfg.vsock_reconnect;
@@ -859,7 +912,7 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 		if (rc != 0 || record_save(r, cause) != 0)
 			return BOOT_FAILED;
 	}
-	if (fs_start(r, cause) != 0 || console_start(r, cause) != 0 ||
+	if (fs_start(r, cause) != 0 || console_start(r, 0, cause) != 0 ||
 	    record_save(r, cause) != 0 || launch_qemu(o, r, &pid, cause) != 0)
 		return BOOT_FAILED;
 	r->qemu_pid = pid;

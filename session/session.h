@@ -490,7 +490,7 @@ int proc_terminate(pid_t pid, const char *needle, int term_ms);
 char *file_tail(const char *path, int lines);
 
 /* console.c */
-int console_start(struct session_record *, char **cause);
+int console_start(struct session_record *, int adopt, char **cause);
 char *console_serial_path(const struct session_record *);
 char *session_gdb_path(const struct session_record *);
 void console_stop(const struct session_record *, int term_ms);

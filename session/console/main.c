@@ -1,10 +1,13 @@
 /*
  * main.c: vmux-console, the keeper of one session's serial console.
  *
- *   vmux-console SERIAL_BASE CLIENT_SOCK [READY_FD]
+ *   vmux-console [--adopt] SERIAL_BASE CLIENT_SOCK [READY_FD]
  *
  * READY_FD, when given, is closed once QEMU can open the FIFOs, so vmux
- * wakes then instead of polling for them.
+ * wakes then instead of polling for them. --adopt takes over the FIFOs of
+ * a keeper that died under a running QEMU (which holds them open): vmux's
+ * session watcher restarts a dead keeper so; its ring starts empty (the
+ * boot so far is in console.log), and it is ready once CLIENT_SOCK is.
  *
  * QEMU's serial port is a pipe chardev on the FIFOs SERIAL_BASE.out (what
  * the guest writes) and SERIAL_BASE.in (its keys), made here; this process
@@ -352,6 +355,27 @@ fifo_make(const char *base, const char *suffix, int flags, char **part)
 	return fd;
 }
 
+/*
+ * Open the FIFO base.SUFFIX a dead keeper made (--adopt): a FIFO, not a
+ * link to one. Its fd.
+ */
+static int
+fifo_adopt(const char *base, const char *suffix, int flags)
+{
+	struct stat sb;
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s.%s", base, suffix);
+	fd = open(path, flags | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		die(1, "open %s: %s", path, strerror(errno));
+	if (fstat(fd, &sb) != 0 || !S_ISFIFO(sb.st_mode))
+		die(1, "%s is not a FIFO", path);
+	free(path);
+	return fd;
+}
+
 /* Rename base.SUFFIX.part to base.SUFFIX. */
 static void
 fifo_ready(const char *base, const char *suffix, const char *part)
@@ -467,13 +491,17 @@ serve(int qfd, int qin, int listen_fd)
 int
 main(int argc, char **argv)
 {
-	int clisten, qfd, qin;
-	char *qpart, *inpart, *cpart;
+	int clisten, qfd, qin, adopt;
+	char *qpart = NULL, *inpart = NULL, *cpart;
 	struct sigaction sa = {.sa_handler = on_stop};
 
+	adopt = argc > 1 && strcmp(argv[1], "--adopt") == 0;
+	argc -= adopt;
+	argv += adopt;
 	if (argc != 3 && argc != 4) {
 		fprintf(stderr,
-		    "usage: vmux-console SERIAL_BASE CLIENT_SOCK [READY_FD]\n");
+		    "usage: vmux-console [--adopt] SERIAL_BASE "
+		    "CLIENT_SOCK [READY_FD]\n");
 		return 2;
 	}
 	if (pipe2(K.sig_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -487,17 +515,21 @@ main(int argc, char **argv)
 	 * a socket: 1-byte serial writes pack into its pages, and at 1 MiB it
 	 * holds a long while of output if this process is slow to run (a
 	 * serial port drops a byte it cannot write after a few tries) */
-	qfd = fifo_make(argv[1], "out", O_RDONLY, &qpart);
+	qfd = adopt ? fifo_adopt(argv[1], "out", O_RDONLY)
+	            : fifo_make(argv[1], "out", O_RDONLY, &qpart);
 	if (fcntl(qfd, F_SETPIPE_SZ, PIPE_SIZE) < 0)
 		fprintf(stderr, "vmux-console: F_SETPIPE_SZ: %s\n",
 		    strerror(errno)); /* the default 64 KiB still works */
-	qin = fifo_make(argv[1], "in", O_RDWR, &inpart);
+	qin = adopt ? fifo_adopt(argv[1], "in", O_RDWR)
+	            : fifo_make(argv[1], "in", O_RDWR, &inpart);
 	clisten = listen_at(argv[2], &cpart);
 	if (rename(cpart, argv[2]) != 0)
 		die(1, "rename %s: %s", cpart, strerror(errno));
 	K.client_path = argv[2];
-	fifo_ready(argv[1], "in", inpart);
-	fifo_ready(argv[1], "out", qpart); /* last: vmux waits for it */
+	if (!adopt) {
+		fifo_ready(argv[1], "in", inpart);
+		fifo_ready(argv[1], "out", qpart); /* last: vmux waits */
+	}
 	if (argc == 4 && atoi(argv[3]) > 2)
 		close(atoi(argv[3])); /* vmux's wake-up */
 	serve(qfd, qin, clisten);
