@@ -452,40 +452,23 @@ watch_bridge_gone(pid_t qemu)
 }
 
 /*
- * Has the bridge died? Its reaper's record says so at once; /proc is asked
- * too (the reaper may have been killed with it) but must agree twice, a
- * tick apart, before a healthy session's QEMU is ended on its word.
+ * Has a helper (the bridge, the console keeper) died? Its reaper's record
+ * at exit_path says so at once; /proc is asked too (the reaper may have
+ * been killed with it) but must agree twice, a tick apart (*misses), before
+ * a healthy session's QEMU is ended or a helper doubled on its word.
  */
 static int
-watch_bridge_dead(void)
+watch_dead(pid_t pid, const char *exit_path, const char *needle, int *misses)
 {
 	struct session_exit x;
 
-	if (proc_exit_read(watch.bridge_exit, &x) == 0)
+	if (proc_exit_read(exit_path, &x) == 0)
 		return 1;
-	if (proc_matches(watch.bridge_pid, watch.uds))
-		watch.bridge_misses = 0;
+	if (proc_matches(pid, needle))
+		*misses = 0;
 	else
-		watch.bridge_misses++;
-	return watch.bridge_misses >= 2;
-}
-
-/*
- * Has the console keeper died under QEMU (which holds its FIFOs open, so
- * a new keeper can take them over)? As watch_bridge_dead asks.
- */
-static int
-watch_console_dead(void)
-{
-	struct session_exit x;
-
-	if (proc_exit_read(watch.console_exit, &x) == 0)
-		return 1;
-	if (proc_matches(watch.console_pid, watch.console_sock))
-		watch.console_misses = 0;
-	else
-		watch.console_misses++;
-	return watch.console_misses >= 2;
+		(*misses)++;
+	return *misses >= 2;
 }
 
 /*
@@ -573,7 +556,9 @@ watch_tick(void *arg, pid_t qemu)
 	(void)arg;
 	if (watch.done)
 		return NULL;
-	if (watch.bridge_pid > 0 && watch_bridge_dead()) {
+	if (watch.bridge_pid > 0 &&
+	    watch_dead(watch.bridge_pid, watch.bridge_exit, watch.uds,
+	        &watch.bridge_misses)) {
 		/* exit 0 is the bridge's answer to QEMU going away */
 		if (!watch.bridge_restart ||
 		    (proc_exit_read(watch.bridge_exit, &x) == 0 &&
@@ -588,7 +573,9 @@ watch_tick(void *arg, pid_t qemu)
 	}
 	/* without its keeper the console is only a log: not worth the
 	 * session, so a keeper that will not restart is left be */
-	if (watch.console_pid > 0 && watch_console_dead() &&
+	if (watch.console_pid > 0 &&
+	    watch_dead(watch.console_pid, watch.console_exit,
+	        watch.console_sock, &watch.console_misses) &&
 	    watch.console_fails < WATCH_RESTART_TRIES &&
 	    !(proc_exit_read(watch.console_exit, &x) == 0 && x.signal == 0 &&
 	        x.code == 0)) { /* exit 0: QEMU went, or a stop */
