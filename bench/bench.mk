@@ -22,6 +22,7 @@ bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP) $(GUEST_DEBIAN)
 	@BUILD=$(BUILD) bench/workspace
 	@BUILD=$(BUILD) bench/images
 	@BUILD=$(BUILD) bench/class
+	@BUILD=$(BUILD) bench/qemu
 	@BUILD=$(BUILD) bench/remote
 	@BUILD=$(BUILD) bench/mcp
 	@BUILD=$(BUILD) bench/web
@@ -45,6 +46,11 @@ bench-workspace: all
 bench-images: all
 	@BUILD=$(BUILD) bench/images
 .PHONY: bench-images
+
+# vmux's QEMU against Debian's, and tb-size: memory, exec, keys, new.
+bench-qemu: all $(BENCH_TOOLS)
+	@BUILD=$(BUILD) bench/qemu
+.PHONY: bench-qemu
 
 # The teaching room alone: 30 sessions booted, fanned out to, left idle.
 bench-class: all

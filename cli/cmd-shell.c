@@ -237,21 +237,25 @@ shell_term_reset(void)
 		write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
 
-/* How long a shell whose connection was lost tries to attach again. */
-#define SHELL_REATTACH_MS 15000
+/* How long a shell whose connection was lost tries to attach again, and
+ * how many times in a row it does when no output came in between. */
+#define SHELL_REATTACH_MS    15000
+#define SHELL_REATTACH_TRIES 3
 
 /*
  * The connection to the agent was lost while the shell may run on (the
  * session's bridge died and is being restarted, a resume): attach again
  * from where the output stopped, trying every 200 ms for a while. 1 when
- * *ac is attached again (the old one freed), 0 to give up (a signal, or
- * no agent by then).
+ * *ac is attached again (the old one freed), 0 to give up (a signal, no
+ * agent by then, or an agent that answers but refuses: the connection was
+ * not the problem).
  */
 static int
 shell_reattach(const struct vsock_target *t, const char *id,
-    const struct attach_who *who, int sig_fd, uint64_t cursor,
+    const struct attach_who *who, int sig_fd, int tty, uint64_t cursor,
     struct attach_client *ac)
 {
+	const char *nl = tty ? "\r\n" : "\n"; /* a raw terminal's */
 	uint64_t deadline = mono_ms() + SHELL_REATTACH_MS;
 	struct pollfd p = {.fd = sig_fd, .events = POLLIN};
 	cJSON *rec = NULL;
@@ -259,16 +263,19 @@ shell_reattach(const struct vsock_target *t, const char *id,
 
 	attach_client_free(ac);
 	fprintf(stderr,
-	    "\r\n[vmux: the connection to shell %s was lost; "
-	    "attaching again]\r\n",
-	    id);
+	    "%s[vmux: the connection to shell %s was lost; attaching again]%s",
+	    nl, id, nl);
 	while (mono_ms() < deadline) {
 		if (attach_shell_open(t, id, (int64_t)cursor, who,
 		        mono_ms() + 2000, ac, &rec, &cause) == 0) {
 			cJSON_Delete(rec);
-			fprintf(stderr,
-			    "[vmux: attached to shell %s again]\r\n", id);
+			fprintf(stderr, "[vmux: attached to shell %s again]%s",
+			    id, nl);
 			return 1;
+		}
+		if (strncmp(cause, "agent: ", 7) == 0) {
+			free(cause);
+			break;
 		}
 		free(cause);
 		cause = NULL;
@@ -291,7 +298,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	struct attach_who who = {r->as, r->read_only, 0};
 	cJSON *rec = NULL;
 	char *cause = NULL, key[16], *title;
-	int tty = isatty(STDIN_FILENO), rc, cols, rows;
+	int tty = isatty(STDIN_FILENO), rc, cols, rows, tries = 0;
 
 	memset(&o, 0, sizeof o);
 	o.sig_fd = sigpipe_open(sigs, nitems(sigs));
@@ -346,10 +353,15 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 
 	o.start_cursor = (uint64_t)(cursor > 0 ? cursor : 0);
 	shell_loop(&ac, &o, &res);
-	while (res.end == SHELL_END_LOST) {
+	/* lost, not broken (a stream that makes no sense is not retried) */
+	while (res.end == SHELL_END_LOST &&
+	    (res.error == NULL || strstr(res.error, "broken") == NULL)) {
 		uint64_t next = res.next_cursor;
 
-		if (!shell_reattach(t, id, &who, o.sig_fd, next, &ac))
+		/* lost again and again with nothing shown: give up */
+		tries = next == o.start_cursor ? tries + 1 : 1;
+		if (tries > SHELL_REATTACH_TRIES ||
+		    !shell_reattach(t, id, &who, o.sig_fd, tty, next, &ac))
 			break;
 		free(res.error);
 		o.replay_end = 0; /* a continuation: nothing to repaint */

@@ -679,6 +679,7 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	}
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
 	cfg.vsock_reconnect = session_qemu_is_own(r->qemu_bin);
+	cfg.tb_mb = (int)r->sopt[SOPT_TB_SIZE]; /* 0: qemu.c's default */
 	cfg.ram_file = r->ram_file;
 	if (r->ram_file != NULL)
 		unlink(r->ram_file); /* never an earlier boot's memory */

@@ -105,6 +105,12 @@ const struct session_option session_options[] = {
         IN(session_record, sopt[SOPT_NOFILE]), IN(profile, sopt[SOPT_NOFILE]),
         NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_LS | SOPT_FIXED | SOPT_MCP,
         NULL, "vmux.nofile"},
+    [SOPT_TB_SIZE] = {"tb-size", "SIZE",
+        "TCG's translation cache, 4M to 1G (default 32M): smaller saves "
+        "host memory, and costs time where code runs anew (KVM: unused)",
+        SOPT_SIZE, 4, 1024, "MiB", "tb_size_mb", NULL,
+        IN(session_record, sopt[SOPT_TB_SIZE]), IN(profile, sopt[SOPT_TB_SIZE]),
+        NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_LS, NULL, NULL},
 };
 
 /* The row whose flag (or profile key) is name, or NULL. */

@@ -310,6 +310,11 @@ qemu_argv(const struct qemu_config *cfg)
 		args_add(&a, "virtio-net-device,netdev=net0");
 	}
 
+	/* pages the guest frees go back to the host (its balloon driver
+	 * reports them; the balloon is never inflated) */
+	args_add(&a, "-device");
+	args_add(&a, "virtio-balloon-device,free-page-reporting=on");
+
 	if (cfg->vhost_user != NULL) {
 		e = qemu_escape(cfg->vhost_user);
 		/* vmux's QEMU takes a restarted bridge: it tries again each

@@ -89,6 +89,7 @@ enum session_option_id {
 	SOPT_IDLE,
 	SOPT_HOSTNAME,
 	SOPT_NOFILE,
+	SOPT_TB_SIZE,
 	SOPT_N
 };
 enum session_option_type {
