@@ -473,10 +473,10 @@ watch_dead(pid_t pid, const char *exit_path, const char *needle, int *misses)
 
 /*
  * A helper died under a running QEMU: start a new one as launch did (the
- * bridge over the same sockets, which vmux's QEMU reconnects to each
- * second; the console keeper over QEMU's FIFOs) and record it. Under the
- * session's lock, and not while a stop is under way (the lock busy, or
- * the record saying so). 0, or -1 to try again.
+ * bridge over the same sockets, which vmux's QEMU tries to reconnect to
+ * every 100 ms for 3 s, then each second; the console keeper over QEMU's FIFOs)
+ * and record it. Under the session's lock, and not while a stop is under way
+ * (the lock busy, or the record saying so). 0, or -1 to try again.
  */
 static int
 watch_restart(int console)

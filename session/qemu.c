@@ -317,8 +317,8 @@ qemu_argv(const struct qemu_config *cfg)
 
 	if (cfg->vhost_user != NULL) {
 		e = qemu_escape(cfg->vhost_user);
-		/* vmux's QEMU takes a restarted bridge: it tries again each
-		 * second while none is there (qemu/patches/03-...) */
+		/* vmux's QEMU takes a restarted bridge: it tries again every
+		 * 100 ms for 3 s, then each second (qemu/patches/03, 04) */
 		args_add(&a, "-chardev");
 		args_add(&a, "socket,id=vsock0,path=%s%s", e,
 		    cfg->vsock_reconnect ? ",reconnect=1" : "");

@@ -126,8 +126,9 @@ t_other_requests_boot_cold() {
 	ids=$(pool_ids)
 	VMUX_GUEST_DIR=$TMP/guest2 VMUX_BRIDGE=$TMP/bridge-wrap vmux pool fill 2>/dev/null || return 1
 	expect_eq "pool untouched by a fill with another guest and bridge" "$(pool_ids)" "$ids" || return 1
-	# the default QEMU by its full path is the same QEMU: a pool VM
-	VMUX_QEMU=$(command -v qemu-system-x86_64) vmux new xd >/dev/null || return 1
+	# the default QEMU (vmux's, beside vmux) by its full path is the same
+	# QEMU: a pool VM
+	VMUX_QEMU=$(dirname "$VMUX")/vmux-qemu vmux new xd >/dev/null || return 1
 	expect_match "claimed with the default QEMU by path" "$(session_field xd dir)" "/pool/pool-[0-9a-f]{8}\$" || return 1
 	vmux rm xd >/dev/null || return 1
 	wait_ready 2 || fail "no refill: $(vmux pool ls)" || return 1
