@@ -237,10 +237,13 @@ shell_term_reset(void)
 		write_all(STDOUT_FILENO, reset, sizeof reset - 1);
 }
 
-/* How long a shell whose connection was lost tries to attach again, and
- * how many times in a row it does when no output came in between. */
+/* How long a shell whose connection was lost tries to attach again, how
+ * many times in a row it does when no output came in between, and how
+ * many times in all (an agent that drops every connection after a byte
+ * must not keep vmux busy). */
 #define SHELL_REATTACH_MS    15000
 #define SHELL_REATTACH_TRIES 3
+#define SHELL_REATTACH_MAX   20
 
 /*
  * The connection to the agent was lost while the shell may run on (the
@@ -260,7 +263,10 @@ shell_reattach(const struct vsock_target *t, const char *id,
 	struct pollfd p = {.fd = sig_fd, .events = POLLIN};
 	cJSON *rec = NULL;
 	char *cause = NULL;
+	int sig;
 
+	if (cursor > INT64_MAX)
+		return 0; /* no real agent's cursor */
 	attach_client_free(ac);
 	fprintf(stderr,
 	    "%s[vmux: the connection to shell %s was lost; attaching again]%s",
@@ -279,8 +285,10 @@ shell_reattach(const struct vsock_target *t, const char *id,
 		}
 		free(cause);
 		cause = NULL;
-		if (poll(&p, 1, 200) > 0)
-			break; /* a signal: the user wants out */
+		/* a signal that ends vmux shell (not a resize) ends this */
+		if (poll(&p, 1, 200) > 0 && (sig = sigpipe_next(sig_fd)) != 0 &&
+		    sig != SIGWINCH && sig != SIGCONT)
+			break;
 	}
 	return 0; /* *ac stays freed */
 }
@@ -299,6 +307,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 	cJSON *rec = NULL;
 	char *cause = NULL, key[16], *title;
 	int tty = isatty(STDIN_FILENO), rc, cols, rows, tries = 0;
+	int reattached = 0;
 
 	memset(&o, 0, sizeof o);
 	o.sig_fd = sigpipe_open(sigs, nitems(sigs));
@@ -361,6 +370,7 @@ shell_attach(const struct vsock_target *t, const struct shell_req *r,
 		/* lost again and again with nothing shown: give up */
 		tries = next == o.start_cursor ? tries + 1 : 1;
 		if (tries > SHELL_REATTACH_TRIES ||
+		    ++reattached > SHELL_REATTACH_MAX ||
 		    !shell_reattach(t, id, &who, o.sig_fd, tty, next, &ac))
 			break;
 		free(res.error);

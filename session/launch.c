@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -375,8 +377,12 @@ launch_append(const struct session_record *r, const char *extra)
 #define WATCH_SLOW_TICKS 8
 /* How long the watcher waits for a dead bridge's exit record. */
 #define WATCH_BRIDGE_EXIT_MS 1000
-/* Bridge restarts in a row that fail before the session is given up. */
-#define WATCH_RESTART_TRIES 8
+/* Bridge restarts in a row that fail before the session is given up, and
+ * restarts of one helper within WATCH_RESTART_WINDOW_MS that mean it dies
+ * as soon as it starts (then it is given up too). */
+#define WATCH_RESTART_TRIES     8
+#define WATCH_RESTART_BURST     5
+#define WATCH_RESTART_WINDOW_MS 10000
 
 /* What the reaper's watcher needs (a copy lives in the forked reaper). */
 static struct launch_watch {
@@ -393,6 +399,8 @@ static struct launch_watch {
 	pid_t console_pid;  /* the console keeper (restarted when it dies) */
 	char console_exit[4096], console_sock[4096];
 	int console_misses, console_fails;
+	uint64_t burst_start[2]; /* bridge, console: restarts lately */
+	int burst[2];
 	unsigned ticks;
 	char ram_file[4096]; /* "" for a memfd */
 	uint64_t boot_ms;    /* mono_ms() when QEMU started */
@@ -485,6 +493,15 @@ watch_restart(int console)
 	char *dir, *why = NULL;
 	pid_t pid = 0;
 	int lock, fd, rc = -1;
+	uint64_t now = mono_ms();
+
+	/* one that dies as soon as it starts is not restarted for ever */
+	if (now - watch.burst_start[console] > WATCH_RESTART_WINDOW_MS) {
+		watch.burst_start[console] = now;
+		watch.burst[console] = 0;
+	}
+	if (++watch.burst[console] > WATCH_RESTART_BURST)
+		return -2;
 
 	xasprintf(&dir, "%s/sessions/%s", watch.home, watch.name);
 	lock = session_lock_one(dir, "vmux (helper restart)", 0, NULL, &why);
@@ -552,8 +569,19 @@ watch_tick(void *arg, pid_t qemu)
 	struct session_exit x;
 	char *why = NULL;
 	double idle;
+	siginfo_t si;
+	int rc;
 
 	(void)arg;
+	/* the reapers of restarted helpers are our children: reap those
+	 * that ended (never QEMU, which the caller waits for) */
+	for (;;) {
+		memset(&si, 0, sizeof si);
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+		    si.si_pid == 0 || si.si_pid == qemu)
+			break;
+		waitpid(si.si_pid, NULL, 0);
+	}
 	if (watch.done)
 		return NULL;
 	if (watch.bridge_pid > 0 &&
@@ -564,9 +592,11 @@ watch_tick(void *arg, pid_t qemu)
 		    (proc_exit_read(watch.bridge_exit, &x) == 0 &&
 		        x.signal == 0 && x.code == 0))
 			return watch_bridge_gone(qemu);
-		if (watch_restart(0) == 0)
+		rc = watch_restart(0);
+		if (rc == 0)
 			watch.restart_fails = 0;
-		else if (++watch.restart_fails >= WATCH_RESTART_TRIES)
+		else if (rc == -2 ||
+		    ++watch.restart_fails >= WATCH_RESTART_TRIES)
 			return watch_bridge_gone(qemu);
 		if (watch.done)
 			return NULL;
@@ -579,8 +609,11 @@ watch_tick(void *arg, pid_t qemu)
 	    watch.console_fails < WATCH_RESTART_TRIES &&
 	    !(proc_exit_read(watch.console_exit, &x) == 0 && x.signal == 0 &&
 	        x.code == 0)) { /* exit 0: QEMU went, or a stop */
-		if (watch_restart(1) == 0)
+		rc = watch_restart(1);
+		if (rc == 0)
 			watch.console_fails = 0;
+		else if (rc == -2)
+			watch.console_fails = WATCH_RESTART_TRIES; /* no more */
 		else
 			watch.console_fails++;
 		if (watch.done)
@@ -618,6 +651,38 @@ watch_ended(void *arg)
 	if (watch.bridge_restart && watch.bridge_pid > 0 &&
 	    proc_matches(watch.bridge_pid, watch.uds))
 		kill(watch.bridge_pid, SIGTERM);
+}
+
+static void notice(const struct launch_opts *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * Is there room for the guest's RAM where its file goes? A tmpfs has a
+ * size (shared by every user of /dev/shm), and a guest touching a page
+ * past it would kill QEMU with SIGBUS: when it cannot hold the whole
+ * memory, this boot's RAM is a memfd instead (its state cannot be saved
+ * without it), and the user is told.
+ */
+static int
+launch_ram_fits(const struct launch_opts *o, const struct session_record *r)
+{
+	char *dir = xstrdup(r->ram_file), *slash = strrchr(dir, '/');
+	struct statvfs fs;
+	unsigned long long free_mb = 0;
+	int ok;
+
+	if (slash != NULL)
+		*slash = '\0';
+	ok = statvfs(dir, &fs) == 0 &&
+	    (free_mb = (unsigned long long)fs.f_bavail * fs.f_frsize >> 20) >=
+	        (unsigned long long)r->memory_mb;
+	if (!ok)
+		notice(o,
+		    "%s has %llu MiB free, less than the guest's %d MiB: its "
+		    "RAM is a memfd this boot (a paused state cannot be kept)",
+		    dir, free_mb, r->memory_mb);
+	free(dir);
+	return ok;
 }
 
 /* Start QEMU for r with the given accelerator. */
@@ -680,9 +745,10 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
 	cfg.vsock_reconnect = session_qemu_is_own(r->qemu_bin);
 	cfg.tb_mb = (int)r->sopt[SOPT_TB_SIZE]; /* 0: qemu.c's default */
-	cfg.ram_file = r->ram_file;
-	if (r->ram_file != NULL)
+	if (r->ram_file != NULL) {
 		unlink(r->ram_file); /* never an earlier boot's memory */
+		cfg.ram_file = launch_ram_fits(o, r) ? r->ram_file : NULL;
+	}
 	cfg.console_log = r->console_log;
 	serial = console_serial_path(r);
 	cfg.serial_sock = serial;
