@@ -91,9 +91,36 @@ t_kill9_qemu_mid_write() {
 	kill9_mid_write qemu 'QEMU killed by SIGKILL' qemu_exit.signal 9
 }
 
+# On Debian's QEMU a dead bridge cannot be replaced: the session crashes
+# with the cause, and the fsync'ed data is there after a start (which
+# boots on vmux's QEMU again).
 t_kill9_bridge_mid_write() {
+	vmux stop ws >/dev/null || return 1
+	VMUX_QEMU=$(command -v qemu-system-x86_64) vmux start ws || return 1
 	kill9_mid_write bridge 'the bridge was killed by SIGKILL' \
 		qemu_exit.cause 'the bridge was killed by SIGKILL'
+}
+
+# On vmux's QEMU the bridge killed mid-write is replaced: the session stays
+# running (no restart, no journal replay), the writer's exec ends with its
+# connection, and every line the host saw synced is in the file, in order.
+t_kill9_bridge_replaced_mid_write() {
+	local b synced last log=log-replaced
+	vmux exec ws -- sh -c "i=0; while [ ! -e /tmp/stop ]; do echo \$i >> $log; sync; echo \$i; i=\$((i+1)); done" \
+		>"$TMP/synced-replaced" 2>/dev/null &
+	bg_track $!
+	wait_for 60 bash -c "n=\$(tail -n 1 '$TMP/synced-replaced' 2>/dev/null); (( \${n:-0} >= 20 ))" ||
+		fail "writer did not get going" || return 1
+	b=$(session_field ws pids.bridge)
+	kill -9 "$b"
+	wait_for 15 bash -c "b2=\$('$VMUX' ls --json | jq -r '.[] | select(.name==\"ws\") | .pids.bridge'); [[ \$b2 != $b ]] && kill -0 \$b2" ||
+		fail "no new bridge: $(vmux ls)" || return 1
+	wait_for 15 bash -c "'$VMUX' exec ws -- touch /tmp/stop" || fail "the session does not answer" || return 1
+	expect_match table "$(vmux ls)" "ws +running" || return 1
+	synced=$(tail -n 1 "$TMP/synced-replaced")
+	last=$(vmux exec ws -- tail -n 1 "$log") || return 1
+	((last >= synced)) || fail "lost fsync'ed data: last $last < synced $synced" || return 1
+	vmux exec ws -- sh -c "seq 0 $last | cmp - $log" || fail "$log is not 0..$last"
 }
 
 t_kill9_everything_mid_write() {
@@ -226,7 +253,8 @@ t_disk_flag_and_rm() {
 check "workspace: ext4 at /workspace, home and cwd, sparse 0600 image" t_workspace_is_home
 check "stop and start keep data, cid; states and errors said" t_stop_start_keeps_data
 check "kill -9 of QEMU mid-write: crashed, start, fsync'ed data all there" t_kill9_qemu_mid_write
-check "kill -9 of the bridge mid-write: QEMU ended, crashed with the cause, start, data there" t_kill9_bridge_mid_write
+check "kill -9 of the bridge mid-write on Debian's QEMU: crashed with the cause, start, data there" t_kill9_bridge_mid_write
+check "kill -9 of the bridge mid-write on vmux's QEMU: replaced, running, data there" t_kill9_bridge_replaced_mid_write
 check "kill -9 of every process (a host reboot): crashed, start, data there" t_kill9_everything_mid_write
 check "logs: every boot, -n, guest escapes shown escaped" t_logs
 check "a console flood stays within console-log-max (logs spans both parts)" t_console_log_bounded
