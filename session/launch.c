@@ -480,6 +480,19 @@ watch_dead(pid_t pid, const char *exit_path, const char *needle, int *misses)
 }
 
 /*
+ * Did the helper whose reaper writes exit_path end with status 0? That is
+ * how it ends when QEMU goes away or a stop asks it to: nothing to restart.
+ */
+static int
+watch_exited_clean(const char *exit_path)
+{
+	struct session_exit x;
+
+	return proc_exit_read(exit_path, &x) == 0 && x.signal == 0 &&
+	    x.code == 0;
+}
+
+/*
  * A helper died under a running QEMU: start a new one as launch did (the
  * bridge over the same sockets, which vmux's QEMU tries to reconnect to
  * every 100 ms for 3 s, then each second; the console keeper over QEMU's FIFOs)
@@ -566,7 +579,6 @@ static const char *
 watch_tick(void *arg, pid_t qemu)
 {
 	const char *reason = NULL;
-	struct session_exit x;
 	char *why = NULL;
 	double idle;
 	siginfo_t si;
@@ -587,10 +599,8 @@ watch_tick(void *arg, pid_t qemu)
 	if (watch.bridge_pid > 0 &&
 	    watch_dead(watch.bridge_pid, watch.bridge_exit, watch.uds,
 	        &watch.bridge_misses)) {
-		/* exit 0 is the bridge's answer to QEMU going away */
 		if (!watch.bridge_restart ||
-		    (proc_exit_read(watch.bridge_exit, &x) == 0 &&
-		        x.signal == 0 && x.code == 0))
+		    watch_exited_clean(watch.bridge_exit))
 			return watch_bridge_gone(qemu);
 		rc = watch_restart(0);
 		if (rc == 0)
@@ -607,8 +617,7 @@ watch_tick(void *arg, pid_t qemu)
 	    watch_dead(watch.console_pid, watch.console_exit,
 	        watch.console_sock, &watch.console_misses) &&
 	    watch.console_fails < WATCH_RESTART_TRIES &&
-	    !(proc_exit_read(watch.console_exit, &x) == 0 && x.signal == 0 &&
-	        x.code == 0)) { /* exit 0: QEMU went, or a stop */
+	    !watch_exited_clean(watch.console_exit)) {
 		rc = watch_restart(1);
 		if (rc == 0)
 			watch.console_fails = 0;

@@ -203,24 +203,20 @@ char *
 session_ram_path(const char *dir)
 {
 	const char *rt = getenv("XDG_RUNTIME_DIR");
-	char *parent, *out;
-	uint64_t h = hash_fnv1a(dir);
+	char *parent[2] = {NULL, NULL}, *out = NULL, *why;
 
-	xasprintf(&parent, "/dev/shm/vmux-%u", (unsigned)getuid());
-	if ((mkdir(parent, 0700) != 0 && errno != EEXIST) ||
-	    !private_dir(parent)) {
-		free(parent);
-		if (rt == NULL || rt[0] != '/')
-			return NULL;
-		xasprintf(&parent, "%s/vmux-ram", rt);
-		if ((mkdir(parent, 0700) != 0 && errno != EEXIST) ||
-		    !private_dir(parent)) {
-			free(parent);
-			return NULL;
-		}
+	xasprintf(&parent[0], "/dev/shm/vmux-%u", (unsigned)getuid());
+	if (rt != NULL && rt[0] == '/')
+		xasprintf(&parent[1], "%s/vmux-ram", rt);
+	for (int i = 0; i < 2; i++) {
+		why = NULL;
+		if (out == NULL && parent[i] != NULL &&
+		    private_dir_make(parent[i], &why) == 0)
+			xasprintf(&out, "%s/%016llx.ram", parent[i],
+			    (unsigned long long)hash_fnv1a(dir));
+		free(why); /* not said: the RAM is then a memfd */
+		free(parent[i]);
 	}
-	xasprintf(&out, "%s/%016llx.ram", parent, (unsigned long long)h);
-	free(parent);
 	return out;
 }
 
