@@ -111,6 +111,7 @@ enum agent_action {
 	ACTION_EXTRACT_ARCHIVE,
 	ACTION_EXPORT_ARCHIVE,
 	ACTION_EXEC_STREAM,
+	ACTION_RESUMED,
 };
 struct agent_request {
 	enum agent_action action;
@@ -146,10 +147,18 @@ struct agent_request {
 	int cp;                /* destination follows `vmux cp` rules */
 	int skip_unsafe_links;
 	char *path; /* export_archive */
+	/* resumed (resumed.c) */
+	double time;      /* the host's clock, seconds since the epoch */
+	char *seed;       /* 64 hex digits for the RNG, or NULL */
+	char *hostname;   /* a fork's new host name, or NULL */
+	char *machine_id; /* ... and machine-id (32 hex digits), or NULL */
 };
 struct agent_request *request_parse(const char *, size_t, char **);
 void request_free(struct agent_request *);
 const char *request_action_name(enum agent_action);
+
+/* resumed.c: the host resumed (or forked) this guest from a saved state */
+cJSON *resumed_apply(const struct agent_request *);
 
 /* spawn.c: start processes in their own session with a clean environment. */
 struct spawn {

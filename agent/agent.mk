@@ -5,7 +5,8 @@ AGENT_SRCS := agent/actions.c agent/attach.c agent/buf.c agent/exec.c \
 	agent/exec_serve.c agent/loop.c agent/ping.c agent/request.c \
 	agent/response.c agent/ring.c agent/shell.c agent/signame.c \
 	agent/spawn.c agent/utf8.c agent/files.c agent/peer.c \
-	agent/budget.c agent/gate.c agent/image.c $(ARCHIVE_SRCS)
+	agent/budget.c agent/gate.c agent/image.c agent/resumed.c \
+	$(ARCHIVE_SRCS)
 AGENT_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson) \
 	-lpthread -lm $(ARCHIVE_LIBS)
 

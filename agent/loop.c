@@ -205,6 +205,9 @@ conn_request(struct agent *a, struct conn *c, struct agent_request *req)
 	case ACTION_PING:
 		conn_reply(a, c, ping_info(a->nshells, exec_serve_active()));
 		break;
+	case ACTION_RESUMED:
+		conn_reply(a, c, resumed_apply(req));
+		break;
 	case ACTION_SHUTDOWN:
 		obj = cJSON_CreateObject();
 		cJSON_AddBoolToObject(obj, "ok", 1);

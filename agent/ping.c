@@ -64,7 +64,7 @@ ping_info(int shells, int execs)
 	static const char *actions[] = {"exec", "exec_stream", "ping",
 	    "shutdown", "open_shell", "read_shell", "write_shell",
 	    "signal_shell", "resize_shell", "close_shell", "list_shells",
-	    "attach_shell", "extract_archive", "export_archive"};
+	    "attach_shell", "extract_archive", "export_archive", "resumed"};
 	cJSON *obj = cJSON_CreateObject();
 	struct utsname u;
 	struct sysinfo si;

@@ -29,6 +29,7 @@ static const char *action_names[] = {
     [ACTION_EXTRACT_ARCHIVE] = "extract_archive",
     [ACTION_EXPORT_ARCHIVE] = "export_archive",
     [ACTION_EXEC_STREAM] = "exec_stream",
+    [ACTION_RESUMED] = "resumed",
 };
 
 /* The wire name of an action. */
@@ -57,6 +58,9 @@ request_free(struct agent_request *r)
 	free(r->input);
 	free(r->destination);
 	free(r->path);
+	free(r->seed);
+	free(r->hostname);
+	free(r->machine_id);
 	free(r);
 }
 
@@ -431,6 +435,54 @@ parse_extract(const cJSON *obj, struct agent_request *r, char **cause)
 	return 0;
 }
 
+/* Is s n lowercase hex digits? */
+static int
+is_hex(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0'; i++)
+		if (!isxdigit((unsigned char)s[i]) ||
+		    isupper((unsigned char)s[i]))
+			return 0;
+	return i == n;
+}
+
+/* Fields of resumed: the host's time, a seed, a fork's new identity. */
+static int
+parse_resumed(const cJSON *obj, struct agent_request *r, char **cause)
+{
+	cJSON *t = member(obj, "time");
+
+	if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble) ||
+	    t->valuedouble < 0 || t->valuedouble > 1e11) {
+		xasprintf(cause, "\"time\" must be seconds since the epoch");
+		return -1;
+	}
+	r->time = t->valuedouble;
+	if (get_string(obj, "seed", 0, &r->seed, cause) != 0 ||
+	    get_string(obj, "hostname", 0, &r->hostname, cause) != 0 ||
+	    get_string(obj, "machine_id", 0, &r->machine_id, cause) != 0)
+		return -1;
+	if (r->seed != NULL && !is_hex(r->seed, 64)) {
+		xasprintf(cause, "\"seed\" must be 64 hex digits");
+		return -1;
+	}
+	if (r->machine_id != NULL && !is_hex(r->machine_id, 32)) {
+		xasprintf(cause, "\"machine_id\" must be 32 hex digits");
+		return -1;
+	}
+	if (r->hostname != NULL &&
+	    (*r->hostname == '\0' || strlen(r->hostname) > 64 ||
+	        strspn(r->hostname,
+	            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	            "0123456789-.") != strlen(r->hostname))) {
+		xasprintf(cause, "\"hostname\" must be a host name");
+		return -1;
+	}
+	return 0;
+}
+
 /* Fields of export_archive. */
 static int
 parse_export(const cJSON *obj, struct agent_request *r, char **cause)
@@ -560,6 +612,9 @@ request_parse(const char *line, size_t len, char **cause)
 		break;
 	case ACTION_EXPORT_ARCHIVE:
 		rc = parse_export(obj, r, cause);
+		break;
+	case ACTION_RESUMED:
+		rc = parse_resumed(obj, r, cause);
 		break;
 	}
 out:

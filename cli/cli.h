@@ -187,6 +187,10 @@ char *cli_secret_line(const char *flag, const char *file, char **cause);
 struct session_record;
 struct vsock_target;
 int cli_session_record(const char *name, struct session_record *);
+int cli_wake(struct session_record *);
+typedef int (*cli_each_fn)(const char *home, const char *name,
+    struct cJSON *result, const char **note, void *arg, char **cause);
+int cli_each_name(struct args *, const char *verb, cli_each_fn, void *arg);
 int cli_running_session(
     const char *name, struct session_record *, struct vsock_target *);
 struct cJSON *cli_agent(const struct vsock_target *, struct cJSON *req,
@@ -252,6 +256,8 @@ extern const struct cmd_entry cmd_cp_entry;
 extern const struct cmd_entry cmd_tui_entry;
 extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_start_entry;
+extern const struct cmd_entry cmd_pause_entry;
+extern const struct cmd_entry cmd_resume_entry;
 extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_console_entry;

@@ -170,6 +170,10 @@ cmd_logs_exec(struct args *a)
 	}
 	if (cli_session_record(a->argv[0], &r) != 0)
 		return EXIT_VMUX;
+	if (follow && cli_wake(&r) != 0) { /* a live view resumes it */
+		record_free(&r);
+		return EXIT_VMUX;
+	}
 	fd = open(r.console_log, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT && !follow) { /* never booted: no output */

@@ -78,6 +78,12 @@ ls_info(const struct session_record *r, const char *state)
 	}
 	if (strcmp(state, "running") == 0 && r->no_agent)
 		return xstrdup("no agent (--no-agent): vmux console");
+	if (strcmp(state, "paused") == 0) {
+		when = time_rfc3339((double)r->paused);
+		xasprintf(&s, "since %s", when != NULL ? when : "");
+		free(when);
+		return s;
+	}
 	if (strcmp(state, "crashed") != 0)
 		return NULL;
 	if (session_exit_get(r, &x) != 0)
@@ -119,6 +125,12 @@ ls_stop_json(cJSON *o, const struct session_record *r, const char *state)
 	struct session_exit x;
 	char *t;
 
+	if (strcmp(state, "paused") == 0 && r->paused > 0) {
+		t = time_rfc3339((double)r->paused);
+		if (t != NULL)
+			cJSON_AddStringToObject(o, "paused", t);
+		free(t);
+	}
 	if (r->stop_reason != NULL && strcmp(state, "stopped") == 0) {
 		cJSON_AddStringToObject(o, "stopped_by", r->stop_reason);
 		t = time_rfc3339((double)r->stopped);
@@ -307,8 +319,11 @@ ls_table(const struct session_entry *v, size_t n, int labels)
 		state = session_state(r);
 		info = ls_info(r, state);
 		snprintf(mem, sizeof mem, "%dM", r->memory_mb);
-		snprintf(pids, sizeof pids, "%ld/%ld", (long)r->qemu_pid,
-		    (long)r->bridge_pid);
+		if (strcmp(state, "paused") == 0) /* none: its state is files */
+			snprintf(pids, sizeof pids, "-");
+		else
+			snprintf(pids, sizeof pids, "%ld/%ld",
+			    (long)r->qemu_pid, (long)r->bridge_pid);
 		if (r->workspace != NULL && stat(r->workspace, &st) == 0)
 			snprintf(disk, sizeof disk, "%lldM",
 			    (long long)(st.st_size >> 20));

@@ -39,6 +39,9 @@ static const struct cmd_opt cmd_start_opts[] = {
         "with --gdb: the CPU waits for gdb's continue (returns at once)"},
     {"no-agent", 0, NULL, 0,
         "do not wait for the guest agent this boot (use vmux console)"},
+    {"cold", 0, NULL, 0,
+        "a paused session: forget its saved state and boot its workspace "
+        "(without it, start resumes it)"},
     SELECT_OPT,
     {NULL, 0, NULL, 0, NULL},
 };
@@ -48,7 +51,8 @@ const struct cmd_entry cmd_start_entry = {
     .pre = "NAME",
     .summary = "Boot a stopped or crashed session again: same name, "
                "resources and workspace. Returns once the agent answers; a "
-               "failed boot leaves the session stopped.",
+               "failed boot leaves the session stopped. A paused session "
+               "is resumed (--cold: booted afresh).",
     .flags = CMD_NAME_ONE | CMD_FANOUT | CMD_BOOTS,
     .opts = cmd_start_opts,
     .min_args = 1,
@@ -161,6 +165,7 @@ cmd_start_exec(struct args *a)
 	o.gdb = args_has(a, "gdb");
 	o.paused = args_has(a, "paused");
 	o.no_agent = args_has(a, "no-agent");
+	o.cold = args_has(a, "cold");
 	o.notice = cli_notice;
 	o.interrupted = &start_interrupted;
 	cli_trap_interrupts(start_signal);

@@ -38,68 +38,40 @@ const struct cmd_entry cmd_stop_entry = {
     .exec = cmd_stop_exec,
 };
 
+/* Stop one session (arg: the guest's time to power off, ms). */
+static int
+stop_one(const char *home, const char *name, cJSON *o, const char **note,
+    void *arg, char **cause)
+{
+	int got =
+	    session_halt(home, name, "user", *(int *)arg, cli_notice, cause);
+
+	if (got < 0)
+		return -1;
+	*note = got == 1 ? " (forced)" : "";
+	cJSON_AddBoolToObject(o, "forced", got == 1);
+	return 0;
+}
+
 /* Stop each named session; EXIT_VMUX if any failed. */
 static int
 cmd_stop_exec(struct args *a)
 {
 	const char *t = args_get(a, "timeout");
-	cJSON *arr = cJSON_CreateArray(), *o;
-	char *home, *cause = NULL;
+	char *cause = NULL;
 	long long secs = 0;
-	int i, rc = 0, got;
+	int i, ms, rc;
 
 	if (t != NULL &&
-	    option_number("--timeout", t, 1, 3600, &secs, &cause) != 0) {
-		rc = cli_usage_error(a->entry, "%s", cause);
-		goto out;
-	}
-	for (i = 0; i < a->argc; i++) {
-		if (session_name_valid(a->argv[i], &cause) != 0) {
-			rc = cli_usage_error(a->entry, "%s", cause);
-			goto out;
-		}
-	}
-	if ((home = cli_home()) == NULL) {
-		rc = EXIT_VMUX;
-		goto out;
-	}
-	for (i = 0; i < a->argc; i++) {
-		char *msg;
-
-		got = session_halt(home, a->argv[i], "user", (int)secs * 1000,
-		    cli_notice, &cause);
-		o = cJSON_CreateObject();
-		if (got < 0) {
-			msg = cli_item_error(a->argc > 1, "%s", cause);
-			free(cause);
-			cause = NULL;
-			rc = EXIT_VMUX;
-			if (a->argc > 1) { /* each name gets its result */
-				cJSON_AddStringToObject(o, "name", a->argv[i]);
-				cJSON_AddStringToObject(o, "error", msg);
-				cJSON_AddItemToArray(arr, o);
-			} else
-				cJSON_Delete(o);
-			free(msg);
-			continue;
-		}
-		if (a->argc > 1 || a->selected) {
-			cJSON_AddStringToObject(o, "name", a->argv[i]);
-			if (!cli_json()) /* say each, as docker stop */
-				printf("stopped %s%s\n", a->argv[i],
-				    got == 1 ? " (forced)" : "");
-		}
-		cJSON_AddStringToObject(o, "stopped", a->argv[i]);
-		cJSON_AddBoolToObject(o, "forced", got == 1);
-		cJSON_AddItemToArray(arr, o);
-	}
-	free(home);
-	if (a->argc == 1 && cJSON_GetArraySize(arr) == 1)
-		cli_result(cJSON_DetachItemFromArray(arr, 0));
-	else if (cJSON_GetArraySize(arr) > 0)
-		cli_result(cJSON_Duplicate(arr, 1));
-out:
+	    option_number("--timeout", t, 1, 3600, &secs, &cause) != 0)
+		goto usage;
+	for (i = 0; i < a->argc; i++)
+		if (session_name_valid(a->argv[i], &cause) != 0)
+			goto usage;
+	ms = (int)secs * 1000;
+	return cli_each_name(a, "stopped", stop_one, &ms);
+usage:
+	rc = cli_usage_error(a->entry, "%s", cause);
 	free(cause);
-	cJSON_Delete(arr);
 	return rc;
 }

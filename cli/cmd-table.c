@@ -30,6 +30,8 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_stop_entry,
     &cmd_start_entry,
     &cmd_restart_entry,
+    &cmd_pause_entry,
+    &cmd_resume_entry,
     &cmd_logs_entry,
     &cmd_console_entry,
     &cmd_gdb_entry,

@@ -287,9 +287,31 @@ cli_session_record(const char *name, struct session_record *r)
 }
 
 /*
- * Load session name and check that it runs; fills r (caller frees with
- * record_free) and t (which points into r). 0, or EXIT_VMUX after saying
- * why; a bad name is reported as a usage error (EXIT_USAGE).
+ * Resume r if it is paused (r is reloaded): a command that needs the guest
+ * wakes it. 0, or EXIT_VMUX after saying why.
+ */
+int
+cli_wake(struct session_record *r)
+{
+	char *home, *cause = NULL;
+	int rc = 0;
+
+	if ((home = cli_home()) == NULL)
+		return EXIT_VMUX;
+	if (session_wake(home, r, cli_json() ? NULL : cli_notice, &cause) !=
+	    0) {
+		cli_error("%s", cause);
+		free(cause);
+		rc = EXIT_VMUX;
+	}
+	free(home);
+	return rc;
+}
+
+/*
+ * Load session name and check that it runs (a paused one is resumed); fills r
+ * (caller frees with record_free) and t (which points into r). 0, or EXIT_VMUX
+ * after saying why; a bad name is reported as a usage error (EXIT_USAGE).
  */
 int
 cli_running_session(
@@ -312,6 +334,10 @@ cli_running_session(
 	}
 	if (cli_session_record(name, r) != 0)
 		return EXIT_VMUX;
+	if (cli_wake(r) != 0) {
+		record_free(r);
+		return EXIT_VMUX;
+	}
 	state = session_state(r);
 	if (strcmp(state, "running") != 0) {
 		cli_error("session '%s' is %s", r->name, state);
@@ -449,4 +475,59 @@ cli_json_print(FILE *f, const cJSON *o, int pretty)
 	fprintf(f, "%s\n", safe);
 	free(safe);
 	cJSON_free(text);
+}
+
+/*
+ * Run fn on each session a names (stop, pause, resume): fn does one, and
+ * may add fields to its JSON result and a note to its line (" (forced)").
+ * With several names (or a glob or -l) each gets a line, "VERB NAME", and
+ * a result, failures too; one name's result is printed alone. 0, or
+ * EXIT_VMUX if any failed.
+ */
+int
+cli_each_name(struct args *a, const char *verb, cli_each_fn fn, void *arg)
+{
+	cJSON *arr = cJSON_CreateArray(), *o;
+	char *home, *cause = NULL, *msg;
+	const char *note;
+	int i, rc = 0, several = a->argc > 1 || a->selected;
+
+	if ((home = cli_home()) == NULL) {
+		cJSON_Delete(arr);
+		return EXIT_VMUX;
+	}
+	for (i = 0; i < a->argc; i++) {
+		o = cJSON_CreateObject();
+		note = "";
+		if (fn(home, a->argv[i], o, &note, arg, &cause) != 0) {
+			msg = cli_item_error(a->argc > 1, "%s", cause);
+			free(cause);
+			cause = NULL;
+			rc = EXIT_VMUX;
+			if (a->argc > 1) { /* each name gets its result */
+				cJSON_Delete(o);
+				o = cJSON_CreateObject();
+				cJSON_AddStringToObject(o, "name", a->argv[i]);
+				cJSON_AddStringToObject(o, "error", msg);
+				cJSON_AddItemToArray(arr, o);
+			} else
+				cJSON_Delete(o);
+			free(msg);
+			continue;
+		}
+		if (several) {
+			cJSON_AddStringToObject(o, "name", a->argv[i]);
+			if (!cli_json()) /* say each, as docker stop */
+				printf("%s %s%s\n", verb, a->argv[i], note);
+		}
+		cJSON_AddStringToObject(o, verb, a->argv[i]);
+		cJSON_AddItemToArray(arr, o);
+	}
+	free(home);
+	if (a->argc == 1 && cJSON_GetArraySize(arr) == 1)
+		cli_result(cJSON_DetachItemFromArray(arr, 0));
+	else if (cJSON_GetArraySize(arr) > 0)
+		cli_result(cJSON_Duplicate(arr, 1));
+	cJSON_Delete(arr);
+	return rc;
 }

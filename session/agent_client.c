@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -300,6 +301,32 @@ cJSON *
 agent_req_ping(void)
 {
 	return agent_req("ping");
+}
+
+/*
+ * resumed: the guest was restored from a saved state; set its clock to the
+ * host's, reseed its RNG, and for a fork give it hostname and machine_id
+ * (NULL: unchanged).
+ */
+cJSON *
+agent_req_resumed(const char *hostname, const char *machine_id)
+{
+	cJSON *req = agent_req("resumed");
+	unsigned char seed[32];
+	char hex[65];
+
+	cJSON_AddNumberToObject(req, "time", wall_time());
+	if (getentropy(seed, sizeof seed) == 0) {
+		for (size_t i = 0; i < sizeof seed; i++)
+			snprintf(hex + 2 * i, 3, "%02x", seed[i]);
+		cJSON_AddStringToObject(req, "seed", hex);
+		explicit_bzero(seed, sizeof seed);
+	}
+	if (hostname != NULL)
+		cJSON_AddStringToObject(req, "hostname", hostname);
+	if (machine_id != NULL)
+		cJSON_AddStringToObject(req, "machine_id", machine_id);
+	return req;
 }
 
 /* list_shells: every shell, running or ended. */

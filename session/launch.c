@@ -648,14 +648,25 @@ watch_tick(void *arg, pid_t qemu)
 }
 
 /*
- * QEMU ended: its RAM file goes with it, and a bridge the watcher
- * restarted, which may never have seen QEMU (a first one ends by itself).
+ * QEMU ended: its RAM file goes with it (unless it was paused), and a bridge
+ * the watcher restarted, which may never have seen QEMU (a first one ends by
+ * itself).
  */
 static void
 watch_ended(void *arg)
 {
+	struct session_record r;
+	char *why = NULL;
+	int paused = 0;
+
 	(void)arg;
-	if (watch.ram_file[0] != '\0')
+	/* vmux pause said so before it ended QEMU */
+	if (record_load(watch.home, watch.name, &r, &why) == 0) {
+		paused = r.status == SESSION_PAUSED;
+		record_free(&r);
+	}
+	free(why);
+	if (watch.ram_file[0] != '\0' && !paused)
 		unlink(watch.ram_file);
 	if (watch.bridge_restart && watch.bridge_pid > 0 &&
 	    proc_matches(watch.bridge_pid, watch.uds))
@@ -754,10 +765,13 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	cfg.vhost_user = r->vsock_kernel ? NULL : r->vhost_user;
 	cfg.vsock_reconnect = session_qemu_is_own(r->qemu_bin);
 	cfg.tb_mb = (int)r->sopt[SOPT_TB_SIZE]; /* 0: qemu.c's default */
-	if (r->ram_file != NULL) {
+	if (r->ram_file != NULL && o->incoming != NULL)
+		cfg.ram_file = r->ram_file; /* the paused memory (pause.c) */
+	else if (r->ram_file != NULL) {
 		unlink(r->ram_file); /* never an earlier boot's memory */
 		cfg.ram_file = launch_ram_fits(o, r) ? r->ram_file : NULL;
 	}
+	cfg.incoming = o->incoming != NULL;
 	cfg.console_log = r->console_log;
 	serial = console_serial_path(r);
 	cfg.serial_sock = serial;
@@ -981,6 +995,11 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 	r->qemu_pid = pid;
 	if (record_save(r, cause) != 0)
 		return BOOT_FAILED;
+	if (o->incoming != NULL &&
+	    state_restore(r, o->incoming, deadline, cause) != 0) {
+		add_tail(cause, SESSION_QEMU_LOG, r->qemu_log);
+		return BOOT_FAILED;
+	}
 	/* nothing will answer (or not before gdb continues): QEMU up is
 	 * ready */
 	if (r->no_agent || o->paused)
@@ -989,7 +1008,7 @@ launch_boot(const struct launch_opts *o, struct session_record *r,
 }
 
 /* Stop the processes of a failed attempt so the next one starts clean. */
-static void
+void
 launch_reset(struct session_record *r)
 {
 	char *needle = session_qemu_needle(r);
@@ -1127,7 +1146,7 @@ launch_recorder(struct session_record *r)
  * the agent, fall back from KVM to TCG once, and save the record as ready.
  * On failure the processes are left for the caller to clean up.
  */
-static int
+int
 launch_run(const struct launch_opts *o, struct session_record *r, char **cause)
 {
 	enum boot_result res;
@@ -1333,9 +1352,10 @@ file_exists(const char *path)
 
 /*
  * Boot a stopped (or crashed) session again: same name, CID, resources and
- * workspace; programs and guest image found afresh when the recorded ones
- * are gone (vmux was moved or upgraded). Holds the session's lock. On
- * failure what was started is stopped and the session is left stopped.
+ * workspace (a paused one is resumed, unless o->cold); programs and guest image
+ * found afresh when the recorded ones are gone (vmux was moved or upgraded).
+ * Holds the session's lock. On failure what was started is stopped and the
+ * session is left stopped.
  */
 int
 session_start(
@@ -1348,25 +1368,22 @@ session_start(
 
 	memset(out, 0, sizeof *out);
 	memset(&fresh, 0, sizeof fresh);
-	if (session_name_valid(o->name, cause) != 0)
-		return -1;
-	if (record_load(o->home, o->name, &r, cause) != 0)
-		return -1;
-	lock = session_lock_one(
-	    r.dir, "vmux start", o->lock_wait_ms, o->notice, cause);
-	record_free(&r);
+	lock = session_lock_record(o->home, o->name, "vmux start",
+	    o->lock_wait_ms, o->notice, &r, cause);
 	if (lock < 0)
 		return -1;
-	/* Read again: whoever held the lock may have changed it. */
-	if (record_load(o->home, o->name, &r, cause) != 0) {
-		session_unlock(lock);
-		return -1;
-	}
 	if (session_qemu_alive(&r)) {
 		xasprintf(cause, "session '%s' is already %s", r.name,
 		    session_state(&r));
 		goto out;
 	}
+	if (r.status == SESSION_PAUSED && !o->cold) { /* its state, resumed */
+		record_free(&r);
+		session_unlock(lock);
+		return session_resume(o, out, cause);
+	}
+	if (r.status == SESSION_PAUSED)
+		state_discard(&r);   /* --cold: the workspace alone */
 	if (r.rescue_disk != NULL) { /* its vmux rescue was killed */
 		xasprintf(cause,
 		    "'%s' was a vmux rescue of %s and is not started again: "

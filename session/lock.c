@@ -99,3 +99,30 @@ session_unlock(int fd)
 	}
 	close(fd);
 }
+
+/*
+ * Lock session name for what (as session_lock_one) and load its record as
+ * it is under the lock: read again, since whoever held the lock may have
+ * changed it. The lock's fd with *r filled (the caller frees it), or -1
+ * with cause.
+ */
+int
+session_lock_record(const char *home, const char *name, const char *what,
+    int wait_ms, void (*notice)(const char *), struct session_record *r,
+    char **cause)
+{
+	int lock;
+
+	if (session_name_valid(name, cause) != 0 ||
+	    record_load(home, name, r, cause) != 0)
+		return -1;
+	lock = session_lock_one(r->dir, what, wait_ms, notice, cause);
+	record_free(r);
+	if (lock < 0)
+		return -1;
+	if (record_load(home, name, r, cause) != 0) {
+		session_unlock(lock);
+		return -1;
+	}
+	return lock;
+}

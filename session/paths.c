@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "common/common.h"
@@ -193,17 +194,45 @@ session_sock_dir(const char *dir, char **cause)
 }
 
 /*
- * Where the guest RAM of the session in dir lives: a file on a tmpfs,
- * /dev/shm/vmux-UID/HASH.ram (else under $XDG_RUNTIME_DIR), so that
- * QEMU's saved state need not hold it and nothing is written back to a
- * disk. NULL when there is no private tmpfs directory to use: the RAM is
- * then a memfd. Free it.
+ * Is the folder dir on a network or user-space file system (NFS, SMB,
+ * FUSE, 9p, a cluster's), where a guest's RAM file would be slow to map and
+ * write back? Unknown counts as local.
+ */
+static int
+dir_is_remote(const char *dir)
+{
+	static const unsigned long remote[] = {0x6969 /* NFS */,
+	    0x517b /* SMB */, 0xff534d42 /* CIFS */, 0xfe534d42 /* SMB2 */,
+	    0x65735546 /* FUSE */, 0x01021997 /* 9p */, 0x00c36400 /* Ceph */,
+	    0x47504653 /* GPFS */, 0x0bd00bd0 /* Lustre */};
+	struct statfs fs;
+
+	if (statfs(dir, &fs) != 0)
+		return 0;
+	for (size_t i = 0; i < nitems(remote); i++)
+		if ((unsigned long)fs.f_type == remote[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * Where the guest RAM of the session in dir lives, so that QEMU's saved
+ * state need not hold it (pause.c): dir/SESSION_RAM_SAVED, a sparse file
+ * beside the workspace that a pause only syncs and a resume maps again.
+ * On a network file system instead a file on a tmpfs, /dev/shm/vmux-UID/
+ * HASH.ram (else under $XDG_RUNTIME_DIR), which a pause copies into dir.
+ * NULL when neither can be used: the RAM is then a memfd. Free it.
  */
 char *
 session_ram_path(const char *dir)
 {
 	const char *rt = getenv("XDG_RUNTIME_DIR");
 	char *parent[2] = {NULL, NULL}, *out = NULL, *why;
+
+	if (!dir_is_remote(dir)) {
+		xasprintf(&out, "%s/%s", dir, SESSION_RAM_SAVED);
+		return out;
+	}
 
 	xasprintf(&parent[0], "/dev/shm/vmux-%u", (unsigned)getuid());
 	if (rt != NULL && rt[0] == '/')

@@ -257,6 +257,10 @@ qemu_argv(const struct qemu_config *cfg)
 		args_add(&a, "unix:%s,server=on,wait=off", e);
 		free(e);
 	}
+	if (cfg->incoming) { /* the state comes over QMP (pause.c) */
+		args_add(&a, "-incoming");
+		args_add(&a, "defer");
+	}
 
 	if (cfg->workspace != NULL) {
 		e = qemu_escape(cfg->workspace);

@@ -39,6 +39,7 @@ struct qemu_config {
 	                         memfd */
 	int vsock_reconnect;  /* vmux's QEMU: a new bridge may take over */
 	int tb_mb;            /* TCG's translation cache (MiB); 0: 32 */
+	int incoming;         /* wait for a saved state (migrate-incoming) */
 };
 
 /* qemu.c */

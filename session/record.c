@@ -128,6 +128,9 @@ record_free(struct session_record *r)
 	free(r->root_image);
 	free(r->image_ref);
 	free(r->image_digest);
+	free(r->state_key);
+	free(r->state_sum);
+	free(r->parent);
 	strv_free(r->allow_hosts, r->nallow_hosts);
 	strv_free(r->labels, r->nlabels);
 	strv_free(r->publish, r->npublish);
@@ -185,6 +188,9 @@ static const struct record_str {
     {"image", NULL, RS(image_ref), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
     {"image_digest", NULL, RS(image_digest), 0,
         RECORD_VIEW_FILE | RECORD_VIEW_LS},
+    {"state_key", NULL, RS(state_key), 0, RECORD_VIEW_FILE},
+    {"state_sum", NULL, RS(state_sum), 0, RECORD_VIEW_FILE},
+    {"parent", NULL, RS(parent), 0, RECORD_VIEW_FILE | RECORD_VIEW_LS},
 };
 
 /* A record_strs row's field in r. */
@@ -285,6 +291,7 @@ static const char *const status_names[] = {
     [SESSION_READY] = "running",
     [SESSION_STOPPING] = "stopping",
     [SESSION_STOPPED] = "stopped",
+    [SESSION_PAUSED] = "paused",
 };
 
 /* A record as JSON (the file format; `vmux ls --json` uses its own). */
@@ -316,6 +323,8 @@ record_to_json(const struct session_record *r)
 	cJSON_AddBoolToObject(o, "workspace_owned", r->workspace_owned);
 	cJSON_AddNumberToObject(o, "started_unix", (double)r->started);
 	cJSON_AddNumberToObject(o, "stopped_unix", (double)r->stopped);
+	if (r->paused > 0)
+		cJSON_AddNumberToObject(o, "paused_unix", (double)r->paused);
 	add_strv(o, "allow_hosts", r->allow_hosts, r->nallow_hosts);
 	add_strv(o, "publish", r->publish, r->npublish);
 	add_strv(o, "labels", r->labels, r->nlabels);
@@ -451,6 +460,7 @@ record_from_json(const cJSON *o, struct session_record *r, char **cause)
 	r->status = (int)i;
 	if (get_opt_int(o, "started_unix", 0, 1e15, &r->started, cause) != 0 ||
 	    get_opt_int(o, "stopped_unix", 0, 1e15, &r->stopped, cause) != 0 ||
+	    get_opt_int(o, "paused_unix", 0, 1e15, &r->paused, cause) != 0 ||
 	    get_strv(o, "allow_hosts", &r->allow_hosts, &r->nallow_hosts,
 	        cause) != 0 ||
 	    get_strv(o, "publish", &r->publish, &r->npublish, cause) != 0 ||

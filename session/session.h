@@ -52,6 +52,8 @@
 #define SESSION_EXIT         "qemu.exit"     /* how QEMU last ended (reaper) */
 #define SESSION_BRIDGE_EXIT  "bridge.exit"   /* how the bridge last ended */
 #define SESSION_LOCK         "lock"          /* per-session flock */
+#define SESSION_STATE        "state.vmstate" /* a paused session's devices */
+#define SESSION_RAM_SAVED    "memory.ram"    /* ... and its RAM (sparse) */
 
 /* Workspace sizes (MiB): the default, and the bounds --disk accepts. */
 #define WORKSPACE_DEFAULT_MB 4096
@@ -212,6 +214,7 @@ enum session_status {
 	SESSION_READY,    /* booted; the agent answered a ping */
 	SESSION_STOPPING, /* vmux stop (or a timer) is powering it off */
 	SESSION_STOPPED,  /* powered off on purpose; the workspace stays */
+	SESSION_PAUSED,   /* its state is in files (pause.c); no process */
 };
 
 /* A host folder shared into the guest (mounts.c). */
@@ -283,6 +286,10 @@ struct session_record {
 	int64_t ttl_s;     /* stop this long after boot; 0: never */
 	int64_t idle_s;    /* stop after this long idle; 0: never */
 	char *hostname;    /* the guest's host name; NULL: the name */
+	int64_t paused;    /* when it was paused (seconds since the epoch) */
+	char *state_key;   /* what the paused state needs (pause.c) */
+	char *state_sum;   /* and what its files hold: their check */
+	char *parent;      /* vmux fork: the session it was copied from */
 	SOPT_VALUES;       /* the rows kept by the table alone */
 };
 
@@ -350,6 +357,9 @@ int session_list_all(
 int session_lock_one(const char *dir, const char *what, int wait_ms,
     void (*notice)(const char *), char **cause);
 void session_unlock(int fd);
+int session_lock_record(const char *home, const char *name, const char *what,
+    int wait_ms, void (*notice)(const char *), struct session_record *,
+    char **cause);
 
 /* labels.c: labels (KEY=VALUE) and selectors (kubectl's -l syntax) */
 #define LABEL_PART_MAX 63 /* characters in a key, and in a value */
@@ -538,6 +548,8 @@ struct launch_opts {
 	int paused;            /* --paused: the CPU waits for gdb (with gdb) */
 	const char *rescue_disk; /* vmux rescue: attach this, no workspace */
 	int rescue_rw;
+	const char *incoming; /* restore this saved state (pause.c) */
+	int cold; /* start: boot a paused session, forgetting its state */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };
@@ -547,6 +559,33 @@ int session_launch(
 int session_start(
     const struct launch_opts *, struct session_record *out, char **cause);
 int session_env_custom(void);
+int launch_run(
+    const struct launch_opts *, struct session_record *, char **cause);
+void launch_reset(struct session_record *);
+
+/* state.c: a paused session's files (pause.c writes and loads them) */
+char *state_path(const struct session_record *, const char *name);
+char *state_key(const struct session_record *);
+char *state_sum_of(const char *state, off_t ram_size);
+int state_check(const struct session_record *, char **cause);
+void state_discard(struct session_record *);
+char *session_why_no_pause(const struct session_record *);
+int file_copy_sparse(
+    const char *src, const char *dst, int sync, off_t *size, char **cause);
+void dir_sync(const char *dir);
+int ram_sync(const char *path, off_t *size, char **cause);
+void ram_drop_cache(const char *path);
+int ram_fits(const char *path, int mb);
+
+/* pause.c: a session's state in files: pause, resume, fork */
+int state_restore(const struct session_record *, const char *state,
+    uint64_t deadline, char **cause);
+int session_pause(const char *home, const char *name,
+    void (*notice)(const char *), char **cause);
+int session_resume(
+    const struct launch_opts *, struct session_record *out, char **cause);
+int session_wake(const char *home, struct session_record *,
+    void (*notice)(const char *), char **cause);
 
 /* stop.c */
 char *session_qemu_needle(const struct session_record *);
@@ -558,8 +597,25 @@ int session_remove_at(const char *home, const char *dir, const char *name,
     int force, int keep_workspace, char **kept, char **cause);
 int session_remove(const char *home, const char *name, int force,
     int keep_workspace, char **kept, char **cause);
+int session_stop_procs(const struct session_record *);
 int session_halt(const char *home, const char *name, const char *reason,
     int power_ms, void (*notice)(const char *), char **cause);
+
+/* qmp.c: QEMU's monitor, over the session's qmp.sock */
+struct qmp {
+	int fd;
+	char *buf; /* received, [0, len) not yet a line */
+	size_t len, cap;
+	char *line; /* the last line read */
+};
+int qmp_open(struct qmp *, const char *path, uint64_t deadline, char **cause);
+cJSON *qmp_call(
+    struct qmp *, const char *cmd, int fd, uint64_t deadline, char **cause);
+int qmp_run(struct qmp *, const char *cmd, uint64_t deadline, char **cause);
+char *qmp_query_status(
+    struct qmp *, const char *query, uint64_t deadline, char **cause);
+void qmp_close(struct qmp *);
+int qmp_quit(const char *path, uint64_t deadline, char **cause);
 
 /* transport.c */
 struct host;
@@ -640,6 +696,7 @@ cJSON *agent_exchange(int fd, const cJSON *req, uint64_t deadline, char **raw,
     size_t *raw_len, char **cause);
 cJSON *agent_req_ping(void);
 cJSON *agent_req_list_shells(void);
+cJSON *agent_req_resumed(const char *hostname, const char *machine_id);
 cJSON *agent_req_shutdown(void);
 cJSON *agent_req_open_shell(const char *id, int cols, int rows);
 cJSON *agent_req_close_shell(const char *id);

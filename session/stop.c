@@ -72,7 +72,8 @@ session_bridge_alive(const struct session_record *r)
 
 /*
  * The session's state, from the record and /proc: "starting", "running",
- * "stopping" while QEMU lives; "stopped" once it ended because vmux (or a
+ * "stopping" (or "pausing") while QEMU lives; "paused" once vmux pause
+ * ended it with its state in files; "stopped" once it ended because vmux (or a
  * timer) stopped it; "crashed" when it ended by itself (or was killed) while
  * it should have been running.
  */
@@ -85,10 +86,14 @@ session_state(const struct session_record *r)
 			return "starting";
 		case SESSION_READY:
 			return "running";
+		case SESSION_PAUSED: /* its state is saved: QEMU is ending */
+			return "pausing";
 		default:
 			return "stopping";
 		}
 	}
+	if (r->status == SESSION_PAUSED)
+		return "paused";
 	return r->status == SESSION_STOPPED || r->status == SESSION_STOPPING
 	    ? "stopped"
 	    : "crashed";
@@ -104,61 +109,6 @@ session_exit_get(const struct session_record *r, struct session_exit *e)
 	xasprintf(&path, "%s/%s", r->dir, SESSION_EXIT);
 	rc = proc_exit_read(path, e);
 	free(path);
-	return rc;
-}
-
-/* Read one QMP line (discarded); 0 or -1 at EOF, error or deadline. */
-static int
-qmp_line(int fd, uint64_t deadline)
-{
-	char c;
-
-	for (;;) {
-		ssize_t n;
-
-		if (wait_fd(fd, POLLIN, deadline) <= 0)
-			return -1;
-		n = recv(fd, &c, 1, MSG_DONTWAIT);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return -1;
-		if (c == '\n')
-			return 0;
-	}
-}
-
-/* Ask QEMU to quit over QMP; 0 once "quit" was sent. */
-static int
-qmp_quit(const char *path, uint64_t deadline, char **cause)
-{
-	static const char caps[] = "{\"execute\":\"qmp_capabilities\"}\n";
-	static const char quit[] = "{\"execute\":\"quit\"}\n";
-	struct sockaddr_un sun;
-	int fd, rc = -1;
-
-	memset(&sun, 0, sizeof sun);
-	sun.sun_family = AF_UNIX;
-	if (path == NULL || strlen(path) >= sizeof sun.sun_path) {
-		xasprintf(cause, "no usable QMP socket");
-		return -1;
-	}
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof sun) != 0) {
-		xasprintf(cause, "QMP %s: %s", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	if (qmp_line(fd, deadline) == 0 && /* greeting */
-	    send_all_deadline(fd, caps, sizeof caps - 1, deadline) == 0 &&
-	    qmp_line(fd, deadline) == 0 &&
-	    send_all_deadline(fd, quit, sizeof quit - 1, deadline) == 0)
-		rc = 0;
-	else
-		xasprintf(cause, "QMP %s: no answer", path);
-	close(fd);
 	return rc;
 }
 
@@ -319,6 +269,17 @@ session_stop(const struct session_record *r, int force, int power_ms)
 }
 
 /*
+ * End r's QEMU (over QMP, then signals) and every helper, as a forced stop
+ * does; vmux pause's end, once the state is saved. 0, or -1 if something
+ * survived SIGKILL.
+ */
+int
+session_stop_procs(const struct session_record *r)
+{
+	return session_stop(r, 1, 0) < 0 ? -1 : 0;
+}
+
+/*
  * vmux stop: power session name off and keep everything else (record,
  * workspace, logs). reason says who asked ("user", "ttl", "idle-timeout"),
  * power_ms how long the guest gets (0: default). Holds the session's lock.
@@ -332,21 +293,27 @@ session_halt(const char *home, const char *name, const char *reason,
 	struct session_record r;
 	int lock, rc;
 
-	if (session_name_valid(name, cause) != 0 ||
-	    record_load(home, name, &r, cause) != 0)
-		return -1;
-	lock = session_lock_one(r.dir, "vmux stop", 120000, notice, cause);
-	record_free(&r);
+	lock = session_lock_record(
+	    home, name, "vmux stop", 120000, notice, &r, cause);
 	if (lock < 0)
 		return -1;
-	if (record_load(home, name, &r, cause) != 0) {
-		session_unlock(lock);
-		return -1;
-	}
 	if (!session_qemu_alive(&r) && r.status == SESSION_STOPPED) {
 		record_free(&r);
 		session_unlock(lock);
 		return 0; /* already stopped: nothing to do */
+	}
+	if (!session_qemu_alive(&r) && r.status == SESSION_PAUSED) {
+		/* its processes are gone: stopping forgets their state */
+		char *msg;
+
+		xasprintf(&msg,
+		    "'%s' was paused: its saved processes, shells and memory "
+		    "are discarded; the workspace stays",
+		    name);
+		if (notice != NULL)
+			notice(msg);
+		free(msg);
+		state_discard(&r);
 	}
 	r.status = SESSION_STOPPING;
 	if (record_save(&r, cause) != 0)

@@ -89,6 +89,12 @@ work_target(struct work *w, struct session_record *r, struct vsock_target *t)
 	}
 	if (record_load(w->home, name, r, &w->cause) != 0)
 		return -1;
+	/* selecting or attaching a paused session resumes it (a pool
+	 * thread: the TUI goes on meanwhile) */
+	if (session_wake(w->home, r, NULL, &w->cause) != 0) {
+		record_free(r);
+		return -1;
+	}
 	if (!session_qemu_alive(r)) {
 		xasprintf(&w->cause, "session %s is not running", w->session);
 		record_free(r);

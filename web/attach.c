@@ -92,6 +92,11 @@ attach_run(struct web_attach *j)
 		refuse(j, WEB_CLOSE_NOSUCH, cause);
 		return;
 	}
+	if (session_wake(j->home, &r, NULL, &cause) != 0) {
+		record_free(&r);
+		refuse(j, WEB_CLOSE_DOWN, cause);
+		return;
+	}
 	if (strcmp(session_state(&r), "running") != 0) {
 		xasprintf(
 		    &cause, "session %s is %s", j->session, session_state(&r));
