@@ -258,6 +258,7 @@ extern const struct cmd_entry cmd_stop_entry;
 extern const struct cmd_entry cmd_start_entry;
 extern const struct cmd_entry cmd_pause_entry;
 extern const struct cmd_entry cmd_resume_entry;
+extern const struct cmd_entry cmd_fork_entry;
 extern const struct cmd_entry cmd_restart_entry;
 extern const struct cmd_entry cmd_logs_entry;
 extern const struct cmd_entry cmd_console_entry;

@@ -6,7 +6,7 @@ CLI_SRCS := cli/vmux.c cli/cmd.c cli/cmd-table.c cli/args.c cli/cmd-new.c \
             cli/cmd-kill.c cli/cmd-close.c cli/cmd-cp.c cli/shell-loop.c \
             cli/term.c cli/detach.c cli/cp.c cli/cp-args.c cli/cp-place.c \
             cli/progress.c cli/output.c cli/exec-stream.c cli/cmd-tui.c \
-            cli/cmd-stop.c cli/cmd-start.c cli/cmd-pause.c cli/cmd-logs.c cli/cmd-console.c cli/cmd-gdb.c cli/cmd-rescue.c cli/cmd-grant.c cli/grant-logins.c cli/cmd-record.c cli/cmd-run.c \
+            cli/cmd-stop.c cli/cmd-start.c cli/cmd-pause.c cli/cmd-fork.c cli/cmd-logs.c cli/cmd-console.c cli/cmd-gdb.c cli/cmd-rescue.c cli/cmd-grant.c cli/grant-logins.c cli/cmd-record.c cli/cmd-run.c \
             cli/cmd-status.c cli/cmd-images.c cli/cmd-host.c cli/remote.c \
             cli/pool.c cli/cmd-pool.c cli/cmd-keys.c \
             cli/cmd-capture.c cli/cmd-open.c cli/cmd-resize.c \

@@ -32,6 +32,7 @@ const struct cmd_entry *cmd_table[] = {
     &cmd_restart_entry,
     &cmd_pause_entry,
     &cmd_resume_entry,
+    &cmd_fork_entry,
     &cmd_logs_entry,
     &cmd_console_entry,
     &cmd_gdb_entry,

@@ -34,9 +34,10 @@
 /* How long a KVM boot may take before we fall back to TCG. */
 #define KVM_READY_MS 20000
 /* One ping attempt: connect (with retries) and reply. */
-#define PING_CONNECT_MS 3000
-#define PING_REPLY_MS   5000
-#define PING_RETRY_MS   20
+#define PING_CONNECT_MS  3000
+#define PING_RESTORED_MS 200
+#define PING_REPLY_MS    5000
+#define PING_RETRY_MS    20
 /* Lines of console/QEMU log shown when a boot fails. */
 #define TAIL_LINES 15
 
@@ -102,7 +103,7 @@ launch_paths(struct session_record *r, char **cause)
  * Claim the state directory and a CID, and write the first record, all
  * under the home lock. On failure nothing is left (the dir is removed).
  */
-static int
+int
 launch_claim(
     const struct launch_opts *o, struct session_record *r, char **cause)
 {
@@ -885,7 +886,7 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 	session_target(r, &t);
 	for (;;) {
 		char *why = NULL;
-		uint64_t now = mono_ms(), cd, rd;
+		uint64_t now = mono_ms(), cd, rd, connect_ms;
 
 		if (o->interrupted != NULL && *o->interrupted) {
 			xasprintf(
@@ -906,8 +907,12 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		}
 		if (now >= deadline)
 			break;
-		cd = now + PING_CONNECT_MS < deadline ? now + PING_CONNECT_MS
-		                                      : deadline;
+		/* a restored guest answers at once, or not over this
+		 * connection: a fork's guest drops what came to its old CID
+		 * until it has taken the transport reset */
+		connect_ms =
+		    o->incoming != NULL ? PING_RESTORED_MS : PING_CONNECT_MS;
+		cd = now + connect_ms < deadline ? now + connect_ms : deadline;
 		rd = now + PING_REPLY_MS < deadline ? now + PING_REPLY_MS
 		                                    : deadline;
 		reply = agent_call(&t, req, cd, rd, NULL, NULL, &why);

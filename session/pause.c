@@ -39,7 +39,7 @@
  * Have QEMU write its device state to the file open as fd (RAM stays in
  * the shared RAM file). The guest must be stopped. 0, or -1 with cause.
  */
-static int
+int
 state_save(struct qmp *q, int fd, char **cause)
 {
 	uint64_t deadline = mono_ms() + PAUSE_SAVE_MS;
@@ -383,7 +383,8 @@ session_resume(
 	}
 	/* the guest's clock is the pause's, its RNG the state's */
 	now = mono_ms();
-	req = agent_req_resumed(NULL, NULL);
+	req = agent_req_resumed(
+	    r.hostname != NULL ? r.hostname : r.name, o->machine_id);
 	if (!r.no_agent) {
 		struct vsock_target t;
 		char *w = NULL;

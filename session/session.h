@@ -550,6 +550,7 @@ struct launch_opts {
 	int rescue_rw;
 	const char *incoming; /* restore this saved state (pause.c) */
 	int cold; /* start: boot a paused session, forgetting its state */
+	const char *machine_id;       /* resume: a fork's new one (32 hex) */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };
@@ -559,6 +560,8 @@ int session_launch(
 int session_start(
     const struct launch_opts *, struct session_record *out, char **cause);
 int session_env_custom(void);
+int launch_claim(
+    const struct launch_opts *, struct session_record *, char **cause);
 int launch_run(
     const struct launch_opts *, struct session_record *, char **cause);
 void launch_reset(struct session_record *);
@@ -577,7 +580,9 @@ int ram_sync(const char *path, off_t *size, char **cause);
 void ram_drop_cache(const char *path);
 int ram_fits(const char *path, int mb);
 
-/* pause.c: a session's state in files: pause, resume, fork */
+/* pause.c: a session's state in files: pause, resume */
+struct qmp;
+int state_save(struct qmp *, int fd, char **cause);
 int state_restore(const struct session_record *, const char *state,
     uint64_t deadline, char **cause);
 int session_pause(const char *home, const char *name,
@@ -586,6 +591,22 @@ int session_resume(
     const struct launch_opts *, struct session_record *out, char **cause);
 int session_wake(const char *home, struct session_record *,
     void (*notice)(const char *), char **cause);
+
+/* fork.c: running copies of a session */
+struct fork_result {
+	struct fork_child {
+		char *name;        /* the caller's */
+		int made;          /* its record and files were made */
+		int ok;            /* ... and it runs */
+		uint64_t ready_ms; /* from its resume to its agent's answer */
+		char *error;       /* why not, or NULL */
+	} * child;
+	size_t n;
+	uint64_t frozen_ms; /* how long the parent was stopped */
+};
+int session_fork(const char *home, const char *parent, struct fork_result *,
+    void (*notice)(const char *), char **cause);
+void fork_result_free(struct fork_result *);
 
 /* stop.c */
 char *session_qemu_needle(const struct session_record *);
