@@ -403,8 +403,9 @@ static struct launch_watch {
 	uint64_t burst_start[2]; /* bridge, console: restarts lately */
 	int burst[2];
 	unsigned ticks;
-	char ram_file[4096]; /* "" for a memfd */
-	uint64_t boot_ms;    /* mono_ms() when QEMU started */
+	char ram_file[4096];   /* "" for a memfd */
+	char state_file[4096]; /* a saved state (pause.c): keeps ram_file */
+	uint64_t boot_ms;      /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
 	int done; /* stopped it (or gave up): stop watching */
 	char cause[PROC_CAUSE_MAX];
@@ -649,25 +650,17 @@ watch_tick(void *arg, pid_t qemu)
 }
 
 /*
- * QEMU ended: its RAM file goes with it (unless it was paused), and a bridge
- * the watcher restarted, which may never have seen QEMU (a first one ends by
- * itself).
+ * QEMU ended: its RAM file goes with it (unless a saved state needs it), and a
+ * bridge the watcher restarted, which may never have seen QEMU (a first one
+ * ends by itself).
  */
 static void
 watch_ended(void *arg)
 {
-	struct session_record r;
-	char *why = NULL;
-	int paused = 0;
-
 	(void)arg;
-	/* vmux pause said so before it ended QEMU */
-	if (record_load(watch.home, watch.name, &r, &why) == 0) {
-		paused = r.status == SESSION_PAUSED;
-		record_free(&r);
-	}
-	free(why);
-	if (watch.ram_file[0] != '\0' && !paused)
+	/* a saved state holds it: vmux pause wrote one before it ended
+	 * QEMU, or a resume that failed keeps its own */
+	if (watch.ram_file[0] != '\0' && access(watch.state_file, F_OK) != 0)
 		unlink(watch.ram_file);
 	if (watch.bridge_restart && watch.bridge_pid > 0 &&
 	    proc_matches(watch.bridge_pid, watch.uds))
@@ -825,6 +818,8 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	if (r->ram_file != NULL)
 		snprintf(
 		    watch.ram_file, sizeof watch.ram_file, "%s", r->ram_file);
+	snprintf(watch.state_file, sizeof watch.state_file, "%s/%s", r->dir,
+	    SESSION_STATE);
 	if (r->console_pid > 0 && r->console_sock != NULL) {
 		watch.console_pid = r->console_pid;
 		snprintf(watch.console_sock, sizeof watch.console_sock, "%s",

@@ -102,18 +102,21 @@ state_restore(const struct session_record *r, const char *path,
 	char *s = NULL;
 	int fd, rc = -1;
 
-	/* QEMU makes its QMP socket once its devices are */
-	while (stat(r->qmp, &st) != 0) {
+	/* QEMU makes its QMP socket once its devices are, and listens on it
+	 * a moment after */
+	while (stat(r->qmp, &st) != 0 ||
+	    qmp_open(&q, r->qmp, deadline, cause) != 0) {
 		if (!session_qemu_alive(r) || mono_ms() >= deadline) {
+			free(*cause);
 			xasprintf(cause, "QEMU of '%s' %s", r->name,
 			    session_qemu_alive(r) ? "was not up in time"
 			                          : "exited");
 			return -1;
 		}
+		free(*cause);
+		*cause = NULL;
 		usleep(PAUSE_POLL_US);
 	}
-	if (qmp_open(&q, r->qmp, deadline, cause) != 0)
-		return -1;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		goto out;
