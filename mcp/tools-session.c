@@ -360,7 +360,7 @@ t_session_status(struct mcp_call *c, const cJSON *args, char **cause)
 	return mcp_call_run(c, argv, NULL, 0, finish_status, cause);
 }
 
-/* session_stop, _start, _remove: vmux VERB NAME --json. */
+/* session_stop, _start, _remove, _pause, _resume: vmux VERB NAME --json. */
 static int
 session_verb(
     struct mcp_call *c, const cJSON *args, const char *verb, char **cause)
@@ -393,6 +393,57 @@ int
 t_session_remove(struct mcp_call *c, const cJSON *args, char **cause)
 {
 	return session_verb(c, args, "rm", cause);
+}
+
+int
+t_session_pause(struct mcp_call *c, const cJSON *args, char **cause)
+{
+	return session_verb(c, args, "pause", cause);
+}
+
+int
+t_session_resume(struct mcp_call *c, const cJSON *args, char **cause)
+{
+	return session_verb(c, args, "resume", cause);
+}
+
+/*
+ * session_fork: vmux fork SESSION NAME --json. The copy is a new session
+ * of this server's (it keeps the parent's labels, vmux.mcp among them), so
+ * the server's limits on sessions and memory hold for it.
+ */
+int
+t_session_fork(struct mcp_call *c, const cJSON *args, char **cause)
+{
+	struct mcp_policy *p = mcp_call_policy(c);
+	struct session_record r;
+	const char *parent, *name;
+	char gen[32];
+	struct argv_b a = {0};
+	int rc;
+
+	if (arg_session(c, args, &parent, cause) != 0 ||
+	    arg_str(args, "name", 0, &name, cause) != 0)
+		return -1;
+	if (name == NULL) {
+		snprintf(gen, sizeof gen, "agent-%08x",
+		    (unsigned)(hash_fnv1a(parent) ^ (uint64_t)wall_time() ^
+		        (uint64_t)getpid() ^ mono_ms()));
+		name = gen;
+	}
+	if (session_name_valid(name, cause) != 0 ||
+	    record_load(p->home, parent, &r, cause) != 0)
+		return -1;
+	rc = policy_may_create(p, r.memory_mb, cause);
+	record_free(&r);
+	if (rc != 0)
+		return -1;
+	av_add(&a, "vmux");
+	av_add(&a, "fork");
+	av_add(&a, parent);
+	av_add(&a, name);
+	av_add(&a, "--json");
+	return tool_run(c, &a, NULL, 0, finish_object, cause);
 }
 
 /* ---- logs, check ---- */

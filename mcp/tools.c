@@ -86,6 +86,24 @@ const struct mcp_tool mcp_tools[] = {
     {"session_remove", "Remove a session",
         "Stop a session and delete it with its workspace.",
         SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_remove, 0},
+    {"session_pause", "Pause a session",
+        "Save a session whole (memory, processes, shells) to files and end "
+        "its processes; any later call on it resumes it where it was. "
+        "Refused for a session with a host folder. TCP connections end.",
+        SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_pause, 0},
+    {"session_resume", "Resume a session",
+        "Bring a paused session back with its processes and shells "
+        "(other calls do this by themselves).",
+        SCHEMA(S_SESSION, "\"session\""), OPEN_OBJECT, 0, t_session_resume, 0},
+    {"session_fork", "Fork a session",
+        "Make a running copy of a session with its memory, processes, "
+        "shells and workspace, to try another approach from the same "
+        "state; the two then go apart. The copy has its own name (name, "
+        "or agent-XXXXXXXX), host name and machine-id.",
+        SCHEMA(S_SESSION ",\"name\":{\"type\":\"string\",\"description\":"
+                         "\"the copy's name\"}",
+            "\"session\""),
+        OPEN_OBJECT, 0, t_session_fork, 0},
     {"exec", "Run a command",
         "Run a command in a session and return its exit code, stdout, "
         "stderr and duration. command is a shell line (run by /bin/sh -c) "

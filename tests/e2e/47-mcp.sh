@@ -97,6 +97,7 @@ t_takeover() {
 }
 
 t_stop_start() { mcp stopstart m1; }
+t_pause_fork() { mcp pausefork m1; }
 
 t_limits() {
 	VMUX_MCP_ARGS="--max-sessions 1 --no-net --profile offline_readonly" mcp limit &&
@@ -133,6 +134,7 @@ check "bad arguments are the tool's errors, one sentence each" t_badargs
 check "a person takes the agent's shell in the TUI: writes refused, then back" t_takeover
 check "escapes, invalid UTF-8 and floods reach the client as valid JSON" t_hostile
 check "stop and start keep the workspace; the console log" t_stop_start
+check "session_pause keeps memory, a call resumes, session_fork goes apart" t_pause_fork
 check "the server's limits: profile, sessions and network" t_limits
 check "every call is a line in the call log" t_call_log
 check "session_remove" t_remove

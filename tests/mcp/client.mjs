@@ -88,7 +88,8 @@ const scenarios = {
     for (const want of ["session_create", "session_list", "session_status", "session_stop",
       "session_start", "session_remove", "exec", "shell_open", "shell_write", "shell_read",
       "shell_signal", "shell_resize", "shell_close", "shell_list", "file_read",
-      "file_write", "file_list", "copy_in", "copy_out", "logs", "check"])
+      "file_write", "file_list", "copy_in", "copy_out", "logs", "check",
+      "session_pause", "session_resume", "session_fork"])
       assert(names.includes(want), `no tool ${want}`);
     for (const t of tools) {
       assert(t.inputSchema.type === "object", `${t.name}: inputSchema`);
@@ -333,6 +334,28 @@ const scenarios = {
     assert(r.content === "kept\n", r.content);
     const logs = await ok(client, "logs", { session: s, lines: 50 });
     assert(/vmux-init/.test(logs.text), "console log");
+  },
+
+  // pause keeps memory; any call resumes; a fork tries another way
+  async pausefork(client, s) {
+    await ok(client, "exec", { session: s, command: "echo in-memory >/tmp/state; echo disk >/workspace/who" });
+    await ok(client, "session_pause", { session: s });
+    const st = await ok(client, "session_status", { session: s });
+    assert(st.state === "paused", st.state);
+    const r = await ok(client, "exec", { session: s, command: "cat /tmp/state" });
+    assert(r.stdout === "in-memory\n", JSON.stringify(r));
+    const f = await ok(client, "session_fork", { session: s, name: `${s}-try` });
+    assert(f.children[0].name === `${s}-try` && f.children[0].ready_ms >= 0, JSON.stringify(f));
+    await ok(client, "exec", { session: `${s}-try`, command: "echo other >/workspace/who" });
+    const mine = await ok(client, "exec", { session: s, command: "cat /tmp/state /workspace/who" });
+    assert(mine.stdout === "in-memory\ndisk\n", mine.stdout);
+    const theirs = await ok(client, "exec", { session: `${s}-try`, command: "cat /tmp/state /workspace/who" });
+    assert(theirs.stdout === "in-memory\nother\n", theirs.stdout);
+    const { sessions } = await ok(client, "session_list", {});
+    assert(sessions.some((x) => x.name === `${s}-try`), "the fork is not this server's");
+    await ok(client, "session_pause", { session: s });
+    await ok(client, "session_resume", { session: s });
+    await ok(client, "session_remove", { session: `${s}-try` });
   },
 
   async limit(client) {
