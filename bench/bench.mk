@@ -23,6 +23,7 @@ bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP) $(GUEST_DEBIAN)
 	@BUILD=$(BUILD) bench/images
 	@BUILD=$(BUILD) bench/class
 	@BUILD=$(BUILD) bench/qemu
+	@BUILD=$(BUILD) bench/pause
 	@BUILD=$(BUILD) bench/remote
 	@BUILD=$(BUILD) bench/mcp
 	@BUILD=$(BUILD) bench/web
@@ -51,6 +52,11 @@ bench-images: all
 bench-qemu: all $(BENCH_TOOLS)
 	@BUILD=$(BUILD) bench/qemu
 .PHONY: bench-qemu
+
+# A session is a file alone: pause, resume (warm and cold), fork.
+bench-pause: all
+	@BUILD=$(BUILD) bench/pause
+.PHONY: bench-pause
 
 # The teaching room alone: 30 sessions booted, fanned out to, left idle.
 bench-class: all
