@@ -260,7 +260,7 @@ void budget_release(size_t);
 int agent_peer_allowed(const struct sockaddr *, socklen_t);
 
 /* ping.c */
-cJSON *ping_info(int, int);
+cJSON *ping_info(int shells, int execs, int attached);
 void activity_touch(void);
 
 /* The event loop's state (loop.c, shell.c, attach.c, actions.c). */

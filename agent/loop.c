@@ -169,6 +169,25 @@ conn_reply_code(
 	conn_reply(a, c, obj);
 }
 
+/*
+ * Clients attached to shells to use them, all told (ping's "attached"):
+ * one that only watches (a teacher's wall) does not keep a session from
+ * sleeping.
+ */
+static int
+attached(const struct agent *a)
+{
+	int n = 0;
+
+	for (const struct shell *s = a->shells; s != NULL; s = s->next) {
+		if (s->dead)
+			continue;
+		for (const struct conn *c = s->clients; c != NULL; c = c->snext)
+			n += !c->watching;
+	}
+	return n;
+}
+
 /* Act on one parsed request line (the line is already drained from in). */
 static void
 conn_request(struct agent *a, struct conn *c, struct agent_request *req)
@@ -203,7 +222,8 @@ conn_request(struct agent *a, struct conn *c, struct agent_request *req)
 		conn_kill(a, c);
 		return;
 	case ACTION_PING:
-		conn_reply(a, c, ping_info(a->nshells, exec_serve_active()));
+		conn_reply(a, c,
+		    ping_info(a->nshells, exec_serve_active(), attached(a)));
 		break;
 	case ACTION_RESUMED:
 		conn_reply(a, c, resumed_apply(req));

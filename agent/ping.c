@@ -57,9 +57,9 @@ idle_seconds(void)
 	return (double)(mono_ms() - last_activity) / 1000;
 }
 
-/* The ping reply; the caller deletes it. */
+/* The ping reply (attached: clients on shells); the caller deletes it. */
 cJSON *
-ping_info(int shells, int execs)
+ping_info(int shells, int execs, int attached)
 {
 	static const char *actions[] = {"exec", "exec_stream", "ping",
 	    "shutdown", "open_shell", "read_shell", "write_shell",
@@ -94,6 +94,7 @@ ping_info(int shells, int execs)
 	cJSON_AddNumberToObject(obj, "idle_seconds", idle_seconds());
 	cJSON_AddNumberToObject(obj, "shells", shells);
 	cJSON_AddNumberToObject(obj, "execs", execs);
+	cJSON_AddNumberToObject(obj, "attached", attached);
 	cJSON_AddItemToObject(obj, "actions",
 	    cJSON_CreateStringArray(actions, (int)nitems(actions)));
 	return obj;

@@ -407,13 +407,17 @@ static struct launch_watch {
 	char state_file[4096]; /* a saved state (pause.c): keeps ram_file */
 	uint64_t boot_ms;      /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
-	int done; /* stopped it (or gave up): stop watching */
+	int64_t idle_pause_s; /* pause it after this long idle; 0: never */
+	int done;             /* stopped it (or gave up): stop watching */
 	char cause[PROC_CAUSE_MAX];
 } watch;
 
-/* Ask the agent how long the user has been idle; -1 if unknown. */
+/*
+ * Ask the agent how long the user has been idle; -1 if unknown. *busy (may
+ * be NULL) says whether a client is attached to a shell or a command runs.
+ */
 static double
-watch_idle_seconds(void)
+watch_idle_seconds(int *busy)
 {
 	cJSON *req = agent_req_ping(), *reply, *v;
 	uint64_t now = mono_ms();
@@ -427,6 +431,13 @@ watch_idle_seconds(void)
 	v = cJSON_GetObjectItemCaseSensitive(reply, "idle_seconds");
 	if (cJSON_IsNumber(v))
 		idle = v->valuedouble;
+	if (busy != NULL) {
+		cJSON *at = cJSON_GetObjectItemCaseSensitive(reply, "attached");
+		cJSON *ex = cJSON_GetObjectItemCaseSensitive(reply, "execs");
+		/* an agent too old to say counts as busy: never paused */
+		*busy = !cJSON_IsNumber(at) || at->valuedouble > 0 ||
+		    (cJSON_IsNumber(ex) && ex->valuedouble > 0);
+	}
 	cJSON_Delete(reply);
 	return idle;
 }
@@ -584,7 +595,7 @@ watch_tick(void *arg, pid_t qemu)
 	char *why = NULL;
 	double idle;
 	siginfo_t si;
-	int rc;
+	int rc, busy = 1;
 
 	(void)arg;
 	/* the reapers of restarted helpers are our children: reap those
@@ -639,8 +650,22 @@ watch_tick(void *arg, pid_t qemu)
 		reason = "ttl";
 	else if (watch.idle_s > 0 &&
 	    mono_ms() - watch.boot_ms >= (uint64_t)watch.idle_s * 1000 &&
-	    (idle = watch_idle_seconds()) >= (double)watch.idle_s)
+	    (idle = watch_idle_seconds(NULL)) >= (double)watch.idle_s)
 		reason = "idle-timeout";
+	else if (watch.idle_pause_s > 0 &&
+	    mono_ms() - watch.boot_ms >= (uint64_t)watch.idle_pause_s * 1000 &&
+	    (idle = watch_idle_seconds(&busy)) >= (double)watch.idle_pause_s &&
+	    !busy) {
+		/* idle-pause: asleep until something touches it; a pause
+		 * refused (a host folder) is not tried again this boot */
+		watch.idle_pause_s = 0;
+		if (session_pause(watch.home, watch.name, NULL, &why) != 0) {
+			log_debug("idle-pause %s: %s", watch.name, why);
+			free(why);
+		} else
+			watch.done = 1;
+		return NULL;
+	}
 	if (reason == NULL)
 		return NULL;
 	watch.done = 1;
@@ -839,6 +864,13 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 		snprintf(
 		    watch.logs[2], sizeof watch.logs[2], "%s", r->bridge_log);
 	watch.log_max = st.console_max > 0 ? st.console_max : LOGCAP_DEFAULT;
+	/* the session's own, else the config's for every session: paused
+	 * only where it can be (no host folder, vmux's QEMU) */
+	watch.idle_pause_s = r->sopt[SOPT_IDLE_PAUSE] > 0
+	    ? r->sopt[SOPT_IDLE_PAUSE]
+	    : st.idle_pause_s;
+	if (watch.idle_pause_s > 0 && r->nmounts > 0)
+		watch.idle_pause_s = 0;
 	settings_free(&st);
 	watch.boot_ms = mono_ms();
 	watch.ttl_s = r->ttl_s;

@@ -111,6 +111,13 @@ const struct session_option session_options[] = {
         SOPT_SIZE, 4, 1024, "MiB", "tb_size_mb", NULL,
         IN(session_record, sopt[SOPT_TB_SIZE]), IN(profile, sopt[SOPT_TB_SIZE]),
         NOWHERE, SOPT_NEW | SOPT_PROFILE | SOPT_LS, NULL, NULL},
+    [SOPT_IDLE_PAUSE] = {"idle-pause", "DURATION",
+        "pause the session once nobody used it this long and no client is "
+        "attached (any touch resumes it; vmux's config may set it for all)",
+        SOPT_DURATION, 1, 365LL * 86400, "s", "idle_pause_s", NULL,
+        IN(session_record, sopt[SOPT_IDLE_PAUSE]),
+        IN(profile, sopt[SOPT_IDLE_PAUSE]), NOWHERE,
+        SOPT_NEW | SOPT_PROFILE | SOPT_LS | SOPT_MCP, NULL, NULL},
 };
 
 /* The row whose flag (or profile key) is name, or NULL. */

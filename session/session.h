@@ -92,6 +92,7 @@ enum session_option_id {
 	SOPT_HOSTNAME,
 	SOPT_NOFILE,
 	SOPT_TB_SIZE,
+	SOPT_IDLE_PAUSE,
 	SOPT_N
 };
 enum session_option_type {
@@ -297,10 +298,11 @@ struct session_record {
 struct settings {
 	char **roots; /* allowed-mount-root, resolved */
 	size_t nroots;
-	char *profile;       /* default profile, or NULL */
-	int64_t console_max; /* console-log-max in bytes, or 0: default */
-	int64_t image_max;   /* image-max in bytes, or 0: default */
-	int pool_size;       /* pool SIZE [profile P] [image I]: warm VMs */
+	char *profile;        /* default profile, or NULL */
+	int64_t console_max;  /* console-log-max in bytes, or 0: default */
+	int64_t image_max;    /* image-max in bytes, or 0: default */
+	int64_t idle_pause_s; /* idle-pause: every session's, or 0: never */
+	int pool_size;        /* pool SIZE [profile P] [image I]: warm VMs */
 	char *pool_profile, *pool_image; /* NULL: new's defaults */
 	struct settings_host {
 		char *name, *url; /* host NAME URL (host.c) */

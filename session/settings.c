@@ -17,6 +17,9 @@
  *   pool SIZE [profile P] [image I]
  *                            keep SIZE VMs booted for vmux new to claim
  *                            (cli/pool.c; 0 to 64)
+ *   idle-pause DURATION      pause a session nobody used this long (one
+ *                            whose profile or --idle-pause says
+ *                            otherwise keeps its own)
  * The TUI's settings live apart, in vmux.conf. A bad line is an error
  * naming the file and the line, and the command stops: a typo in a
  * security setting must not pass silently.
@@ -194,6 +197,11 @@ settings_read(struct settings *s, int hosts_only, char **cause)
 			        LOGCAP_MAX, &v, &why) != 0)
 				goto fail;
 			s->console_max = v;
+		} else if (strcmp(key, "idle-pause") == 0) {
+			long long v;
+			if (option_duration("idle-pause", val, &v, &why) != 0)
+				goto fail;
+			s->idle_pause_s = v;
 		} else if (strcmp(key, "image-max") == 0) {
 			long long v;
 			if (option_size_bytes("size", val, 1LL << 20, 1LL << 42,

@@ -120,6 +120,12 @@ session_detail(const struct session_record *r, const char *state)
 
 	if (strcmp(state, "stopped") == 0)
 		return xstrdup(r->stop_reason != NULL ? r->stop_reason : "");
+	if (strcmp(state, "paused") == 0) { /* asleep: any touch wakes it */
+		char *when = time_rfc3339((double)r->paused);
+		xasprintf(&s, "since %s", when != NULL ? when + 11 : "?");
+		free(when);
+		return s;
+	}
 	if (strcmp(state, "crashed") == 0) {
 		if (session_exit_get(r, &x) != 0)
 			return xstrdup("QEMU gone");

@@ -236,6 +236,19 @@ tui_select(struct tui *t, const char *session, const char *shell)
 	}
 	set_str(&t->cur_session, sess);
 	set_str(&t->cur_shell, sh);
+	if (changed && s != NULL && strcmp(s->state, "paused") == 0 &&
+	    !t->opts.read_only) {
+		/* selecting a paused session wakes it (vmux resume, a job:
+		 * its shells show once the model has them) */
+		char *line;
+		const char *name;
+
+		if (hosts_target(t, s->name, &name) == NULL) {
+			xasprintf(&line, "resume %s", s->name);
+			cmd_run(t, line);
+			free(line);
+		}
+	}
 	if (t->mode == MODE_GRID)
 		goto out; /* tiles show it; a full pane would resize the PTY */
 	if (sess != NULL && sh != NULL &&

@@ -92,6 +92,14 @@ attach_run(struct web_attach *j)
 		refuse(j, WEB_CLOSE_NOSUCH, cause);
 		return;
 	}
+	/* a page that only watches (the wall's tiles) lets a paused session
+	 * sleep; one that may type wakes it */
+	if (j->watch && strcmp(session_state(&r), "paused") == 0) {
+		xasprintf(&cause, "session %s is paused", j->session);
+		record_free(&r);
+		refuse(j, WEB_CLOSE_DOWN, cause);
+		return;
+	}
 	if (session_wake(j->home, &r, NULL, &cause) != 0) {
 		record_free(&r);
 		refuse(j, WEB_CLOSE_DOWN, cause);
