@@ -476,7 +476,7 @@ parse_resumed(const cJSON *obj, struct agent_request *r, char **cause)
 	    (*r->hostname == '\0' || strlen(r->hostname) > 64 ||
 	        strspn(r->hostname,
 	            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	            "0123456789-.") != strlen(r->hostname))) {
+	            "0123456789-._") != strlen(r->hostname))) {
 		xasprintf(cause, "\"hostname\" must be a host name");
 		return -1;
 	}

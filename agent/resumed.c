@@ -69,8 +69,13 @@ machine_id_set(const char *id)
 {
 	char line[40];
 
+	int rc;
+
 	snprintf(line, sizeof line, "%s\n", id);
-	return file_replace("/etc/machine-id", line, strlen(line), 0444);
+	rc = file_replace("/etc/machine-id", line, strlen(line), 0444);
+	if (rc < 0)
+		errno = -rc; /* file_replace says -errno */
+	return rc < 0 ? -1 : 0;
 }
 
 /* Note a failed part in the reply. */

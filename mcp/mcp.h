@@ -102,6 +102,8 @@ struct mcp_pending {
 #define MCP_LABEL_KEYS   "mcp.*"
 #define MCP_MAX_SESSIONS 8
 #define MCP_NAME_DEFAULT "agent"
+struct session_record;
+int policy_owns(const struct mcp_policy *, const struct session_record *);
 int policy_session_visible(
     const struct mcp_policy *, const char *name, char **cause);
 int policy_may_create(

@@ -22,7 +22,7 @@
 #include "mcp.h"
 
 /* Is session rec this server's? */
-static int
+int
 policy_owns(const struct mcp_policy *p, const struct session_record *rec)
 {
 	const char *v = label_get(rec->labels, rec->nlabels, MCP_LABEL_KEY);

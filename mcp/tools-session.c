@@ -434,7 +434,19 @@ t_session_fork(struct mcp_call *c, const cJSON *args, char **cause)
 	if (session_name_valid(name, cause) != 0 ||
 	    record_load(p->home, parent, &r, cause) != 0)
 		return -1;
-	rc = policy_may_create(p, r.memory_mb, cause);
+	/* the copy keeps the parent's labels: only the server's own
+	 * sessions carry its vmux.mcp, and are counted in its limits */
+	if (!policy_owns(p, &r))
+		xasprintf(cause,
+		    "session %s is not this server's: it can be seen, not "
+		    "forked",
+		    parent);
+	else if (p->no_net && r.net)
+		xasprintf(cause,
+		    "session %s has a network, which this server's sessions "
+		    "may not (vmux mcp --no-net)",
+		    parent);
+	rc = *cause != NULL ? -1 : policy_may_create(p, r.memory_mb, cause);
 	record_free(&r);
 	if (rc != 0)
 		return -1;

@@ -139,24 +139,28 @@ child_record(const struct session_record *p, const char *home, const char *name,
 
 /*
  * Copy the stopped parent's files into child c's folder: its device state
- * (written once, into state), RAM (from ram_src) and workspace (from
- * ws_src, or none). 0, or -1 with cause.
+ * (written once, into state), RAM (from ram_src), workspace (from ws_src,
+ * or none) and --image root's layer (root_src, or none). 0, or -1 with
+ * cause.
  */
 static int
 child_files(const struct session_record *c, const char *state,
-    const char *ram_src, const char *ws_src, char **cause)
+    const char *ram_src, const char *ws_src, const char *root_src, char **cause)
 {
 	char *ram = state_path(c, SESSION_RAM_SAVED);
 	char *st = state_path(c, SESSION_STATE);
 	off_t size;
-	int rc = 0;
-
-	if (strcmp(state, st) != 0)
-		rc = file_copy_sparse(state, st, 0, &size, cause);
+	int rc = file_copy_sparse(state, st, 0, &size, cause);
 	if (rc == 0)
 		rc = copy_cow(ram_src, ram, cause);
 	if (rc == 0 && ws_src != NULL)
 		rc = copy_cow(ws_src, c->workspace, cause);
+	if (rc == 0 && root_src != NULL) { /* its --image root's writes */
+		char *to = state_path(c, SESSION_ROOT_OVERLAY);
+
+		rc = copy_cow(root_src, to, cause);
+		free(to);
+	}
 	free(ram);
 	free(st);
 	return rc;
@@ -228,14 +232,24 @@ children_resume(const char *home, struct fork_result *fr)
 	for (size_t i = 0; i < fr->n; i++) {
 		if (!fr->child[i].made)
 			continue;
-		if ((pids[i] = fork()) == 0) {
-			/* one line back: "i ok ms" or "i error text" */
+		if ((pids[i] = fork()) < 0)
+			xasprintf(&fr->child[i].error, "cannot fork: %s",
+			    strerror(errno));
+		else if (pids[i] == 0) {
+			char *e;
+
 			child_resume(home, &fr->child[i]);
-			dprintf(pipes[1], "%zu %d %llu %s\n", i,
+			/* one line: "vmux-fork I OK MS ERROR", the error on
+			 * one line (it may hold log tails) */
+			e = fr->child[i].error != NULL
+			    ? xstrdup(fr->child[i].error)
+			    : xstrdup("");
+			for (char *c = e; *c != '\0'; c++)
+				if (*c == '\n' || *c == '\r')
+					*c = ' ';
+			dprintf(pipes[1], "vmux-fork %zu %d %llu %s\n", i,
 			    fr->child[i].ok,
-			    (unsigned long long)fr->child[i].ready_ms,
-			    fr->child[i].error != NULL ? fr->child[i].error
-			                               : "");
+			    (unsigned long long)fr->child[i].ready_ms, e);
 			_exit(0);
 		}
 	}
@@ -250,9 +264,10 @@ children_resume(const char *home, struct fork_result *fr)
 			int ok, off = 0;
 			unsigned long long ms;
 
-			if (sscanf(line, "%zu %d %llu %n", &i, &ok, &ms, &off) <
-			        3 ||
-			    i >= fr->n)
+			if (sscanf(line, "vmux-fork %zu %d %llu %n", &i, &ok,
+			        &ms, &off) < 3 ||
+			    i >= fr->n || fr->child[i].ok ||
+			    fr->child[i].error != NULL)
 				continue;
 			fr->child[i].ok = ok;
 			fr->child[i].ready_ms = ms;
@@ -288,17 +303,38 @@ static void
 children_make(const char *home, const struct session_record *p, struct qmp *q,
     uint64_t t0, struct fork_result *fr)
 {
-	char *state = NULL,
+	char *state = NULL, *err = NULL,
 	     *ram_src = q != NULL ? xstrdup(p->ram_file)
 	                          : state_path(p, SESSION_RAM_SAVED);
 	char *ws_src = p->workspace != NULL ? xstrdup(p->workspace) : NULL;
+	char *root_src =
+	    p->root_image != NULL ? state_path(p, SESSION_ROOT_OVERLAY) : NULL;
+	int fd, saved = q != NULL;
 
+	if (q != NULL) { /* the running parent's state, once for all */
+		state = state_path(p, SESSION_STATE ".fork");
+		unlink(state);
+		fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0)
+			xasprintf(&err, "%s: %s", state, strerror(errno));
+		if (fd < 0 || state_save(q, fd, &err) != 0) {
+			for (size_t i = 0; i < fr->n; i++)
+				fr->child[i].error = xstrdup(err);
+			free(err);
+			if (fd >= 0)
+				close(fd);
+			goto done;
+		}
+		close(fd);
+	} else /* paused: its own state file */
+		state = state_path(p, SESSION_STATE);
 	for (size_t i = 0; i < fr->n; i++) {
 		struct fork_child *ch = &fr->child[i];
 		struct session_record c;
 		struct launch_opts o;
 		off_t size;
 		char *st, *ram, *sum;
+		int lock;
 
 		memset(&c, 0, sizeof c);
 		memset(&o, 0, sizeof o);
@@ -311,25 +347,14 @@ children_make(const char *home, const struct session_record *p, struct qmp *q,
 			record_free(&c);
 			continue;
 		}
+		/* nobody starts it half-copied */
+		lock =
+		    session_lock_one(c.dir, "vmux fork", 0, NULL, &ch->error);
 		st = state_path(&c, SESSION_STATE);
 		ram = state_path(&c, SESSION_RAM_SAVED);
-		if (state == NULL && q != NULL) { /* the parent's, once */
-			int fd = open(
-			    st, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-
-			if (fd < 0 || state_save(q, fd, &ch->error) != 0) {
-				if (fd < 0)
-					xasprintf(&ch->error, "%s: %s", st,
-					    strerror(errno));
-				else
-					close(fd);
-				goto fail;
-			}
-			close(fd);
-			state = xstrdup(st);
-		} else if (state == NULL) /* paused: its own state file */
-			state = state_path(p, SESSION_STATE);
-		if (child_files(&c, state, ram_src, ws_src, &ch->error) != 0 ||
+		if (lock < 0 ||
+		    child_files(&c, state, ram_src, ws_src, root_src,
+		        &ch->error) != 0 ||
 		    file_size(ram, &size) != 0 ||
 		    (sum = state_sum_of(st, size)) == NULL) {
 			if (ch->error == NULL)
@@ -348,6 +373,7 @@ children_make(const char *home, const struct session_record *p, struct qmp *q,
 		if (record_save(&c, &ch->error) != 0)
 			goto fail;
 		ch->made = 1;
+		session_unlock(lock);
 		if (q != NULL) { /* the parent runs on; copy this child */
 			parent_cont(p, q);
 			fr->frozen_ms = mono_ms() - t0;
@@ -357,6 +383,10 @@ children_make(const char *home, const struct session_record *p, struct qmp *q,
 			free(ws_src);
 			ws_src =
 			    c.workspace != NULL ? xstrdup(c.workspace) : NULL;
+			if (root_src != NULL) {
+				free(root_src);
+				root_src = state_path(&c, SESSION_ROOT_OVERLAY);
+			}
 		}
 		free(st);
 		free(ram);
@@ -366,21 +396,23 @@ children_make(const char *home, const struct session_record *p, struct qmp *q,
 		if (c.sock_dir != NULL)
 			rmtree(c.sock_dir);
 		rmtree(c.dir);
-		if (state != NULL && strcmp(state, st) == 0) {
-			free(state); /* it went with that folder */
-			state = NULL;
-		}
+		if (lock >= 0)
+			session_unlock(lock);
 		free(st);
 		free(ram);
 		record_free(&c);
 	}
+done:
 	if (q != NULL) { /* no child was made */
 		parent_cont(p, q);
 		fr->frozen_ms = mono_ms() - t0;
 	}
+	if (saved)
+		unlink(state);
 	free(state);
 	free(ram_src);
 	free(ws_src);
+	free(root_src);
 }
 
 /*
@@ -396,6 +428,7 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 {
 	struct session_record p;
 	struct qmp q, *qp = NULL;
+	sigset_t held;
 	char *why = NULL;
 	const char *st;
 	uint64_t t0;
@@ -425,15 +458,21 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 		if (qmp_open(&q, p.qmp, mono_ms() + FORK_QMP_MS, cause) != 0)
 			goto out;
 		qp = &q;
+		/* nothing ends this command while the parent is stopped */
+		signals_hold(&held);
 		if (qmp_run(&q, "{\"execute\":\"stop\"}",
 		        mono_ms() + FORK_QMP_MS, cause) != 0) {
+			parent_cont(&p, &q); /* a late answer stopped it too */
 			qmp_close(&q);
+			signals_release(&held);
 			goto out;
 		}
 	}
 	children_make(home, &p, qp, t0, fr);
-	if (qp != NULL)
+	if (qp != NULL) {
 		qmp_close(&q);
+		signals_release(&held);
+	}
 	session_unlock(lock);
 	lock = -1;
 	children_resume(home, fr);

@@ -403,9 +403,8 @@ static struct launch_watch {
 	uint64_t burst_start[2]; /* bridge, console: restarts lately */
 	int burst[2];
 	unsigned ticks;
-	char ram_file[4096];   /* "" for a memfd */
-	char state_file[4096]; /* a saved state (pause.c): keeps ram_file */
-	uint64_t boot_ms;      /* mono_ms() when QEMU started */
+	char ram_file[4096]; /* "" for a memfd */
+	uint64_t boot_ms;    /* mono_ms() when QEMU started */
 	int64_t ttl_s, idle_s;
 	int64_t idle_pause_s; /* pause it after this long idle; 0: never */
 	int done;             /* stopped it (or gave up): stop watching */
@@ -680,12 +679,24 @@ watch_tick(void *arg, pid_t qemu)
  * ends by itself).
  */
 static void
-watch_ended(void *arg)
+watch_ended(void *arg, pid_t qemu)
 {
+	struct session_record r;
+	char *why = NULL;
+	int keep = 0;
+
 	(void)arg;
-	/* a saved state holds it: vmux pause wrote one before it ended
-	 * QEMU, or a resume that failed keeps its own */
-	if (watch.ram_file[0] != '\0' && access(watch.state_file, F_OK) != 0)
+	/* the RAM file stays while a saved state needs it (vmux pause wrote
+	 * one, or a resume that failed before its guest ran keeps its own),
+	 * and once another boot of the session runs on it (a watcher late
+	 * to end must not take a resumed guest's RAM) */
+	if (record_load(watch.home, watch.name, &r, &why) == 0) {
+		keep = r.state_sum != NULL ||
+		    (r.qemu_pid != qemu && r.qemu_pid > 0);
+		record_free(&r);
+	}
+	free(why);
+	if (watch.ram_file[0] != '\0' && !keep)
 		unlink(watch.ram_file);
 	if (watch.bridge_restart && watch.bridge_pid > 0 &&
 	    proc_matches(watch.bridge_pid, watch.uds))
@@ -724,6 +735,48 @@ launch_ram_fits(const struct launch_opts *o, const struct session_record *r)
 	return ok;
 }
 
+/*
+ * A new layer for the guest's writes to its --image root: a qcow2 over the
+ * image in the session's folder (qemu-img, from qemu-utils), which a pause
+ * keeps and a fork copies; an earlier boot's goes. NULL when there is no
+ * qemu-img or it fails: QEMU's own throw-away layer then (snapshot=on),
+ * and the session cannot be paused (session_why_no_pause). Free it.
+ */
+static char *
+launch_overlay_new(const struct session_record *r)
+{
+	char *path, *img = find_in_path("qemu-img"), *why = NULL;
+	char *argv[] = {img, "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+	    r->root_image, NULL, NULL};
+
+	xasprintf(&path, "%s/%s", r->dir, SESSION_ROOT_OVERLAY);
+	unlink(path);
+	argv[9] = path;
+	if (img == NULL || run_quiet(argv, &why) != 0) {
+		log_debug("%s: %s", path, why != NULL ? why : "no qemu-img");
+		free(why);
+		unlink(path);
+		free(path);
+		path = NULL;
+	}
+	free(img);
+	return path;
+}
+
+/* The layer a paused state was saved with, or NULL if it had none. */
+static char *
+launch_overlay_kept(const struct session_record *r)
+{
+	char *path;
+
+	xasprintf(&path, "%s/%s", r->dir, SESSION_ROOT_OVERLAY);
+	if (access(path, R_OK | W_OK) != 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
 /* Start QEMU for r with the given accelerator. */
 static int
 launch_qemu(const struct launch_opts *o, const struct session_record *r,
@@ -734,7 +787,7 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	struct qemu_config cfg;
 	struct settings st;
 	char **argv, *exit_path, *append, *netdev, *limiter = NULL, *serial;
-	char *gdb = NULL;
+	char *gdb = NULL, *root_overlay = NULL;
 	int net_fd = -1;
 
 	if (r->nallow_hosts > 0) { /* see net.c: --fwd-limit */
@@ -788,6 +841,11 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 		cfg.ram_file = r->ram_file; /* the paused memory (pause.c) */
 	else if (r->ram_file != NULL) {
 		unlink(r->ram_file); /* never an earlier boot's memory */
+		/* nor a state a pause left half-written */
+		char *stale;
+		xasprintf(&stale, "%s/%s", r->dir, SESSION_STATE);
+		unlink(stale);
+		free(stale);
 		cfg.ram_file = launch_ram_fits(o, r) ? r->ram_file : NULL;
 	}
 	cfg.incoming = o->incoming != NULL;
@@ -797,6 +855,10 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	cfg.qmp = r->qmp;
 	cfg.workspace = r->workspace;
 	cfg.root_image = r->root_image;
+	if (r->root_image != NULL)
+		cfg.root_overlay = root_overlay = o->incoming != NULL
+		    ? launch_overlay_kept(r)
+		    : launch_overlay_new(r);
 	cfg.rescue_disk = r->rescue_disk;
 	cfg.rescue_rw = r->rescue_rw;
 	netdev = net_netdev(r, limiter);
@@ -843,8 +905,6 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	if (r->ram_file != NULL)
 		snprintf(
 		    watch.ram_file, sizeof watch.ram_file, "%s", r->ram_file);
-	snprintf(watch.state_file, sizeof watch.state_file, "%s/%s", r->dir,
-	    SESSION_STATE);
 	if (r->console_pid > 0 && r->console_sock != NULL) {
 		watch.console_pid = r->console_pid;
 		snprintf(watch.console_sock, sizeof watch.console_sock, "%s",
@@ -888,6 +948,7 @@ launch_qemu(const struct launch_opts *o, const struct session_record *r,
 	free(netdev);
 	free(serial);
 	free(gdb);
+	free(root_overlay);
 	for (size_t i = 0; i < cfg.nfs; i++)
 		free(cfg.fs_socks[i]);
 	free(cfg.fs_socks);
@@ -1409,12 +1470,12 @@ session_start(
 		    session_state(&r));
 		goto out;
 	}
-	if (r.status == SESSION_PAUSED && !o->cold) { /* its state, resumed */
-		record_free(&r);
+	if (strcmp(session_state(&r), "paused") == 0 && !o->cold) {
+		record_free(&r); /* its state, resumed */
 		session_unlock(lock);
 		return session_resume(o, out, cause);
 	}
-	if (r.status == SESSION_PAUSED)
+	if (strcmp(session_state(&r), "paused") == 0)
 		state_discard(&r);   /* --cold: the workspace alone */
 	if (r.rescue_disk != NULL) { /* its vmux rescue was killed */
 		xasprintf(cause,

@@ -19,6 +19,9 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,11 +93,12 @@ state_save(struct qmp *q, int fd, char **cause)
 
 /*
  * Load the saved state at path into r's QEMU, started with -incoming
- * defer (launch.c), and let the guest run. 0, or -1 with cause.
+ * defer (launch.c), and let the guest run: r's record stops naming the
+ * state (state_sum) just before. 0, or -1 with cause.
  */
 int
-state_restore(const struct session_record *r, const char *path,
-    uint64_t deadline, char **cause)
+state_restore(
+    struct session_record *r, const char *path, uint64_t deadline, char **cause)
 {
 	struct qmp q;
 	struct stat st;
@@ -156,17 +160,43 @@ state_restore(const struct session_record *r, const char *path,
 		}
 		usleep(PAUSE_POLL_US);
 	}
-	if (strcmp(s, "paused") != 0 && strcmp(s, "running") != 0) {
+	if (strcmp(s, "paused") != 0) {
 		xasprintf(cause, "QEMU could not load the saved state (%s)", s);
 		goto out;
 	}
-	rc = strcmp(s, "running") == 0
-	    ? 0
-	    : qmp_run(&q, "{\"execute\":\"cont\"}", deadline, cause);
+	/* once the guest runs, the files no longer hold its state: the
+	 * record says so first (a resume that dies from here on cannot be
+	 * taken for a paused session and resumed from stale files) */
+	free(r->state_sum);
+	r->state_sum = NULL;
+	if (record_save(r, cause) != 0)
+		goto out;
+	rc = qmp_run(&q, "{\"execute\":\"cont\"}", deadline, cause);
 out:
 	free(s);
 	qmp_close(&q);
 	return rc;
+}
+
+/* Hold SIGINT, SIGTERM and SIGHUP (they wait until released); *old keeps
+ * the mask to release to. */
+void
+signals_hold(sigset_t *old)
+{
+	sigset_t s;
+
+	sigemptyset(&s);
+	sigaddset(&s, SIGINT);
+	sigaddset(&s, SIGTERM);
+	sigaddset(&s, SIGHUP);
+	sigprocmask(SIG_BLOCK, &s, old);
+}
+
+/* Let the signals signals_hold held arrive. */
+void
+signals_release(const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
 /*
@@ -185,6 +215,7 @@ session_pause(const char *home, const char *name, void (*notice)(const char *),
 	const char *st;
 	off_t ram_size = 0;
 	int lock, fd = -1, rc = -1, stopped = 0;
+	sigset_t held;
 
 	lock = session_lock_record(
 	    home, name, "vmux pause", PAUSE_LOCK_MS, notice, &r, cause);
@@ -218,12 +249,21 @@ session_pause(const char *home, const char *name, void (*notice)(const char *),
 		xasprintf(cause, "%s: %s", state_tmp, strerror(errno));
 		goto undo;
 	}
+	/* from stop on, nothing may end this command before the guest runs
+	 * again or its state is safe (a late answer to stop still stopped
+	 * it: undo continues it all the same) */
+	signals_hold(&held);
+	stopped = 1;
 	if (qmp_run(&q, "{\"execute\":\"stop\"}", mono_ms() + PAUSE_QMP_MS,
 	        cause) != 0)
 		goto undo;
-	stopped = 1;
-	if (state_save(&q, fd, cause) != 0)
+	if (state_save(&q, fd, cause) != 0) {
+		qmp_run(&q, "{\"execute\":\"migrate_cancel\"}",
+		    mono_ms() + PAUSE_QMP_MS, &why);
+		free(why);
+		why = NULL;
 		goto undo;
+	}
 	if (fsync(fd) != 0) {
 		xasprintf(cause, "%s: %s", state_tmp, strerror(errno));
 		goto undo;
@@ -234,9 +274,12 @@ session_pause(const char *home, const char *name, void (*notice)(const char *),
 	 * longer write the RAM: sync it where it is, or copy it from tmpfs */
 	if (strcmp(r.ram_file, ram) == 0 ? ram_sync(ram, &ram_size, cause) != 0
 	                                 : file_copy_sparse(r.ram_file, ram_tmp,
-	                                       1, &ram_size, cause) != 0 ||
-	            rename(ram_tmp, ram) != 0)
+	                                       1, &ram_size, cause) != 0)
 		goto undo;
+	if (strcmp(r.ram_file, ram) != 0 && rename(ram_tmp, ram) != 0) {
+		xasprintf(cause, "%s: %s", ram, strerror(errno));
+		goto undo;
+	}
 	if ((sum = state_sum_of(state_tmp, ram_size)) == NULL) {
 		xasprintf(cause, "%s: cannot read it back", state_tmp);
 		goto undo;
@@ -281,7 +324,7 @@ undo: /* the session runs on as it was */
 	qmp_close(&q);
 	unlink(state_tmp);
 	unlink(ram_tmp);
-	if (r.status == SESSION_READY) { /* the record failed: no state */
+	if (r.status == SESSION_READY) { /* not recorded: no state kept */
 		char *s = state_path(&r, SESSION_STATE);
 		unlink(s);
 		free(s);
@@ -295,6 +338,8 @@ undo: /* the session runs on as it was */
 		free(c);
 	}
 out:
+	if (stopped)
+		signals_release(&held);
 	free(why);
 	free(key);
 	free(sum);
@@ -305,6 +350,51 @@ out:
 	record_free(&r);
 	session_unlock(lock);
 	return rc;
+}
+
+/*
+ * What the guest said to "resumed" (reply, or NULL and why): a part it
+ * could not do is told (notice), as a fork whose RNG or machine-id is its
+ * parent's must not pass unsaid.
+ */
+static void
+resumed_said(const struct session_record *r, const struct launch_opts *o,
+    const cJSON *reply, const char *why)
+{
+	const cJSON *failed = cJSON_GetObjectItemCaseSensitive(reply, "failed");
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(reply, "error");
+	const cJSON *f;
+	char *msg = NULL, *old;
+
+	if (reply == NULL)
+		xasprintf(&msg,
+		    "the guest agent of '%s' did not take the host's "
+		    "clock and random seed: %s",
+		    r->name, why != NULL ? why : "no answer");
+	else if (cJSON_IsString(err))
+		xasprintf(&msg,
+		    "the guest agent of '%s' refused the host's "
+		    "clock and random seed: %s",
+		    r->name, err->valuestring);
+	cJSON_ArrayForEach(f, failed)
+	{
+		if (!cJSON_IsString(f))
+			continue;
+		old = msg;
+		xasprintf(&msg, "%s%sthe guest of '%s' could not set its %s",
+		    old != NULL ? old : "", old != NULL ? "; " : "", r->name,
+		    f->valuestring);
+		free(old);
+	}
+	if (msg == NULL)
+		return;
+	log_debug("resume: %s", msg);
+	if (o->notice != NULL) {
+		char *safe = str_printable(msg, 0);
+		o->notice(safe);
+		free(safe);
+	}
+	free(msg);
 }
 
 /*
@@ -333,12 +423,23 @@ session_resume(
 	    &r, cause);
 	if (lock < 0)
 		return -1;
-	if (session_qemu_alive(&r)) { /* resumed by someone else */
+	if (session_qemu_alive(&r) &&
+	    (r.status == SESSION_PAUSED || r.state_sum != NULL)) {
+		/* a pause that died after its state was safe, or a resume
+		 * that died before its guest ran: end that QEMU, then resume */
+		if (session_stop_procs(&r) != 0) {
+			xasprintf(cause,
+			    "cannot resume '%s': its QEMU (pid %ld) outlived "
+			    "SIGKILL",
+			    r.name, (long)r.qemu_pid);
+			goto out;
+		}
+	} else if (session_qemu_alive(&r)) { /* resumed by someone else */
 		*out = r;
 		session_unlock(lock);
 		return 0;
 	}
-	if (r.status != SESSION_PAUSED) {
+	if (strcmp(session_state(&r), "paused") != 0) {
 		xasprintf(cause, "session '%s' is %s, not paused", r.name,
 		    session_state(&r));
 		goto out;
@@ -352,15 +453,22 @@ session_resume(
 	}
 	free(r.ram_file);
 	r.ram_file = session_ram_path(r.dir);
-	if (r.ram_file == NULL || !ram_fits(r.ram_file, r.memory_mb)) {
+	if (r.ram_file == NULL) {
 		xasprintf(cause,
-		    "cannot resume '%s': no tmpfs with room for its %d MiB of "
-		    "RAM (/dev/shm)",
-		    r.name, r.memory_mb);
+		    "cannot resume '%s': no folder for its RAM (on a network "
+		    "file system, it needs /dev/shm)",
+		    r.name);
+		goto out;
+	}
+	saved = state_path(&r, SESSION_RAM_SAVED);
+	if (strcmp(saved, r.ram_file) != 0 &&
+	    !ram_fits(r.ram_file, r.memory_mb)) {
+		xasprintf(cause,
+		    "cannot resume '%s': %s has no room for its %d MiB of RAM",
+		    r.name, r.ram_file, r.memory_mb);
 		goto out;
 	}
 	state = state_path(&r, SESSION_STATE);
-	saved = state_path(&r, SESSION_RAM_SAVED);
 	if (strcmp(saved, r.ram_file) != 0) { /* to tmpfs (network folder) */
 		unlink(r.ram_file);
 		if (file_copy_sparse(saved, r.ram_file, 0, &size, &why) != 0) {
@@ -372,22 +480,44 @@ session_resume(
 	lo.accel = r.accel; /* the state's: no fall back */
 	r.qemu_pid = r.bridge_pid = r.console_pid = 0;
 	if (launch_run(&lo, &r, &why) != 0) {
+		int spent = r.state_sum == NULL; /* the guest ran from it */
+
 		launch_reset(&r);
 		if (strcmp(saved, r.ram_file) != 0)
 			unlink(r.ram_file);
-		r.status = SESSION_PAUSED;
+		if (spent) {
+			/* its memory moved on from the files: they can never
+			 * be loaded again, and the workspace is what is left */
+			state_discard(&r);
+			r.status = SESSION_STOPPED;
+			r.stopped = (int64_t)time(NULL);
+			free(r.stop_reason);
+			r.stop_reason = xstrdup("resume failed");
+		} else
+			r.status = SESSION_PAUSED;
 		if (record_save(&r, cause) != 0)
 			free(*cause);
-		xasprintf(cause,
-		    "cannot resume '%s': %s\n(its state is kept: vmux start "
-		    "--cold %s boots its workspace instead)",
-		    r.name, why, r.name);
+		if (spent)
+			xasprintf(cause,
+			    "cannot resume '%s': %s\n(the guest had run from "
+			    "its state, which cannot be used again: it is "
+			    "stopped, its workspace intact; vmux start boots "
+			    "it)",
+			    r.name, why);
+		else
+			xasprintf(cause,
+			    "cannot resume '%s': %s\n(its state is kept: vmux "
+			    "start --cold %s boots its workspace instead)",
+			    r.name, why, r.name);
 		goto out;
 	}
 	/* the guest's clock is the pause's, its RNG the state's */
 	now = mono_ms();
-	req = agent_req_resumed(
-	    r.hostname != NULL ? r.hostname : r.name, o->machine_id);
+	/* a fork's guest also gets its own host name and machine-id */
+	req = agent_req_resumed(o->machine_id == NULL ? NULL
+	        : r.hostname != NULL                  ? r.hostname
+	                                              : r.name,
+	    o->machine_id);
 	if (!r.no_agent) {
 		struct vsock_target t;
 		char *w = NULL;
@@ -395,8 +525,7 @@ session_resume(
 		session_target(&r, &t);
 		reply =
 		    agent_call(&t, req, now + 3000, now + 3000, NULL, NULL, &w);
-		if (reply == NULL)
-			log_debug("resume %s: resumed: %s", r.name, w);
+		resumed_said(&r, o, reply, w);
 		free(w);
 		cJSON_Delete(reply);
 	}
@@ -447,5 +576,104 @@ session_wake(const char *home, struct session_record *r,
 		return -1;
 	record_free(r);
 	*r = fresh;
+	return 0;
+}
+
+/*
+ * session_wake for a long-lived, threaded process (the TUI, the web
+ * server): the resume runs as `vmux resume NAME`, a child it waits for, so
+ * the session's watcher is never forked from its threads nor left to it to
+ * reap. r is reloaded. 0, or -1 with cause (the command's last words).
+ */
+int
+session_wake_child(const char *home, struct session_record *r, char **cause)
+{
+	const char *st = session_state(r);
+	char *exe, *env_home, *argv[4], buf[4096];
+	posix_spawn_file_actions_t fa;
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+	int pfd[2], status = -1, rc;
+
+	if (strcmp(st, "paused") != 0 && strcmp(st, "pausing") != 0)
+		return 0;
+	if ((exe = exe_path()) == NULL || pipe2(pfd, O_CLOEXEC) != 0) {
+		xasprintf(cause, "cannot run vmux resume: %s", strerror(errno));
+		free(exe);
+		return -1;
+	}
+	argv[0] = exe;
+	argv[1] = "resume";
+	argv[2] = r->name;
+	argv[3] = NULL;
+	xasprintf(&env_home, "VMUX_HOME=%s", home);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	{
+		extern char **environ;
+		size_t ne = 0;
+		char **envp;
+
+		while (environ[ne] != NULL)
+			ne++;
+		envp = xcalloc(ne + 2, sizeof *envp);
+		for (size_t i = 0, j = 0; i < ne; i++)
+			if (strncmp(environ[i], "VMUX_HOME=", 10) != 0)
+				envp[j++] = environ[i];
+		for (ne = 0; envp[ne] != NULL; ne++)
+			;
+		envp[ne] = env_home;
+		rc = posix_spawn(&pid, exe, &fa, NULL, argv, envp);
+		free(envp);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	if (rc == 0) {
+		while (len < sizeof buf - 1 &&
+		    (n = read(pfd[0], buf + len, sizeof buf - 1 - len)) != 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				break;
+			len += (size_t)n;
+		}
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	close(pfd[0]);
+	free(exe);
+	free(env_home);
+	buf[len] = '\0';
+	if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		/* what it said, on one line, without its "vmux: "s */
+		char *p = buf, *q = buf;
+
+		while (*p != '\0') {
+			if (strncmp(p, "vmux: ", 6) == 0 &&
+			    (p == buf || p[-1] == '\n'))
+				p += 6;
+			*q++ = *p == '\n' ? ' ' : *p;
+			p++;
+		}
+		while (q > buf && q[-1] == ' ')
+			q--;
+		*q = '\0';
+		xasprintf(cause, "%s",
+		    rc != 0            ? strerror(rc)
+		        : *buf != '\0' ? buf
+		                       : "vmux resume failed");
+		return -1;
+	}
+	{
+		struct session_record fresh;
+
+		if (record_load(home, r->name, &fresh, cause) != 0)
+			return -1;
+		record_free(r);
+		*r = fresh;
+	}
 	return 0;
 }

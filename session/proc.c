@@ -166,7 +166,7 @@ spawn_reap(pid_t pid, const char *exit_path, const struct proc_watch *w)
 		    &(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000});
 	}
 	if (w != NULL && w->ended != NULL)
-		w->ended(w->arg);
+		w->ended(w->arg, pid);
 	if (exit_path == NULL ||
 	    snprintf(tmp, sizeof tmp, "%s.tmp", exit_path) >= (int)sizeof tmp)
 		_exit(0);
@@ -270,7 +270,7 @@ proc_spawn(char *const argv[], int pass_fd, const char *log_path,
  * session's ttl and idle timeout, or its bridge gone). A tick that ended
  * the program itself returns why; the reaper stops ticking, SIGKILLs the
  * program if it is still there WATCH_KILL_MS later, and records the cause.
- * Once the program ended, w->ended(w->arg) (when set) cleans up after it,
+ * Once the program ended, w->ended(w->arg, pid) (when set) cleans up after it,
  * before its exit record says it ended.
  * The watcher runs in the reaper, a fork of the caller with no fds but 0-2
  * on /dev/null.

@@ -274,7 +274,16 @@ qemu_argv(const struct qemu_config *cfg)
 		    &a, "virtio-blk-device,drive=ws0,serial=vmux-workspace");
 		free(e);
 	}
-	if (cfg->root_image != NULL) {
+	if (cfg->root_image != NULL && cfg->root_overlay != NULL) {
+		/* its backing file is root_image, named in its header */
+		e = qemu_escape(cfg->root_overlay);
+		args_add(&a, "-drive");
+		args_add(&a,
+		    "file=%s,if=none,id=root0,format=qcow2,discard=unmap", e);
+		args_add(&a, "-device");
+		args_add(&a, "virtio-blk-device,drive=root0,serial=vmux-root");
+		free(e);
+	} else if (cfg->root_image != NULL) {
 		e = qemu_escape(cfg->root_image);
 		args_add(&a, "-drive");
 		args_add(&a,

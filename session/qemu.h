@@ -31,8 +31,11 @@ struct qemu_config {
 	const char *workspace;   /* raw disk image for /workspace, or NULL */
 	const char *root_image;  /* ext4 image for / (shared, read-only: the
 	                            guest's writes go to a throw-away layer) */
-	const char *netdev;      /* -netdev value of the NIC, or NULL: none */
-	char **fs_socks;         /* vhost-user-fs sockets (tags vmuxfsN) */
+	const char *root_overlay; /* ... that layer, a qcow2 over root_image
+	                             kept in the session's folder; NULL:
+	                             QEMU's own (snapshot=on) */
+	const char *netdev;       /* -netdev value of the NIC, or NULL: none */
+	char **fs_socks;          /* vhost-user-fs sockets (tags vmuxfsN) */
 	size_t nfs;
 	const char *ram_file; /* guest RAM in this file (shared), so the
 	                         state can be saved without it; NULL: a

@@ -25,6 +25,7 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,7 @@
 #define SESSION_LOCK         "lock"          /* per-session flock */
 #define SESSION_STATE        "state.vmstate" /* a paused session's devices */
 #define SESSION_RAM_SAVED    "memory.ram"    /* ... and its RAM (sparse) */
+#define SESSION_ROOT_OVERLAY "root.qcow2"    /* --image: this boot's writes */
 
 /* Workspace sizes (MiB): the default, and the bounds --disk accepts. */
 #define WORKSPACE_DEFAULT_MB 4096
@@ -493,7 +495,7 @@ struct proc_watch {
 	    void *arg, pid_t pid); /* NULL, or why it ended pid */
 	void *arg;
 	int tick_ms;
-	void (*ended)(void *arg); /* once it ended (NULL: nothing to do) */
+	void (*ended)(void *arg, pid_t); /* once it ended (NULL: none) */
 };
 pid_t proc_spawn_watched(char *const argv[], int pass_fd, const char *log_path,
     const char *exit_path, const struct proc_watch *, char **cause);
@@ -585,14 +587,17 @@ int ram_fits(const char *path, int mb);
 /* pause.c: a session's state in files: pause, resume */
 struct qmp;
 int state_save(struct qmp *, int fd, char **cause);
-int state_restore(const struct session_record *, const char *state,
-    uint64_t deadline, char **cause);
+void signals_hold(sigset_t *old);
+void signals_release(const sigset_t *old);
+int state_restore(struct session_record *, const char *state, uint64_t deadline,
+    char **cause);
 int session_pause(const char *home, const char *name,
     void (*notice)(const char *), char **cause);
 int session_resume(
     const struct launch_opts *, struct session_record *out, char **cause);
 int session_wake(const char *home, struct session_record *,
     void (*notice)(const char *), char **cause);
+int session_wake_child(const char *home, struct session_record *, char **cause);
 
 /* fork.c: running copies of a session */
 struct fork_result {

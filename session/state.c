@@ -66,6 +66,17 @@ state_path(const struct session_record *r, const char *name)
 	return p;
 }
 
+/* Does r's folder hold its --image root's layer (launch.c)? */
+static int
+root_overlay_kept(const struct session_record *r)
+{
+	char *p = state_path(r, SESSION_ROOT_OVERLAY);
+	int ok = access(p, F_OK) == 0;
+
+	free(p);
+	return ok;
+}
+
 /*
  * Why r cannot be paused (or forked), or NULL when it can. The caller frees
  * it.
@@ -87,6 +98,10 @@ session_why_no_pause(const struct session_record *r)
 		why = xstrdup("it uses the kernel's vhost-vsock");
 	else if (no_state != NULL)
 		why = xstrdup(no_state);
+	else if (r->root_image != NULL && !root_overlay_kept(r))
+		why = xstrdup("its --image root's writes are in QEMU's "
+		              "throw-away layer this boot (no qemu-img: "
+		              "install qemu-utils)");
 	else if (r->ram_file == NULL || access(r->ram_file, F_OK) != 0)
 		why = xstrdup("its RAM is a memfd this boot (its tmpfs had no "
 		              "room for a RAM file when it started)");

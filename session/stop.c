@@ -92,7 +92,9 @@ session_state(const struct session_record *r)
 			return "stopping";
 		}
 	}
-	if (r->status == SESSION_PAUSED)
+	/* a record still naming its state: a resume that died before the
+	 * guest ran (pause.c) */
+	if (r->status == SESSION_PAUSED || r->state_sum != NULL)
 		return "paused";
 	return r->status == SESSION_STOPPED || r->status == SESSION_STOPPING
 	    ? "stopped"
@@ -291,7 +293,7 @@ session_halt(const char *home, const char *name, const char *reason,
     int power_ms, void (*notice)(const char *), char **cause)
 {
 	struct session_record r;
-	int lock, rc;
+	int lock, rc, forget;
 
 	lock = session_lock_record(
 	    home, name, "vmux stop", 120000, notice, &r, cause);
@@ -302,8 +304,21 @@ session_halt(const char *home, const char *name, const char *reason,
 		session_unlock(lock);
 		return 0; /* already stopped: nothing to do */
 	}
-	if (!session_qemu_alive(&r) && r.status == SESSION_PAUSED) {
-		/* its processes are gone: stopping forgets their state */
+	if (!session_qemu_alive(&r) &&
+	    strcmp(session_state(&r), "paused") == 0 &&
+	    strcmp(reason, "user") != 0 && strcmp(reason, "restart") != 0) {
+		/* a timer (ttl, idle) that fired as it was paused: asleep is
+		 * what it was for */
+		record_free(&r);
+		session_unlock(lock);
+		return 0;
+	}
+	forget =
+	    !session_qemu_alive(&r) && strcmp(session_state(&r), "paused") == 0;
+	r.status = SESSION_STOPPING;
+	if (record_save(&r, cause) != 0)
+		goto fail;
+	if (forget) { /* its processes are gone: stopping forgets them */
 		char *msg;
 
 		xasprintf(&msg,
@@ -315,9 +330,6 @@ session_halt(const char *home, const char *name, const char *reason,
 		free(msg);
 		state_discard(&r);
 	}
-	r.status = SESSION_STOPPING;
-	if (record_save(&r, cause) != 0)
-		goto fail;
 	rc = session_stop(&r, 0, power_ms);
 	if (rc < 0) {
 		xasprintf(cause,

@@ -91,7 +91,7 @@ work_target(struct work *w, struct session_record *r, struct vsock_target *t)
 		return -1;
 	/* selecting or attaching a paused session resumes it (a pool
 	 * thread: the TUI goes on meanwhile) */
-	if (session_wake(w->home, r, NULL, &w->cause) != 0) {
+	if (session_wake_child(w->home, r, &w->cause) != 0) {
 		record_free(r);
 		return -1;
 	}

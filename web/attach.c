@@ -100,7 +100,7 @@ attach_run(struct web_attach *j)
 		refuse(j, WEB_CLOSE_DOWN, cause);
 		return;
 	}
-	if (session_wake(j->home, &r, NULL, &cause) != 0) {
+	if (session_wake_child(j->home, &r, &cause) != 0) {
 		record_free(&r);
 		refuse(j, WEB_CLOSE_DOWN, cause);
 		return;

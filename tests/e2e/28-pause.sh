@@ -223,6 +223,25 @@ t_fork() {
 	vmux rm -f f2 f3 >/dev/null
 }
 
+# an --image root: its writes to / live in a layer in the session's folder
+# (root.qcow2), which a pause keeps and a fork copies
+t_image_root() {
+	local rootfs=$TMP/rootfs
+	mkdir -p "$rootfs/bin" "$rootfs/etc"
+	cp "$(command -v busybox)" "$rootfs/bin/busybox"
+	for c in sh cat echo sync hostname; do ln -s busybox "$rootfs/bin/$c"; done
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$rootfs/etc/passwd"
+	vmux new im --memory 128 --image "$rootfs" >/dev/null || fail "new --image failed" || return 1
+	vmux exec im -- sh -c 'echo on-root >/etc/mine; sync' || return 1
+	vmux pause im >/dev/null || fail "pause of an --image session failed" || return 1
+	expect_eq "root kept" "$(vmux exec im -- cat /etc/mine)" on-root || return 1
+	vmux fork im im2 >/dev/null || fail "fork of an --image session failed" || return 1
+	vmux exec im2 -- sh -c 'echo im2 >/etc/mine; sync' || return 1
+	expect_eq "parent root" "$(vmux exec im -- cat /etc/mine)" on-root || return 1
+	expect_eq "copy root" "$(vmux exec im2 -- cat /etc/mine)" im2 || return 1
+	vmux rm -f im im2 >/dev/null
+}
+
 check "a counter loop, a marker and a shell's variable in the guest" t_setup
 check "pause: files 0600, no process left, ls says paused" t_pause
 check "a touch resumes it: counter, marker, the shell re-attaches" t_touch_resumes
@@ -235,3 +254,4 @@ check "a state of another build is refused" t_other_build
 check "a pause that cannot write its files leaves it running" t_pause_fails_half_way
 check "a session with a host folder refuses pause and fork, naming it" t_mount_refused
 check "fork: copies go on from the parent's memory and workspace, then apart" t_fork
+check "an --image root's writes are kept by pause and copied by fork" t_image_root
