@@ -352,6 +352,9 @@ struct cJSON;
 	    {"no-agent", 0, NULL, 0,                                           \
 	        "do not wait for the guest agent: ready once QEMU runs (for "  \
 	        "an image or init without one; use vmux console)"},            \
+	    {"cold", 0, NULL, 0,                                               \
+	        "boot a kernel, not from a template of a booted guest (see "   \
+	        "vmux(1), TEMPLATES)"},                                        \
 	{                                                                      \
 		"vsock", 0, "bridge|kernel", 0,                                \
 		    "vsock transport: vmux-bridge (default) or "               \

@@ -387,6 +387,7 @@ new_parse(struct args *a, struct launch_opts *o, struct profile *p,
 		return -1;
 	}
 	o->no_agent = args_has(a, "no-agent");
+	o->cold = args_has(a, "cold");
 	o->record = args_has(a, "record") || args_has(a, "record-input");
 	o->record_input = args_has(a, "record-input");
 	o->gdb = args_has(a, "gdb");

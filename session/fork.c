@@ -31,38 +31,6 @@
 #define FORK_LOCK_MS 30000
 #define FORK_QMP_MS  5000
 
-/*
- * Copy src to dst as cheaply as the file system allows: a reflink (btrfs,
- * XFS: shared blocks, copied on write), else the used blocks only. dst is
- * new and 0600. 0, or -1 with cause.
- */
-static int
-copy_cow(const char *src, const char *dst, char **cause)
-{
-	int in = open(src, O_RDONLY | O_CLOEXEC), out;
-	off_t size;
-
-	if (in < 0) {
-		xasprintf(cause, "%s: %s", src, strerror(errno));
-		return -1;
-	}
-	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0) {
-		xasprintf(cause, "%s: %s", dst, strerror(errno));
-		close(in);
-		return -1;
-	}
-	if (ioctl(out, FICLONE, in) == 0) {
-		close(in);
-		close(out);
-		return 0;
-	}
-	close(in);
-	close(out);
-	unlink(dst);
-	return file_copy_sparse(src, dst, 0, &size, cause);
-}
-
 /* The size of the file at path in *size; 0 or -1. */
 static int
 file_size(const char *path, off_t *size)
@@ -152,13 +120,13 @@ child_files(const struct session_record *c, const char *state,
 	off_t size;
 	int rc = file_copy_sparse(state, st, 0, &size, cause);
 	if (rc == 0)
-		rc = copy_cow(ram_src, ram, cause);
+		rc = file_copy_cow(ram_src, ram, cause);
 	if (rc == 0 && ws_src != NULL)
-		rc = copy_cow(ws_src, c->workspace, cause);
+		rc = file_copy_cow(ws_src, c->workspace, cause);
 	if (rc == 0 && root_src != NULL) { /* its --image root's writes */
 		char *to = state_path(c, SESSION_ROOT_OVERLAY);
 
-		rc = copy_cow(root_src, to, cause);
+		rc = file_copy_cow(root_src, to, cause);
 		free(to);
 	}
 	free(ram);

@@ -1336,6 +1336,45 @@ launch_workspace(
 	return rc;
 }
 
+/*
+ * The template key of new session r (template.c), or NULL when it takes
+ * settings a template cannot carry. Free it.
+ */
+char *
+launch_template_key(const struct launch_opts *o, const struct session_record *r)
+{
+	struct session_record anon = *r;
+	char *words, *skey, *key, *ram, *inplace;
+
+	if (o->cold || o->dir != NULL || o->append != NULL || o->gdb ||
+	    o->paused || o->no_agent || o->workspace != NULL ||
+	    o->rescue_disk != NULL || o->kernel != NULL || o->initrd != NULL ||
+	    r->nmounts > 0 || r->vsock_kernel || session_env_custom() ||
+	    session_qemu_why_no_state(r->qemu_bin) != NULL)
+		return NULL;
+	/* RAM in the session's folder (a local file system) */
+	ram = session_ram_path(r->dir);
+	xasprintf(&inplace, "%s/%s", r->dir, SESSION_RAM_SAVED);
+	if (ram == NULL || strcmp(ram, inplace) != 0) {
+		free(ram);
+		free(inplace);
+		return NULL;
+	}
+	free(ram);
+	free(inplace);
+	/* the guest's words but its host name, which a resume sets */
+	anon.hostname = NULL;
+	anon.name = "-";
+	words = launch_append(&anon, NULL);
+	skey = state_key(r);
+	xasprintf(&key, "%s disk=%lld nic=%d words=%s", skey,
+	    (long long)(o->disk_mb > 0 ? o->disk_mb : WORKSPACE_DEFAULT_MB),
+	    net_has_nic(r), words);
+	free(words);
+	free(skey);
+	return key;
+}
+
 /* A copy of n strings (NULL when n is 0). */
 static char **
 strv_dup(char *const *v, size_t n)
@@ -1354,7 +1393,8 @@ session_launch(
     const struct launch_opts *o, struct session_record *out, char **cause)
 {
 	struct session_record r;
-	int lock = -1;
+	char *key = NULL, *why = NULL;
+	int lock = -1, used = 0;
 
 	memset(&r, 0, sizeof r);
 	memset(out, 0, sizeof *out);
@@ -1422,13 +1462,27 @@ session_launch(
 	if (launch_claim(o, &r, cause) != 0)
 		goto fail_early;
 	lock = session_lock_one(r.dir, "vmux new", 0, NULL, cause);
-	if (lock < 0 || launch_workspace(o, &r, cause) != 0 ||
+	if (lock < 0)
+		goto fail;
+	key = launch_template_key(o, &r);
+	if (key != NULL && (used = template_use(o, &r, key, &why)) == 1)
+		goto done; /* booted nothing */
+	if (used < 0) {
+		notice(o, "its template failed (%s); booting instead", why);
+		free(why);
+	}
+	if (launch_workspace(o, &r, cause) != 0 ||
 	    launch_run(o, &r, cause) != 0)
 		goto fail;
+	if (key != NULL) /* the next new like it boots nothing */
+		template_capture(o, &r, key);
+done:
+	free(key);
 	session_unlock(lock);
 	*out = r;
 	return 0;
 fail:
+	free(key);
 	launch_cleanup(&r);
 	session_unlock(lock);
 fail_early:

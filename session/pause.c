@@ -398,24 +398,132 @@ resumed_said(const struct session_record *r, const struct launch_opts *o,
 }
 
 /*
+ * Boot r (paused, its lock held by the caller) from its state files: check
+ * them, boot QEMU on them and wait for the agent, set its clock and reseed
+ * its RNG (and for a fork or template, o->machine_id: give it its own
+ * identity), then drop the files. 0, r running and saved; or -1 with
+ * cause: r still paused with its files, or (its guest ran before the
+ * failure) stopped with its workspace.
+ */
+int
+resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
+{
+	struct launch_opts lo = *o;
+	char *state = NULL, *saved = NULL, *why = NULL;
+	cJSON *req, *reply;
+	off_t size;
+	int rc = -1;
+	uint64_t now;
+
+	if (state_check(r, &why) != 0) {
+		xasprintf(cause,
+		    "cannot resume '%s': %s; its workspace is intact: vmux "
+		    "start --cold %s boots it",
+		    r->name, why, r->name);
+		goto out;
+	}
+	free(r->ram_file);
+	r->ram_file = session_ram_path(r->dir);
+	if (r->ram_file == NULL) {
+		xasprintf(cause,
+		    "cannot resume '%s': no folder for its RAM (on a network "
+		    "file system, it needs /dev/shm)",
+		    r->name);
+		goto out;
+	}
+	saved = state_path(r, SESSION_RAM_SAVED);
+	if (strcmp(saved, r->ram_file) != 0 &&
+	    !ram_fits(r->ram_file, r->memory_mb)) {
+		xasprintf(cause,
+		    "cannot resume '%s': %s has no room for its %d MiB of RAM",
+		    r->name, r->ram_file, r->memory_mb);
+		goto out;
+	}
+	state = state_path(r, SESSION_STATE);
+	if (strcmp(saved, r->ram_file) != 0) { /* to tmpfs (network folder) */
+		unlink(r->ram_file);
+		if (file_copy_sparse(saved, r->ram_file, 0, &size, &why) != 0) {
+			xasprintf(
+			    cause, "cannot resume '%s': %s", r->name, why);
+			goto out;
+		}
+	}
+	lo.incoming = state;
+	lo.accel = r->accel; /* the state's: no fall back */
+	r->qemu_pid = r->bridge_pid = r->console_pid = 0;
+	if (launch_run(&lo, r, &why) != 0) {
+		int spent = r->state_sum == NULL; /* the guest ran from it */
+
+		launch_reset(r);
+		if (strcmp(saved, r->ram_file) != 0)
+			unlink(r->ram_file);
+		if (spent) {
+			/* its memory moved on from the files: they can never
+			 * be loaded again, and the workspace is what is left */
+			state_discard(r);
+			r->status = SESSION_STOPPED;
+			r->stopped = (int64_t)time(NULL);
+			free(r->stop_reason);
+			r->stop_reason = xstrdup("resume failed");
+		} else
+			r->status = SESSION_PAUSED;
+		if (record_save(r, cause) != 0)
+			free(*cause);
+		if (spent)
+			xasprintf(cause,
+			    "cannot resume '%s': %s\n(the guest had run from "
+			    "its state, which cannot be used again: it is "
+			    "stopped, its workspace intact; vmux start boots "
+			    "it)",
+			    r->name, why);
+		else
+			xasprintf(cause,
+			    "cannot resume '%s': %s\n(its state is kept: vmux "
+			    "start --cold %s boots its workspace instead)",
+			    r->name, why, r->name);
+		goto out;
+	}
+	/* the guest's clock is the pause's, its RNG the state's */
+	now = mono_ms();
+	/* a fork's guest also gets its own host name and machine-id */
+	req = agent_req_resumed(o->machine_id == NULL ? NULL
+	        : r->hostname != NULL                 ? r->hostname
+	                                              : r->name,
+	    o->machine_id);
+	if (!r->no_agent) {
+		struct vsock_target t;
+		char *w = NULL;
+
+		session_target(r, &t);
+		reply =
+		    agent_call(&t, req, now + 3000, now + 3000, NULL, NULL, &w);
+		resumed_said(r, o, reply, w);
+		free(w);
+		cJSON_Delete(reply);
+	}
+	cJSON_Delete(req);
+	state_discard(r);
+	rc = record_save(r, cause);
+out:
+	free(why);
+	free(state);
+	free(saved);
+	return rc;
+}
+
+/*
  * vmux resume (and any command that needs a paused session's guest): boot
- * a new QEMU, bridge, passt and console keeper from the saved state, wait
- * for the agent, set its clock and reseed its RNG, then drop the files.
- * Holds the session's lock. 0 with *out its record (also when it was
- * running already), or -1 with cause: the session is still paused, its
- * files as they were.
+ * a new QEMU, bridge, passt and console keeper from the saved state
+ * (resume_boot). Holds the session's lock. 0 with *out its record (also
+ * when it was running already), or -1 with cause: the session is still
+ * paused, its files as they were.
  */
 int
 session_resume(
     const struct launch_opts *o, struct session_record *out, char **cause)
 {
-	struct launch_opts lo = *o;
 	struct session_record r;
-	char *state = NULL, *saved = NULL, *why = NULL;
-	cJSON *req, *reply;
-	off_t size;
 	int lock, rc = -1;
-	uint64_t now;
 
 	memset(out, 0, sizeof *out);
 	lock = session_lock_record(o->home, o->name, "vmux resume",
@@ -444,102 +552,12 @@ session_resume(
 		    session_state(&r));
 		goto out;
 	}
-	if (state_check(&r, &why) != 0) {
-		xasprintf(cause,
-		    "cannot resume '%s': %s; its workspace is intact: vmux "
-		    "start --cold %s boots it",
-		    r.name, why, r.name);
-		goto out;
-	}
-	free(r.ram_file);
-	r.ram_file = session_ram_path(r.dir);
-	if (r.ram_file == NULL) {
-		xasprintf(cause,
-		    "cannot resume '%s': no folder for its RAM (on a network "
-		    "file system, it needs /dev/shm)",
-		    r.name);
-		goto out;
-	}
-	saved = state_path(&r, SESSION_RAM_SAVED);
-	if (strcmp(saved, r.ram_file) != 0 &&
-	    !ram_fits(r.ram_file, r.memory_mb)) {
-		xasprintf(cause,
-		    "cannot resume '%s': %s has no room for its %d MiB of RAM",
-		    r.name, r.ram_file, r.memory_mb);
-		goto out;
-	}
-	state = state_path(&r, SESSION_STATE);
-	if (strcmp(saved, r.ram_file) != 0) { /* to tmpfs (network folder) */
-		unlink(r.ram_file);
-		if (file_copy_sparse(saved, r.ram_file, 0, &size, &why) != 0) {
-			xasprintf(cause, "cannot resume '%s': %s", r.name, why);
-			goto out;
-		}
-	}
-	lo.incoming = state;
-	lo.accel = r.accel; /* the state's: no fall back */
-	r.qemu_pid = r.bridge_pid = r.console_pid = 0;
-	if (launch_run(&lo, &r, &why) != 0) {
-		int spent = r.state_sum == NULL; /* the guest ran from it */
-
-		launch_reset(&r);
-		if (strcmp(saved, r.ram_file) != 0)
-			unlink(r.ram_file);
-		if (spent) {
-			/* its memory moved on from the files: they can never
-			 * be loaded again, and the workspace is what is left */
-			state_discard(&r);
-			r.status = SESSION_STOPPED;
-			r.stopped = (int64_t)time(NULL);
-			free(r.stop_reason);
-			r.stop_reason = xstrdup("resume failed");
-		} else
-			r.status = SESSION_PAUSED;
-		if (record_save(&r, cause) != 0)
-			free(*cause);
-		if (spent)
-			xasprintf(cause,
-			    "cannot resume '%s': %s\n(the guest had run from "
-			    "its state, which cannot be used again: it is "
-			    "stopped, its workspace intact; vmux start boots "
-			    "it)",
-			    r.name, why);
-		else
-			xasprintf(cause,
-			    "cannot resume '%s': %s\n(its state is kept: vmux "
-			    "start --cold %s boots its workspace instead)",
-			    r.name, why, r.name);
-		goto out;
-	}
-	/* the guest's clock is the pause's, its RNG the state's */
-	now = mono_ms();
-	/* a fork's guest also gets its own host name and machine-id */
-	req = agent_req_resumed(o->machine_id == NULL ? NULL
-	        : r.hostname != NULL                  ? r.hostname
-	                                              : r.name,
-	    o->machine_id);
-	if (!r.no_agent) {
-		struct vsock_target t;
-		char *w = NULL;
-
-		session_target(&r, &t);
-		reply =
-		    agent_call(&t, req, now + 3000, now + 3000, NULL, NULL, &w);
-		resumed_said(&r, o, reply, w);
-		free(w);
-		cJSON_Delete(reply);
-	}
-	cJSON_Delete(req);
-	state_discard(&r);
-	if (record_save(&r, cause) != 0)
+	if (resume_boot(o, &r, cause) != 0)
 		goto out;
 	*out = r;
 	memset(&r, 0, sizeof r);
 	rc = 0;
 out:
-	free(why);
-	free(state);
-	free(saved);
 	record_free(&r);
 	session_unlock(lock);
 	return rc;

@@ -553,7 +553,8 @@ struct launch_opts {
 	const char *rescue_disk; /* vmux rescue: attach this, no workspace */
 	int rescue_rw;
 	const char *incoming; /* restore this saved state (pause.c) */
-	int cold; /* start: boot a paused session, forgetting its state */
+	int cold; /* start: boot a paused session, forgetting its state;
+	             new: boot a kernel, not from a template */
 	const char *machine_id;       /* resume: a fork's new one (32 hex) */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
@@ -579,6 +580,7 @@ void state_discard(struct session_record *);
 char *session_why_no_pause(const struct session_record *);
 int file_copy_sparse(
     const char *src, const char *dst, int sync, off_t *size, char **cause);
+int file_copy_cow(const char *src, const char *dst, char **cause);
 void dir_sync(const char *dir);
 int ram_sync(const char *path, off_t *size, char **cause);
 void ram_drop_cache(const char *path);
@@ -593,11 +595,21 @@ int state_restore(struct session_record *, const char *state, uint64_t deadline,
     char **cause);
 int session_pause(const char *home, const char *name,
     void (*notice)(const char *), char **cause);
+int resume_boot(
+    const struct launch_opts *, struct session_record *, char **cause);
 int session_resume(
     const struct launch_opts *, struct session_record *out, char **cause);
 int session_wake(const char *home, struct session_record *,
     void (*notice)(const char *), char **cause);
 int session_wake_child(const char *home, struct session_record *, char **cause);
+
+/* template.c: a cold new that boots nothing */
+int template_use(const struct launch_opts *, struct session_record *,
+    const char *key, char **cause);
+void template_capture(
+    const struct launch_opts *, const struct session_record *, const char *key);
+char *launch_template_key(
+    const struct launch_opts *, const struct session_record *);
 
 /* fork.c: running copies of a session */
 struct fork_result {

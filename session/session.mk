@@ -2,7 +2,7 @@
 # agent client), linked into vmux and into the session unit tests.
 # session/qemu.c and accel.c: QEMU command lines, accelerator detection.
 SESSION_SRCS := session/paths.c session/record.c session/proc.c \
-                session/launch.c session/stop.c session/qmp.c session/pause.c session/fork.c session/state.c session/transport.c \
+                session/launch.c session/stop.c session/qmp.c session/pause.c session/fork.c session/template.c session/state.c session/transport.c \
                 session/lock.c session/workspace.c session/profile.c \
                 session/net.c session/errors.c session/settings.c \
                 session/mounts.c session/fs.c session/image.c \
@@ -15,7 +15,7 @@ SESSION_QEMU_SRCS := session/qemu.c session/accel.c
 SESSION_LIBS := $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 
 # Everything but launch.c (which needs qemu_argv) is testable without QEMU.
-SESSION_UNIT_SRCS := $(filter-out session/launch.c session/pause.c session/fork.c,$(SESSION_SRCS))
+SESSION_UNIT_SRCS := $(filter-out session/launch.c session/pause.c session/fork.c session/template.c,$(SESSION_SRCS))
 
 UNIT_TESTS += session
 UNIT_session_SRCS := tests/unit/test_session_record.c \

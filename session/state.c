@@ -4,11 +4,13 @@
  * of what they hold, whether a session can be paused at all, a sparse copy
  * of a RAM file, and forgetting a state. No QEMU runs here.
  */
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +186,38 @@ fail:
 		unlink(dst);
 	}
 	return -1;
+}
+
+/*
+ * Copy src to dst as cheaply as the file system allows: a reflink (btrfs,
+ * XFS: shared blocks, copied on write), else the used blocks only. dst is
+ * new and 0600. 0, or -1 with cause.
+ */
+int
+file_copy_cow(const char *src, const char *dst, char **cause)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC), out;
+	off_t size;
+
+	if (in < 0) {
+		xasprintf(cause, "%s: %s", src, strerror(errno));
+		return -1;
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		xasprintf(cause, "%s: %s", dst, strerror(errno));
+		close(in);
+		return -1;
+	}
+	if (ioctl(out, FICLONE, in) == 0) {
+		close(in);
+		close(out);
+		return 0;
+	}
+	close(in);
+	close(out);
+	unlink(dst);
+	return file_copy_sparse(src, dst, 0, &size, cause);
 }
 
 /* "sha256:HEX" of the file at path, or NULL. The caller frees it. */

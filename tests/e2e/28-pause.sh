@@ -242,6 +242,31 @@ t_image_root() {
 	vmux rm -f im im2 >/dev/null
 }
 
+# templates: the first new of a kind boots and keeps its guest; the next
+# boots nothing (no kernel in its log), with its own name, CID, machine-id
+# and an empty workspace; new --cold boots
+booted() { vmux logs "$1" | grep -q 'vmux-init: start'; }
+t_template() {
+	local n
+	vmux new tp1 --memory 160 >/dev/null || fail "new tp1 failed" || return 1
+	booted tp1 || fail "the first new of a kind did not boot a kernel" || return 1
+	n=$(find "$VMUX_HOME/templates" -name key 2>/dev/null | wc -l)
+	((n >= 1)) || fail "no template kept" || return 1
+	vmux exec tp1 -- sh -c 'echo tp1 >/workspace/own; echo 0123456789abcdef0123456789abcdef >/etc/machine-id; sync' || return 1
+	vmux new tp2 --memory 160 >/dev/null || fail "new tp2 failed" || return 1
+	! booted tp2 || fail "tp2 booted a kernel: no template used" || return 1
+	expect_eq "tp2 host name" "$(vmux exec tp2 -- hostname)" tp2 || return 1
+	expect_eq "tp2 workspace is its own" "$(vmux exec tp2 -- sh -c 'ls /workspace/own 2>/dev/null; echo .')" . || return 1
+	[[ $(session_field tp2 cid) != "$(session_field tp1 cid)" ]] || fail "tp2 has tp1's CID" || return 1
+	vmux exec tp2 -- sh -c 'echo two >/workspace/own' || return 1
+	expect_eq "tp1 workspace" "$(vmux exec tp1 -- cat /workspace/own)" tp1 || return 1
+	vmux pause tp2 >/dev/null && vmux resume tp2 >/dev/null || fail "a templated session does not pause and resume" || return 1
+	expect_eq "tp2 after resume" "$(vmux exec tp2 -- cat /workspace/own)" two || return 1
+	vmux new tp3 --memory 160 --cold >/dev/null || fail "new --cold failed" || return 1
+	booted tp3 || fail "new --cold did not boot a kernel" || return 1
+	vmux rm -f tp1 tp2 tp3 >/dev/null
+}
+
 check "a counter loop, a marker and a shell's variable in the guest" t_setup
 check "pause: files 0600, no process left, ls says paused" t_pause
 check "a touch resumes it: counter, marker, the shell re-attaches" t_touch_resumes
@@ -255,3 +280,4 @@ check "a pause that cannot write its files leaves it running" t_pause_fails_half
 check "a session with a host folder refuses pause and fork, naming it" t_mount_refused
 check "fork: copies go on from the parent's memory and workspace, then apart" t_fork
 check "an --image root's writes are kept by pause and copied by fork" t_image_root
+check "templates: a second new of a kind boots nothing, has its own identity" t_template
