@@ -42,11 +42,12 @@ $(BIN)/vmux-tsan: $(patsubst %.c,$(BUILD)/tsan/%.o,$(VMUX_ALL_SRCS))
 	    $(TUI_LIBS) $(MCP_LIBS) $(WEB_LIBS)
 
 # Argument parsing, request building and escaped printing, with the session
-# code they use (not launch.c, so the test does not need QEMU command lines).
+# code they use (cmd.c wakes paused sessions: pause.c and its launch).
 UNIT_TESTS += cli
 UNIT_cli_SRCS := tests/unit/test_cli_args.c tests/unit/test_cli_print.c \
                  cli/args.c cli/cmd.c cli/output.c \
-                 cli/cmd-exec.c cli/exec-many.c cli/exec-stream.c $(SESSION_UNIT_SRCS)
+                 cli/cmd-exec.c cli/exec-many.c cli/exec-stream.c \
+                 $(SESSION_SRCS) $(SESSION_QEMU_SRCS)
 UNIT_cli_LIBS := $(SESSION_LIBS)
 
 # vmux shell's and vmux cp's pure parts: detach key, attach client (frames,

@@ -7,9 +7,12 @@
  * the job's body is `vmux new --foreground NAME`: booted, it waits for the
  * VM to end by itself (a poweroff, --ttl), or for SIGTERM, SIGINT or SIGHUP,
  * which power the guest off cleanly as `vmux stop` does (the workspace is
- * whole, the record says why), then returns. SIGUSR2 does the same with
- * the reason "time limit": it is the notice a Slurm job of vmux's asks
- * for ahead of its time limit (sbatch --signal, slurm.c).
+ * whole, the record says why), then returns. SIGUSR2 is the notice a
+ * Slurm job of vmux's asks for ahead of its time limit (sbatch --signal,
+ * slurm.c): the session is paused (its memory and shells in its shared
+ * folder, for the next job's vmux start to resume), or stopped with the
+ * reason "time limit" if it cannot be. A VM that ends by itself (a
+ * poweroff, --ttl, an idle-pause) ends the job.
  */
 #include <poll.h>
 #include <signal.h>
@@ -77,9 +80,18 @@ session_foreground(const char *home, const char *name, int sig_seen)
 	}
 	if (!alive)
 		return 0;
-	if (foreground_sig == SIGUSR2)
+	if (foreground_sig == SIGUSR2) {
+		/* the time limit: paused, with its memory and shells, for
+		 * the next job to resume (vmux start); stopped if it cannot
+		 * be (a host folder) */
+		fprintf(stderr, "vmux: time limit: pausing %s\n", name);
+		if (session_pause(home, name, foreground_notice, &cause) == 0)
+			return 0;
+		fprintf(stderr, "vmux: %s\n", cause);
+		free(cause);
+		cause = NULL;
 		snprintf(reason, sizeof reason, "time limit");
-	else
+	} else
 		snprintf(reason, sizeof reason, "SIG%s",
 		    sigabbrev_np(foreground_sig));
 	fprintf(stderr, "vmux: %s: stopping %s\n", reason, name);

@@ -293,8 +293,10 @@ slurm_new(
 	}
 	if (is_new)
 		args_flags(a, skip, &words, &nw);
-	rc = slurm_submit(h, dir, a->entry->name, name, NULL, labels, ncpus,
-	    mem, ttl, words, nw, id, sizeof id);
+	/* the job's body boots, or resumes a paused session: start
+	 * --foreground (resume is a start there) */
+	rc = slurm_submit(h, dir, is_new ? a->entry->name : "start", name, NULL,
+	    labels, ncpus, mem, ttl, words, nw, id, sizeof id);
 	free(labels);
 	for (size_t i = 0; i < nw; i++)
 		free(words[i]);
@@ -558,7 +560,7 @@ out:
  * Not while it boots: vmux new, signalled then, undoes the session.
  */
 static int
-slurm_stop(const char *dir, const char *name)
+slurm_stop(const char *dir, const char *name, int save)
 {
 	struct session_record r;
 	char *cause = NULL;
@@ -577,7 +579,7 @@ slurm_stop(const char *dir, const char *name)
 		return EXIT_VMUX;
 	}
 	record_free(&r);
-	return slurm_cancel(name) == 0 ? 0 : EXIT_VMUX;
+	return slurm_cancel(name, save) == 0 ? 0 : EXIT_VMUX;
 }
 
 /* vmux -H CLUSTER rm NAME: its job cancelled, the session and folder gone. */
@@ -592,7 +594,7 @@ slurm_rm(const char *dir, const char *name)
 		free(cause);
 		return EXIT_VMUX;
 	}
-	if (slurm_cancel(name) != 0)
+	if (slurm_cancel(name, 0) != 0)
 		slurm_kill(name); /* its guest's clean end is not rm's aim */
 	/* as vmux rm -f there: the session's folder is its home */
 	xasprintf(&sdir, "%s/%s", dir, name);
@@ -687,7 +689,7 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		for (int i = 0; i < a->argc; i++) {
 			int r = (e->flags & CMD_REMOVES)
 			    ? slurm_rm(dir, a->argv[i])
-			    : slurm_stop(dir, a->argv[i]);
+			    : slurm_stop(dir, a->argv[i], e->flags & CMD_SAVES);
 			if (r != 0)
 				rc = r;
 		}
