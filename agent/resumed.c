@@ -63,6 +63,53 @@ rng_seed(const char *hex)
 	return rc;
 }
 
+/*
+ * Give the guest host name name, as vmux-init did at boot: the kernel's,
+ * /etc/hostname, and /etc/hosts' own line (127.0.1.1; the other lines, the
+ * allowed hosts among them, stay).
+ */
+static int
+hostname_set(const char *name)
+{
+	char old[8192], *out, *line, *save = NULL;
+	ssize_t n;
+	int fd, rc;
+
+	if (sethostname(name, strlen(name)) != 0)
+		return -1;
+	xasprintf(&out, "%s\n", name);
+	rc = file_replace("/etc/hostname", out, strlen(out), 0644);
+	free(out);
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	if ((fd = open("/etc/hosts", O_RDONLY | O_CLOEXEC)) < 0)
+		return 0; /* none to keep right */
+	n = read_full(fd, old, sizeof old - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	old[n] = '\0';
+	out = xstrdup("");
+	for (line = strtok_r(old, "\n", &save); line != NULL;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *more;
+
+		if (strncmp(line, "127.0.1.1", 9) == 0)
+			xasprintf(&more, "%s127.0.1.1\t%s\n", out, name);
+		else
+			xasprintf(&more, "%s%s\n", out, line);
+		free(out);
+		out = more;
+	}
+	rc = file_replace("/etc/hosts", out, strlen(out), 0644);
+	free(out);
+	if (rc < 0)
+		errno = -rc;
+	return rc < 0 ? -1 : 0;
+}
+
 /* Write /etc/machine-id (a new one for a fork). */
 static int
 machine_id_set(const char *id)
@@ -106,8 +153,7 @@ resumed_apply(const struct agent_request *req)
 		cJSON_AddNumberToObject(obj, "clock_step", req->time - before);
 	if (req->seed != NULL && rng_seed(req->seed) != 0)
 		failed(obj, "random");
-	if (req->hostname != NULL &&
-	    sethostname(req->hostname, strlen(req->hostname)) != 0)
+	if (req->hostname != NULL && hostname_set(req->hostname) != 0)
 		failed(obj, "hostname");
 	if (req->machine_id != NULL && machine_id_set(req->machine_id) != 0)
 		failed(obj, "machine-id");

@@ -91,9 +91,6 @@ struct cmd_opt {
 #define CMD_HALT_FIRST 0x20000
 /* Relays a raw byte stream on stdin and stdout: forwarded unbuffered */
 #define CMD_STREAM 0x40000
-/* With CMD_ENDS: saves the VM rather than powering it off (pause): on a
- * cluster, its job gets the time-limit notice, which pauses it */
-#define CMD_SAVES 0x80000
 
 #define SELECT_OPT                                                             \
 	{                                                                      \

@@ -36,7 +36,7 @@ const struct cmd_entry cmd_pause_entry = {
                "guest resumes it. Refused, and the session left running, "
                "for one with a host folder (--mount). TCP connections "
                "through --net end.",
-    .flags = CMD_NAMES | CMD_ENDS | CMD_SAVES,
+    .flags = CMD_NAMES, /* on a cluster: inside its job, which then ends */
     .opts = cmd_pause_opts,
     .min_args = 1,
     .max_args = -1,

@@ -543,13 +543,11 @@ slurm_wait_ready(const char *dir, const char *name, const char *cluster)
  * End session name's job and wait for it to go. A running one: SIGTERM to
  * its batch step alone, which is vmux (foreground.c), so the guest powers
  * off and the job ends by itself; Slurm's own scancel would signal QEMU
- * too, which quits at once. With save, SIGUSR2 instead, the time-limit
- * notice: the session is paused into its shared folder, and the next job
- * resumes it. Cancelled outright if that does not end it, or if it is
- * pending. 0, or -1 (said).
+ * too, which quits at once. Cancelled outright if that does not end it,
+ * or if it is pending. 0, or -1 (said).
  */
 int
-slurm_cancel(const char *name, int save)
+slurm_cancel(const char *name)
 {
 	struct slurm_job j;
 	char *cause = NULL;
@@ -563,8 +561,8 @@ slurm_cancel(const char *name, int save)
 	if (j.state[0] == '\0')
 		return 0;
 	if (strcmp(j.state, "RUNNING") == 0) {
-		char *argv[] = {"scancel", "--batch",
-		    save ? "--signal=USR2" : "--signal=TERM", j.sid, NULL};
+		char *argv[] = {
+		    "scancel", "--batch", "--signal=TERM", j.sid, NULL};
 		if (slurm_scancel(argv) != 0)
 			return -1;
 		rc = slurm_wait_gone(name, mono_ms() + SLURM_STOP_MS);

@@ -1,9 +1,9 @@
 /*
  * slurm-ls.c: what a cluster shows (slurm.c routes to it): its sessions'
  * states from their jobs and records (pending, starting, running,
- * stopping, stopped, crashed, lost, with why), `vmux -H CLUSTER ls`, and
- * the TUI's model of it, each running session's shells asked for inside
- * its job at once (exec-many.c's many_run).
+ * stopping, stopped, paused, crashed, lost, with why), `vmux -H CLUSTER ls`,
+ * and the TUI's model of it, each running session's shells asked for inside its
+ * job at once (exec-many.c's many_run).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -54,10 +54,13 @@ slurm_state(
 			return "stopping";
 		return r->status == SESSION_STARTING ? "starting"
 		    : r->status == SESSION_READY     ? "running"
+		    : r->status == SESSION_PAUSED    ? "pausing"
 		                                     : "stopping";
 	}
 	if (r->status == SESSION_STOPPED || r->status == SESSION_STOPPING)
 		return "stopped";
+	if (r->status == SESSION_PAUSED || r->state_sum != NULL)
+		return "paused"; /* in the shared folder: start resumes it */
 	/* it should be running and its job is gone: its QEMU ended by
 	 * itself if its reaper said so, else it went with its node */
 	*exit_why = slurm_exit_why(r);

@@ -560,7 +560,7 @@ out:
  * Not while it boots: vmux new, signalled then, undoes the session.
  */
 static int
-slurm_stop(const char *dir, const char *name, int save)
+slurm_stop(const char *dir, const char *name)
 {
 	struct session_record r;
 	char *cause = NULL;
@@ -579,7 +579,7 @@ slurm_stop(const char *dir, const char *name, int save)
 		return EXIT_VMUX;
 	}
 	record_free(&r);
-	return slurm_cancel(name, save) == 0 ? 0 : EXIT_VMUX;
+	return slurm_cancel(name) == 0 ? 0 : EXIT_VMUX;
 }
 
 /* vmux -H CLUSTER rm NAME: its job cancelled, the session and folder gone. */
@@ -594,7 +594,7 @@ slurm_rm(const char *dir, const char *name)
 		free(cause);
 		return EXIT_VMUX;
 	}
-	if (slurm_cancel(name, 0) != 0)
+	if (slurm_cancel(name) != 0)
 		slurm_kill(name); /* its guest's clean end is not rm's aim */
 	/* as vmux rm -f there: the session's folder is its home */
 	xasprintf(&sdir, "%s/%s", dir, name);
@@ -689,7 +689,7 @@ slurm_route(const struct host *h, const struct cmd_entry *e, struct args *a,
 		for (int i = 0; i < a->argc; i++) {
 			int r = (e->flags & CMD_REMOVES)
 			    ? slurm_rm(dir, a->argv[i])
-			    : slurm_stop(dir, a->argv[i], e->flags & CMD_SAVES);
+			    : slurm_stop(dir, a->argv[i]);
 			if (r != 0)
 				rc = r;
 		}

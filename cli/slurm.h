@@ -57,7 +57,7 @@ int slurm_scancel(char **argv);
 void slurm_kill(const char *name);
 int slurm_reason_final(const char *reason);
 int slurm_wait_ready(const char *dir, const char *name, const char *cluster);
-int slurm_cancel(const char *name, int save);
+int slurm_cancel(const char *name);
 int slurm_record(const char *dir, const char *name, struct session_record *r);
 
 /* slurm-ls.c */

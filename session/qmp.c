@@ -28,7 +28,7 @@ static int
 qmp_read_line(struct qmp *q, uint64_t deadline, char **cause)
 {
 	for (;;) {
-		char *nl = memchr(q->buf, '\n', q->len);
+		char *nl = q->len > 0 ? memchr(q->buf, '\n', q->len) : NULL;
 		ssize_t n;
 
 		if (nl != NULL) {

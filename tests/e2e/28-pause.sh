@@ -267,6 +267,32 @@ t_template() {
 	vmux rm -f tp1 tp2 tp3 >/dev/null
 }
 
+# new --foreground is a batch job's body: SIGUSR2 (Slurm's notice before
+# the time limit) pauses the session and ends vmux; start --foreground
+# resumes it from memory
+t_time_limit() {
+	local pid
+	"$VMUX" new tl --memory 128 --foreground >"$TMP/tl.out" 2>"$TMP/tl.err" &
+	pid=$!
+	bg_track $pid
+	wait_for 60 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"tl\") | .state') == running ]]" ||
+		fail "tl never ran: $(cat "$TMP/tl.err")" || return 1
+	vmux exec tl -- sh -c 'echo before-limit >/tmp/m' || return 1
+	kill -USR2 $pid
+	wait $pid || fail "vmux --foreground exited $? at the notice: $(cat "$TMP/tl.err")" || return 1
+	expect_eq state "$(state_of tl)" paused || return 1
+	"$VMUX" start tl --foreground >"$TMP/tl.out" 2>"$TMP/tl.err" &
+	pid=$!
+	bg_track $pid
+	wait_for 60 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"tl\") | .state') == running ]]" ||
+		fail "tl never resumed: $(cat "$TMP/tl.err")" || return 1
+	expect_eq "memory kept" "$(vmux exec tl -- cat /tmp/m)" before-limit || return 1
+	kill -TERM $pid
+	wait $pid
+	expect_eq "stopped by SIGTERM" "$(state_of tl)" stopped || return 1
+	vmux rm -f tl >/dev/null
+}
+
 check "a counter loop, a marker and a shell's variable in the guest" t_setup
 check "pause: files 0600, no process left, ls says paused" t_pause
 check "a touch resumes it: counter, marker, the shell re-attaches" t_touch_resumes
@@ -281,3 +307,4 @@ check "a session with a host folder refuses pause and fork, naming it" t_mount_r
 check "fork: copies go on from the parent's memory and workspace, then apart" t_fork
 check "an --image root's writes are kept by pause and copied by fork" t_image_root
 check "templates: a second new of a kind boots nothing, has its own identity" t_template
+check "the time limit's notice (SIGUSR2) pauses a --foreground session" t_time_limit

@@ -5,7 +5,9 @@
 # node and job, exec and cp run inside the job (srun --overlap), stop
 # cancels it (the guest powered off cleanly), start submits again and,
 # with the first node drained, lands on the other with the workspace
-# whole; a bad partition is one clear error; rm leaves no job or folder.
+# whole; pause inside the job saves the session in the shared folder and
+# the job ends, and resume goes on from memory on the other node; a
+# bad partition is one clear error; rm leaves no job or folder.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/slurm.sh"
 command -v slurmctld >/dev/null || [[ -x /usr/sbin/slurmctld ]] || { echo "FAIL slurm-wlm is not installed (make deps installs it)"; exit 1; }
@@ -85,6 +87,26 @@ t_move() {
 	expect_eq "the workspace on the other node" "$(c exec s1 -- cat /workspace/w)" hello-42
 }
 check "stop, drain its node, start: another node, the workspace whole" t_move
+
+# pause runs inside the job (as exec does): the session is saved into the
+# shared folder, the job ends with it; resume on another node goes on from
+# memory
+t_pause_move() {
+	local first second
+	c exec s1 -- sh -c 'echo in-memory >/tmp/m' || return 1
+	first=$(field s1 node)
+	c pause s1 || fail "pause on the cluster failed" || return 1
+	wait_for 60 eval '[[ -z $(squeue -h --me -n vmux-s1) ]]' || fail "the job did not end" || return 1
+	expect_eq "state after pause" "$(field s1 state)" paused ||
+		fail "the job said: $(tail -n 8 "$SHARED/s1/job.log"); record: $(jq -c '{state, pids, state_sum}' "$SHARED/s1/sessions/s1/session.json" 2>&1); qemu: $(cat "$SHARED/s1/sessions/s1/qemu.exit" 2>&1)" || return 1
+	scontrol update nodename="$first" state=drain reason=vmux-test || return 1
+	c resume s1 >/dev/null || { scontrol update nodename="$first" state=resume; fail "resume"; return 1; }
+	second=$(field s1 node)
+	scontrol update nodename="$first" state=resume
+	[[ -n $second && $second != "$first" ]] || fail "resumed on '$second', first was $first (drained)"
+	expect_eq "memory on the other node" "$(c exec s1 -- cat /tmp/m)" in-memory
+}
+check "pause in the job, drain its node, resume: memory kept" t_pause_move
 
 t_bad_partition() {
 	local out
