@@ -1467,6 +1467,10 @@ session_launch(
 	key = launch_template_key(o, &r);
 	if (key != NULL && (used = template_use(o, &r, key, &why)) == 1)
 		goto done; /* booted nothing */
+	if (used < 0 && o->interrupted != NULL && *o->interrupted) {
+		*cause = why; /* asked to stop: not booted instead */
+		goto fail;
+	}
 	if (used < 0) {
 		notice(o, "its template failed (%s); booting instead", why);
 		free(why);

@@ -94,11 +94,12 @@ t_crash_then_rm() {
 
 # Ctrl-C (or SIGTERM) to vmux new while the VM boots stops the boot at
 # once and cleans up: status 128+N, no session, no process left; at any
-# moment, including the very start.
+# moment, including the very start. (--cold: a boot to interrupt, not a
+# template's resume, over before the signal could come.)
 t_interrupt_during_boot() {
 	local p rc sig n
 	for sig in INT TERM; do
-		"$VMUX" new "i$sig" >/dev/null 2>"$TMP/err" &
+		"$VMUX" new "i$sig" --cold >/dev/null 2>"$TMP/err" &
 		p=$!
 		wait_for 60 pgrep -f "$VMUX_HOME/sessions/i$sig/console.log" >/dev/null ||
 			fail "no QEMU for i$sig" || return 1
