@@ -30,6 +30,7 @@ struct sha256 {
 void sha256_init(struct sha256 *);
 void sha256_update(struct sha256 *, const void *, size_t);
 void sha256_hex(struct sha256 *, char hex[65]);
+int sha256_fd(int fd, char hex[65]);
 
 /* printable.c: guest text made safe to print on a terminal. */
 /* The largest screen vmux draws of a guest's PTY (the TUI's panes, capture

@@ -2,7 +2,9 @@
  * sha256.c: SHA-256 (FIPS 180-4), streaming, for the digests that name
  * image blobs (oci/). The caller owns the context; nothing is allocated.
  */
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -110,4 +112,23 @@ sha256_hex(struct sha256 *c, char hex[65])
 		hex[2 * i + 1] = digits[b & 15];
 	}
 	hex[64] = '\0';
+}
+
+/* The sha256 of what is left to read on fd, as 64 hex digits; 0, or -1
+ * with errno if a read failed. */
+int
+sha256_fd(int fd, char hex[65])
+{
+	struct sha256 c;
+	char buf[65536];
+	ssize_t n;
+
+	sha256_init(&c);
+	while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			sha256_update(&c, buf, (size_t)n);
+	if (n < 0)
+		return -1;
+	sha256_hex(&c, hex);
+	return 0;
 }

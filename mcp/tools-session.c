@@ -184,6 +184,16 @@ create_mount(
 	return 0;
 }
 
+/* A name for a session the agent left unnamed, agent-XXXXXXXX, in buf. */
+static const char *
+agent_name(const char *seed, char *buf, size_t len)
+{
+	snprintf(buf, len, "agent-%08x",
+	    (unsigned)(hash_fnv1a(seed) ^ (uint64_t)wall_time() ^
+	        (uint64_t)getpid() ^ mono_ms()));
+	return buf;
+}
+
 int
 t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 {
@@ -204,12 +214,8 @@ t_session_create(struct mcp_call *c, const cJSON *args, char **cause)
 	    arg_bool(args, "net", 0, &net, cause) != 0)
 		return -1;
 	mem = opt[SOPT_MEMORY];
-	if (name == NULL) {
-		snprintf(gen, sizeof gen, "agent-%08x",
-		    (unsigned)(hash_fnv1a(p->name) ^ (uint64_t)wall_time() ^
-		        (uint64_t)getpid() ^ mono_ms()));
-		name = gen;
-	}
+	if (name == NULL)
+		name = agent_name(p->name, gen, sizeof gen);
 	if (session_name_valid(name, cause) != 0)
 		return -1;
 	if (profile != NULL && p->profile != NULL &&
@@ -425,12 +431,8 @@ t_session_fork(struct mcp_call *c, const cJSON *args, char **cause)
 	if (arg_session(c, args, &parent, cause) != 0 ||
 	    arg_str(args, "name", 0, &name, cause) != 0)
 		return -1;
-	if (name == NULL) {
-		snprintf(gen, sizeof gen, "agent-%08x",
-		    (unsigned)(hash_fnv1a(parent) ^ (uint64_t)wall_time() ^
-		        (uint64_t)getpid() ^ mono_ms()));
-		name = gen;
-	}
+	if (name == NULL)
+		name = agent_name(parent, gen, sizeof gen);
 	if (session_name_valid(name, cause) != 0 ||
 	    record_load(p->home, parent, &r, cause) != 0)
 		return -1;

@@ -145,10 +145,8 @@ read_checked(
 int
 oci_blob_verify(const char *cache, const char *digest, char **cause)
 {
-	char *path, hex[65], buf[65536];
-	struct sha256 h;
-	ssize_t n;
-	int fd;
+	char *path, hex[65];
+	int fd, rc;
 
 	if (!oci_digest_valid(digest)) {
 		xasprintf(cause, "bad digest '%.80s'", digest);
@@ -161,12 +159,9 @@ oci_blob_verify(const char *cache, const char *digest, char **cause)
 		xasprintf(cause, "blob %s is missing", digest);
 		return -1;
 	}
-	sha256_init(&h);
-	while ((n = read(fd, buf, sizeof buf)) > 0)
-		sha256_update(&h, buf, (size_t)n);
+	rc = sha256_fd(fd, hex);
 	close(fd);
-	sha256_hex(&h, hex);
-	if (n < 0 || strcmp(hex, digest + 7) != 0) {
+	if (rc != 0 || strcmp(hex, digest + 7) != 0) {
 		xasprintf(cause, "blob %s does not match its digest", digest);
 		return -1;
 	}

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -716,23 +715,15 @@ static void notice(const struct launch_opts *, const char *, ...)
 static int
 launch_ram_fits(const struct launch_opts *o, const struct session_record *r)
 {
-	char *dir = xstrdup(r->ram_file), *slash = strrchr(dir, '/');
-	struct statvfs fs;
-	unsigned long long free_mb = 0;
-	int ok;
+	long long free_mb = ram_free_mb(r->ram_file);
 
-	if (slash != NULL)
-		*slash = '\0';
-	ok = statvfs(dir, &fs) == 0 &&
-	    (free_mb = (unsigned long long)fs.f_bavail * fs.f_frsize >> 20) >=
-	        (unsigned long long)r->memory_mb;
-	if (!ok)
-		notice(o,
-		    "%s has %llu MiB free, less than the guest's %d MiB: its "
-		    "RAM is a memfd this boot (a paused state cannot be kept)",
-		    dir, free_mb, r->memory_mb);
-	free(dir);
-	return ok;
+	if (free_mb >= r->memory_mb)
+		return 1;
+	notice(o,
+	    "%s has %lld MiB free, less than the guest's %d MiB: its RAM is "
+	    "a memfd this boot (a paused state cannot be kept)",
+	    r->ram_file, free_mb > 0 ? free_mb : 0, r->memory_mb);
+	return 0;
 }
 
 /*

@@ -1,11 +1,12 @@
 /*
  * pause.c: a session's whole state in files. vmux pause stops the guest,
  * has QEMU write its device state (RAM stays in the session's RAM file,
- * QMP's x-ignore-shared) and copies that RAM file, sparse, beside the
- * workspace; then QEMU, the bridge, passt and the console keeper end. vmux
- * resume (and any command that needs the guest) copies the RAM back to
- * tmpfs and boots a new QEMU that loads the state instead of a kernel
- * (launch.c with launch_opts.incoming, restored here by state_restore).
+ * QMP's x-ignore-shared) and syncs that RAM file where it lives, in the
+ * session's folder (a tmpfs one, on a network folder, is copied beside
+ * it); then QEMU, the bridge, passt and the console keeper end. vmux
+ * resume (and any command that needs the guest) boots a new QEMU that
+ * loads the state instead of a kernel (launch.c with
+ * launch_opts.incoming, restored here by state_restore).
  *
  * The files are SESSION_STATE and SESSION_RAM_SAVED in the session's
  * folder, 0600, written and fsync'd before the record says paused. The
@@ -39,15 +40,14 @@
 #define PAUSE_POLL_US  1000
 
 /*
- * Have QEMU write its device state to the file open as fd (RAM stays in
- * the shared RAM file). The guest must be stopped. 0, or -1 with cause.
+ * Both ends of a state's stream: leave RAM out (it stays in the shared RAM
+ * file) and hand QEMU the state file open as fd, PAUSE_STATE_FD. 0, or -1
+ * with cause.
  */
-int
-state_save(struct qmp *q, int fd, char **cause)
+static int
+state_stream(struct qmp *q, int fd, uint64_t deadline, char **cause)
 {
-	uint64_t deadline = mono_ms() + PAUSE_SAVE_MS;
 	cJSON *r;
-	char *st;
 
 	if (qmp_run(q,
 	        "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
@@ -59,9 +59,22 @@ state_save(struct qmp *q, int fd, char **cause)
 	    "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"" PAUSE_STATE_FD
 	    "\"}}",
 	    fd, deadline, cause);
-	if (r == NULL)
-		return -1;
 	cJSON_Delete(r);
+	return r != NULL ? 0 : -1;
+}
+
+/*
+ * Have QEMU write its device state to the file open as fd (RAM stays in
+ * the shared RAM file). The guest must be stopped. 0, or -1 with cause.
+ */
+int
+state_save(struct qmp *q, int fd, char **cause)
+{
+	uint64_t deadline = mono_ms() + PAUSE_SAVE_MS;
+	char *st;
+
+	if (state_stream(q, fd, deadline, cause) != 0)
+		return -1;
 	if (qmp_run(q,
 	        "{\"execute\":\"migrate\",\"arguments\":{\"uri\":"
 	        "\"fd:" PAUSE_STATE_FD "\"}}",
@@ -102,9 +115,8 @@ state_restore(
 {
 	struct qmp q;
 	struct stat st;
-	cJSON *ans;
 	char *s = NULL;
-	int fd, rc = -1;
+	int fd, given, rc = -1;
 
 	/* QEMU makes its QMP socket once its devices are, and listens on it
 	 * a moment after */
@@ -125,19 +137,9 @@ state_restore(
 		xasprintf(cause, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	ans = qmp_call(&q,
-	    "{\"execute\":\"getfd\",\"arguments\":{\"fdname\":\"" PAUSE_STATE_FD
-	    "\"}}",
-	    fd, deadline, cause);
-	close(fd);
-	if (ans == NULL)
-		goto out;
-	cJSON_Delete(ans);
-	if (qmp_run(&q,
-	        "{\"execute\":\"migrate-set-capabilities\",\"arguments\":"
-	        "{\"capabilities\":[{\"capability\":\"x-ignore-shared\","
-	        "\"state\":true}]}}",
-	        deadline, cause) != 0 ||
+	given = state_stream(&q, fd, deadline, cause);
+	close(fd); /* QEMU has its own */
+	if (given != 0 ||
 	    qmp_run(&q,
 	        "{\"execute\":\"migrate-incoming\",\"arguments\":{\"uri\":"
 	        "\"fd:" PAUSE_STATE_FD "\"}}",
@@ -433,7 +435,7 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 	}
 	saved = state_path(r, SESSION_RAM_SAVED);
 	if (strcmp(saved, r->ram_file) != 0 &&
-	    !ram_fits(r->ram_file, r->memory_mb)) {
+	    ram_free_mb(r->ram_file) < r->memory_mb) {
 		xasprintf(cause,
 		    "cannot resume '%s': %s has no room for its %d MiB of RAM",
 		    r->name, r->ram_file, r->memory_mb);
@@ -666,14 +668,18 @@ session_wake_child(const char *home, struct session_record *r, char **cause)
 	free(env_home);
 	buf[len] = '\0';
 	if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		/* what it said, on one line, without its "vmux: "s */
+		/* what it said, on one line, without its "vmux: "s (q
+		 * writes over what p read: bol says where lines began) */
 		char *p = buf, *q = buf;
+		int bol = 1;
 
 		while (*p != '\0') {
-			if (strncmp(p, "vmux: ", 6) == 0 &&
-			    (p == buf || p[-1] == '\n'))
+			if (bol && strncmp(p, "vmux: ", 6) == 0)
 				p += 6;
-			*q++ = *p == '\n' ? ' ' : *p;
+			if (*p == '\0')
+				break;
+			bol = *p == '\n';
+			*q++ = bol ? ' ' : *p;
 			p++;
 		}
 		while (q > buf && q[-1] == ' ')

@@ -584,7 +584,7 @@ int file_copy_cow(const char *src, const char *dst, char **cause);
 void dir_sync(const char *dir);
 int ram_sync(const char *path, off_t *size, char **cause);
 void ram_drop_cache(const char *path);
-int ram_fits(const char *path, int mb);
+long long ram_free_mb(const char *path);
 
 /* pause.c: a session's state in files: pause, resume */
 struct qmp;

@@ -224,20 +224,15 @@ file_copy_cow(const char *src, const char *dst, char **cause)
 static char *
 file_sha256(const char *path)
 {
-	struct sha256 ctx;
-	char buf[65536], hex[65], *out;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	char hex[65], *out;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return NULL;
-	sha256_init(&ctx);
-	while ((n = read(fd, buf, sizeof buf)) > 0)
-		sha256_update(&ctx, buf, (size_t)n);
+	rc = sha256_fd(fd, hex);
 	close(fd);
-	if (n < 0)
+	if (rc != 0)
 		return NULL;
-	sha256_hex(&ctx, hex);
 	xasprintf(&out, "sha256:%s", hex);
 	return out;
 }
@@ -325,21 +320,22 @@ state_discard(struct session_record *r)
 	r->paused = 0;
 }
 
-/* Does tmpfs at path's folder have room for mb MiB? */
-int
-ram_fits(const char *path, int mb)
+/* Free MiB on the file system of path's folder (a RAM file's), or -1. */
+long long
+ram_free_mb(const char *path)
 {
 	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
 	struct statvfs fs;
-	int ok;
+	long long mb = -1;
 
 	if (slash != NULL)
 		*slash = '\0';
-	ok = statvfs(dir, &fs) == 0 &&
-	    ((unsigned long long)fs.f_bavail * fs.f_frsize >> 20) >=
-	        (unsigned long long)mb;
+	if (statvfs(dir, &fs) == 0)
+		mb =
+		    (long long)((unsigned long long)fs.f_bavail * fs.f_frsize >>
+		        20);
 	free(dir);
-	return ok;
+	return mb;
 }
 
 /*
