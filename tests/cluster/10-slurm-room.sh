@@ -3,9 +3,10 @@
 # what takes too long for make test (make test-cluster, which CI runs):
 # new --count 4 as one job array spread over both nodes; the TUI over the
 # cluster lists them and types into one through srun; Slurm's own time
-# limit stops a session cleanly, workspace whole and the reason kept; a
-# node's slurmd killed shows its sessions lost, with why, while the other
-# node's answer; no account, and no munge, are one clear error each.
+# limit pauses a session, and start resumes it in a new job with its
+# memory and workspace; a node's slurmd killed shows its sessions lost,
+# with why, while the other node's answer; no account, and no munge,
+# are one clear error each.
 source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/../e2e/slurm.sh"
 source "$(dirname "$0")/../tui/tmux.sh"
@@ -87,25 +88,28 @@ check "vmux -H c shell in tmux: a terminal inside the job (srun --pty)" t_shell
 
 t_time_limit() {
 	local job used
-	c exec st-4 -- sh -c 'echo before-limit > /workspace/kept; sync' || return 1
+	c exec st-4 -- sh -c 'echo before-limit > /workspace/kept; sync; echo in-memory >/tmp/m' || return 1
 	# a task of the array by Slurm's own name for it (12_4: 12 alone is
 	# every task)
 	job=$(squeue -h -r --me -o '%i %j %K' | awk '$2 == "vmux-st-" && $3 == 4 { print $1 }')
 	[[ $job == *_4 ]] || { fail "no job for st-4: $(squeue -r)"; return 1; }
 	# an admin cuts its time limit to 70 s from now: Slurm's notice
-	# (60 s ahead) reaches vmux, which powers the guest off in time
+	# (60 s ahead) reaches vmux, which pauses the guest in time
 	used=$(secs "$(squeue -h -j "$job" -o %M)")
 	scontrol update JobId="$job" TimeLimit="$(((used + 70) / 60)):$(((used + 70) % 60))" || return 1
-	wait_for 150 eval '[[ $(field st-4 state) == stopped ]]' || { fail "st-4: $(c ls)"; return 1; }
-	expect_eq "stopped by" "$(field st-4 stopped_by)" "time limit"
-	expect_match "the job's log" "$(cat "$SHARED/st-4/job.log")" 'time limit: stopping st-4'
+	wait_for 150 eval '[[ $(field st-4 state) == paused ]]' || { fail "st-4: $(c ls)"; return 1; }
+	expect_match "the job's log" "$(cat "$SHARED/st-4/job.log")" 'time limit: pausing st-4'
 	[[ $(cat "$SHARED/st-4/job.log") != *"QEMU was ended"* ]] ||
-		fail "the guest did not power off: $(cat "$SHARED/st-4/job.log")"
-	[[ $(field st-3 state) == running ]] || fail "st-3 was stopped too: $(c ls)"
+		fail "the guest was ended: $(cat "$SHARED/st-4/job.log")"
+	wait_for 60 eval '[[ -z $(squeue -h -r --me -j "$job" 2>/dev/null) ]]' || fail "the job did not end: $(squeue -r)"
+	[[ $(field st-3 state) == running ]] || fail "st-3 was paused too: $(c ls)"
+	# start resumes it in a new job, memory and workspace whole
 	c start st-4 >/dev/null || { fail "start"; return 1; }
+	expect_eq "state after start" "$(field st-4 state)" running
+	expect_eq "memory after" "$(c exec st-4 -- cat /tmp/m)" in-memory
 	expect_eq "the workspace after" "$(c exec st-4 -- cat /workspace/kept)" before-limit
 }
-check "Slurm's time limit: stopped cleanly, the reason kept, workspace whole" t_time_limit
+check "Slurm's time limit: paused with its memory, start resumes it in a new job" t_time_limit
 
 t_node_lost() {
 	local victim other gone kept pidvar

@@ -8,7 +8,8 @@
 # revoked link is closed at once; the teacher's wall shows both tiles,
 # filters, zooms, takes the keyboard (the student's keys do not arrive)
 # and hands it back, broadcasts a line, runs check; a hostile guest's
-# escapes, invalid UTF-8 and a flood go through a page that stays usable.
+# escapes, invalid UTF-8 and a flood go through a page that stays usable;
+# a session paused under a page is resumed by its reattach, same shell.
 # A raw socket client (tests/web/ws.mjs) checks what a browser cannot
 # send: forged Origins, wrong, expired and malformed tokens, a link asking
 # for another session, oversized, unknown and invalid frames, an input
@@ -179,6 +180,7 @@ check_tls_prefix() {
 	kill "$pid"
 }
 check "HTTPS and WSS under a path prefix" check_tls_prefix
+check "a pause under a page: its reattach resumes the VM, the same shell goes on" browser pause
 check "the VM stops under a page, then starts: the page says so and comes back" browser vmstop
 
 # the teacher's token is kept in a 0600 file, never printed (logs keep

@@ -44,6 +44,9 @@ e2e_cleanup() {
 			[[ -d $s ]] && "$VMUX" rm -f "$(basename "$s")" >/dev/null 2>&1
 		done
 	fi
+	# a reaper may still be between writing its exit record and exiting:
+	# what is gone within a few seconds was not left behind
+	wait_for 5 eval '[[ -z $(e2e_leftovers) ]]'
 	pids=$(e2e_leftovers)
 	if [[ -n $pids ]]; then
 		echo "FAIL cleanup: processes left behind: $pids"

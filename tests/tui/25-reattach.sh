@@ -4,6 +4,8 @@
 # gdb makes the running TUI shut down its own stream sockets (as a network
 # or bridge hiccup would), while a counter in the guest keeps printing;
 # afterwards every number is on the screen, none lost and none twice.
+# Then the session is paused under the pane: the pane's reattach resumes
+# it and the same shell goes on.
 source "$(dirname "$0")/../e2e/lib.sh"
 source "$(dirname "$0")/tmux.sh"
 
@@ -56,4 +58,23 @@ t_drop_and_reattach() {
 }
 
 check "a dropped stream is shown and reattached from its cursor" t_drop_and_reattach
+
+# a pause under the pane: its reattach wakes the session, and the same
+# shell goes on where it was, a variable and a running loop kept
+t_pause_reattach() {
+	wait_screen 'ra:shell-1 live' 30 || return 1
+	tm send-keys -t main -l 'clear; V=kept-$((3*4)); i=0; while [ $i -lt 30 ]; do i=$((i+1)); echo p-$i; sleep 0.3; done; echo "V=$V"' || return 1
+	tm send-keys -t main Enter || return 1
+	wait_screen '^p-4 *$' || return 1
+	vmux pause ra >/dev/null || fail "pause" || return 1
+	wait_screen 'ra:shell-1 (disconnected|connecting)' 10 || return 1
+	wait_screen 'ra:shell-1 live' 60 || return 1
+	wait_screen '^V=kept-12 *$' 60 || return 1
+	tm capture-pane -p -t main -S -200 | grep -E '^p-[0-9]+ *$' | sed 's/ *$//' >"$TMP/seen"
+	seq 1 30 | sed 's/^/p-/' >"$TMP/want"
+	diff "$TMP/want" "$TMP/seen" >/dev/null ||
+		fail "numbers lost or repeated: $(diff "$TMP/want" "$TMP/seen" | head -5 | tr '\n' ' ')"
+	expect_eq "the session after" "$(vmux ls --json | jq -r '.[] | select(.name == "ra") | .state')" running
+}
+check "a pause under the pane: reattached by itself, resumed, the loop went on" t_pause_reattach
 tm send-keys -t main C-b d

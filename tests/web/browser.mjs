@@ -251,6 +251,35 @@ const scenarios = {
 
   // the VM stops under the page: it says so and waits; the VM starts
   // again: the page comes back by itself, on the new shell, and says so
+  // a pause under the page: its reattach wakes the session, and the
+  // same shell goes on (its variable kept, no new shell started)
+  async pause() {
+    const p = await open(env.LINK_S3);
+    await ready(p);
+    await p.evaluate(() => {
+      const s = document.querySelector("#status");
+      window.seen = [];
+      new MutationObserver(() => window.seen.push(s.textContent))
+        .observe(s, { childList: true, characterData: true, subtree: true });
+    });
+    await run(p, "V=kept-$((3*4)); echo set-$((2*3))");
+    await waitLine(p, /^set-6$/, "the variable set");
+    execFileSync(env.VMUX, ["pause", "s3"]);
+    try {
+      await p.waitForFunction(() => {
+        const i = window.seen.findIndex((t) => /reconnecting/.test(t));
+        return i >= 0 && window.seen.slice(i).includes("connected");
+      }, { timeout: 60000, polling: 100 });
+    } catch {
+      throw new Error(`the page never reattached: ${JSON.stringify(await p.evaluate(() => window.seen))}`);
+    }
+    await run(p, 'echo "V=$V"');
+    await waitLine(p, /^V=kept-12$/, "the shell's variable after the resume");
+    assert(!(await lines(p)).some((l) => /shell started again/.test(l)), "a new shell was started");
+    const s3 = JSON.parse(execFileSync(env.VMUX, ["ls", "--json"])).find((x) => x.name === "s3");
+    assert(s3 && s3.state === "running", `s3 is ${s3 && s3.state} after the page woke it`);
+  },
+
   async vmstop() {
     const p = await open(env.LINK_S3);
     await ready(p);
