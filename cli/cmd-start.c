@@ -27,8 +27,8 @@ static const struct cmd_opt cmd_start_opts[] = {
     {"json", 0, NULL, 0, "print the session as ls --json shows it"},
     {"foreground", 0, NULL, 0,
         "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
-        "cleanly (as vmux stop) and ends vmux, SIGUSR2 too as a 'time "
-        "limit' (a batch job's body)"},
+        "cleanly (as vmux stop) and ends vmux; SIGUSR2 (a 'time "
+        "limit') pauses it instead' (a batch job's body)"},
     {"append", 0, "ARGS", 0, "more kernel command line words for this boot"},
     {"persist", 0, NULL, 0,
         "keep --append for every later boot (--append '' --persist "
