@@ -40,7 +40,8 @@ static const struct cmd_opt cmd_new_own[] = {
     {"foreground", 0, NULL, 0,
         "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
         "cleanly (as vmux stop) and ends vmux; SIGUSR2 (a 'time "
-        "limit') pauses it instead': a batch job's body (vmux -H CLUSTER new runs it)"},
+        "limit') pauses it instead: a batch job's body (vmux -H CLUSTER new "
+        "runs it)"},
     {NULL, 0, NULL, 0, NULL},
 };
 

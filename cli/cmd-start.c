@@ -28,7 +28,7 @@ static const struct cmd_opt cmd_start_opts[] = {
     {"foreground", 0, NULL, 0,
         "stay while the VM runs; SIGTERM, SIGINT or SIGHUP powers it off "
         "cleanly (as vmux stop) and ends vmux; SIGUSR2 (a 'time "
-        "limit') pauses it instead' (a batch job's body)"},
+        "limit') pauses it instead (a batch job's body)"},
     {"append", 0, "ARGS", 0, "more kernel command line words for this boot"},
     {"persist", 0, NULL, 0,
         "keep --append for every later boot (--append '' --persist "
