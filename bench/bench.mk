@@ -24,6 +24,7 @@ bench: all $(BENCH_TOOLS) $(WEB_TEST_STAMP) $(GUEST_DEBIAN)
 	@BUILD=$(BUILD) bench/class
 	@BUILD=$(BUILD) bench/qemu
 	@BUILD=$(BUILD) bench/pause
+	@BUILD=$(BUILD) bench/room
 	@BUILD=$(BUILD) bench/remote
 	@BUILD=$(BUILD) bench/mcp
 	@BUILD=$(BUILD) bench/web
@@ -57,6 +58,11 @@ bench-qemu: all $(BENCH_TOOLS)
 bench-pause: all
 	@BUILD=$(BUILD) bench/pause
 .PHONY: bench-pause
+
+# A room of 200, most asleep, alone: active sessions' keys vs 30 alone.
+bench-room: all $(BENCH_TOOLS)
+	@BUILD=$(BUILD) bench/room
+.PHONY: bench-room
 
 # The teaching room alone: 30 sessions booted, fanned out to, left idle.
 bench-class: all

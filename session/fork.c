@@ -259,17 +259,89 @@ children_resume(const char *home, struct fork_result *fr)
 	free(pids);
 }
 
+/* A child on its way: its record, locked (nobody starts it half-copied)
+ * from its claim until its files and record are made. */
+struct child_make {
+	struct session_record c;
+	int lock;   /* -1: not claimed (its fork_child says why) */
+	int failed; /* claimed, then failed: removed at the end */
+};
+
+/* Give up child m: its folder and sockets go, its lock too. */
+static void
+child_unmake(struct child_make *m)
+{
+	if (m->c.sock_dir != NULL)
+		rmtree(m->c.sock_dir);
+	if (m->c.dir != NULL)
+		rmtree(m->c.dir);
+	if (m->lock >= 0)
+		session_unlock(m->lock);
+	m->lock = -1;
+	record_free(&m->c);
+}
+
 /*
- * Make the children, paused, from the stopped (or paused) parent p: their
- * records and files. The parent's QMP q is open and its guest stopped when
- * p runs (q NULL: p is paused, its state files are copied). Only the first
- * child is copied from the running parent, which then goes on (*frozen_ms
- * says how long it was stopped, counted from t0); the others are copies of
- * that child's files.
+ * Before the parent stops: each child's record from p's, its claim (name,
+ * folder, CID) and its lock, so the stop waits only on copies. An array of
+ * fr->n the caller frees with children_done.
+ */
+static struct child_make *
+children_prepare(
+    const char *home, const struct session_record *p, struct fork_result *fr)
+{
+	struct child_make *m = xcalloc(fr->n, sizeof *m);
+
+	for (size_t i = 0; i < fr->n; i++) {
+		struct fork_child *ch = &fr->child[i];
+		struct launch_opts o;
+
+		m[i].lock = -1;
+		memset(&o, 0, sizeof o);
+		o.home = home;
+		o.name = ch->name;
+		if (session_name_valid(ch->name, &ch->error) != 0 ||
+		    child_record(p, home, ch->name, &m[i].c, &ch->error) != 0)
+			continue;
+		if (launch_claim(&o, &m[i].c, &ch->error) != 0) {
+			record_free(&m[i].c);
+			continue;
+		}
+		m[i].lock = session_lock_one(
+		    m[i].c.dir, "vmux fork", 0, NULL, &ch->error);
+		if (m[i].lock < 0)
+			child_unmake(&m[i]);
+	}
+	return m;
+}
+
+/* Remove the children that failed, unlock the rest; free m. */
+static void
+children_done(struct child_make *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (m[i].failed)
+			child_unmake(&m[i]);
+		else if (m[i].lock >= 0) {
+			session_unlock(m[i].lock);
+			record_free(&m[i].c);
+		}
+	}
+	free(m);
+}
+
+/*
+ * Make the prepared children m, paused, from the stopped (or paused)
+ * parent p: their files and records. The parent's QMP q is open, its state
+ * stream set up and its guest stopped when p runs (q NULL: p is paused,
+ * its state files are copied). Only the first child is copied from the
+ * running parent, which then goes on (fr->frozen_ms says how long it was
+ * stopped, counted from t0); the others are copies of that child's files,
+ * made while it runs.
  */
 static void
-children_make(const char *home, const struct session_record *p, struct qmp *q,
-    uint64_t t0, struct fork_result *fr)
+children_make(const struct session_record *p, struct qmp *q, uint64_t t0,
+    struct fork_result *fr, struct child_make *m)
 {
 	char *state = NULL, *err = NULL,
 	     *ram_src = q != NULL ? xstrdup(p->ram_file)
@@ -277,72 +349,36 @@ children_make(const char *home, const struct session_record *p, struct qmp *q,
 	char *ws_src = p->workspace != NULL ? xstrdup(p->workspace) : NULL;
 	char *root_src =
 	    p->root_image != NULL ? state_path(p, SESSION_ROOT_OVERLAY) : NULL;
-	int fd, saved = q != NULL;
 
 	if (q != NULL) { /* the running parent's state, once for all */
 		state = state_path(p, SESSION_STATE ".fork");
-		unlink(state);
-		fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0)
-			xasprintf(&err, "%s: %s", state, strerror(errno));
-		if (fd < 0 || state_save(q, fd, &err) != 0) {
+		if (state_save(q, &err) != 0) {
 			for (size_t i = 0; i < fr->n; i++)
-				fr->child[i].error = xstrdup(err);
+				if (m[i].lock >= 0) {
+					fr->child[i].error = xstrdup(err);
+					m[i].failed = 1;
+				}
 			free(err);
-			if (fd >= 0)
-				close(fd);
 			goto done;
 		}
-		close(fd);
 	} else /* paused: its own state file */
 		state = state_path(p, SESSION_STATE);
 	for (size_t i = 0; i < fr->n; i++) {
 		struct fork_child *ch = &fr->child[i];
-		struct session_record c;
-		struct launch_opts o;
+		struct session_record *c = &m[i].c;
 		off_t size;
-		char *st, *ram, *sum;
-		int lock;
+		char *st, *ram, *sum = NULL;
 
-		memset(&c, 0, sizeof c);
-		memset(&o, 0, sizeof o);
-		o.home = home;
-		o.name = ch->name;
-		if (session_name_valid(ch->name, &ch->error) != 0 ||
-		    child_record(p, home, ch->name, &c, &ch->error) != 0)
+		if (m[i].lock < 0)
 			continue;
-		if (launch_claim(&o, &c, &ch->error) != 0) {
-			record_free(&c);
-			continue;
+		st = state_path(c, SESSION_STATE);
+		ram = state_path(c, SESSION_RAM_SAVED);
+		if (child_files(
+		        c, state, ram_src, ws_src, root_src, &ch->error) != 0) {
+			m[i].failed = 1;
+			goto next;
 		}
-		/* nobody starts it half-copied */
-		lock =
-		    session_lock_one(c.dir, "vmux fork", 0, NULL, &ch->error);
-		st = state_path(&c, SESSION_STATE);
-		ram = state_path(&c, SESSION_RAM_SAVED);
-		if (lock < 0 ||
-		    child_files(&c, state, ram_src, ws_src, root_src,
-		        &ch->error) != 0 ||
-		    file_size(ram, &size) != 0 ||
-		    (sum = state_sum_of(st, size)) == NULL) {
-			if (ch->error == NULL)
-				xasprintf(
-				    &ch->error, "%s: cannot read it back", st);
-			goto fail;
-		}
-		c.status = SESSION_PAUSED;
-		c.paused = (int64_t)time(NULL);
-		c.state_key = state_key(p);
-		c.state_sum = sum;
-		free(c.stop_reason);
-		c.stop_reason = NULL;
-		free(c.ram_file); /* where it lives when it runs */
-		c.ram_file = session_ram_path(c.dir);
-		if (record_save(&c, &ch->error) != 0)
-			goto fail;
-		ch->made = 1;
-		session_unlock(lock);
-		if (q != NULL) { /* the parent runs on; copy this child */
+		if (q != NULL) { /* copied: the parent runs on */
 			parent_cont(p, q);
 			fr->frozen_ms = mono_ms() - t0;
 			q = NULL;
@@ -350,33 +386,39 @@ children_make(const char *home, const struct session_record *p, struct qmp *q,
 			ram_src = xstrdup(ram);
 			free(ws_src);
 			ws_src =
-			    c.workspace != NULL ? xstrdup(c.workspace) : NULL;
+			    c->workspace != NULL ? xstrdup(c->workspace) : NULL;
 			if (root_src != NULL) {
 				free(root_src);
-				root_src = state_path(&c, SESSION_ROOT_OVERLAY);
+				root_src = state_path(c, SESSION_ROOT_OVERLAY);
 			}
 		}
+		if (file_size(ram, &size) != 0 ||
+		    (sum = state_sum_of(st, size)) == NULL) {
+			xasprintf(&ch->error, "%s: cannot read it back", st);
+			m[i].failed = 1;
+			goto next;
+		}
+		c->status = SESSION_PAUSED;
+		c->paused = (int64_t)time(NULL);
+		c->state_key = state_key(p);
+		c->state_sum = sum;
+		free(c->stop_reason);
+		c->stop_reason = NULL;
+		free(c->ram_file); /* where it lives when it runs */
+		c->ram_file = session_ram_path(c->dir);
+		if (record_save(c, &ch->error) != 0)
+			m[i].failed = 1;
+		else
+			ch->made = 1;
+	next:
 		free(st);
 		free(ram);
-		record_free(&c);
-		continue;
-	fail:
-		if (c.sock_dir != NULL)
-			rmtree(c.sock_dir);
-		rmtree(c.dir);
-		if (lock >= 0)
-			session_unlock(lock);
-		free(st);
-		free(ram);
-		record_free(&c);
 	}
 done:
 	if (q != NULL) { /* no child was made */
 		parent_cont(p, q);
 		fr->frozen_ms = mono_ms() - t0;
 	}
-	if (saved)
-		unlink(state);
 	free(state);
 	free(ram_src);
 	free(ws_src);
@@ -396,11 +438,12 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 {
 	struct session_record p;
 	struct qmp q, *qp = NULL;
+	struct child_make *m = NULL;
 	sigset_t held;
-	char *why = NULL;
+	char *why = NULL, *state = NULL;
 	const char *st;
-	uint64_t t0;
-	int lock, rc = -1;
+	uint64_t t0 = mono_ms();
+	int lock, fd = -1, rc = -1;
 
 	lock = session_lock_record(
 	    home, parent, "vmux fork", FORK_LOCK_MS, notice, &p, cause);
@@ -421,13 +464,24 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 		xasprintf(cause, "cannot fork '%s': %s", parent, why);
 		goto out;
 	}
-	t0 = mono_ms();
+	m = children_prepare(home, &p, fr);
 	if (strcmp(st, "running") == 0) {
 		if (qmp_open(&q, p.qmp, mono_ms() + FORK_QMP_MS, cause) != 0)
 			goto out;
+		state = state_path(&p, SESSION_STATE ".fork");
+		unlink(state);
+		fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 || state_save_begin(&q, fd, cause) != 0) {
+			if (fd < 0)
+				xasprintf(cause, "cannot fork '%s': %s: %s",
+				    parent, state, strerror(errno));
+			qmp_close(&q);
+			goto out;
+		}
 		qp = &q;
 		/* nothing ends this command while the parent is stopped */
 		signals_hold(&held);
+		t0 = mono_ms();
 		if (qmp_run(&q, "{\"execute\":\"stop\"}",
 		        mono_ms() + FORK_QMP_MS, cause) != 0) {
 			parent_cont(&p, &q); /* a late answer stopped it too */
@@ -436,16 +490,28 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 			goto out;
 		}
 	}
-	children_make(home, &p, qp, t0, fr);
+	children_make(&p, qp, t0, fr, m);
 	if (qp != NULL) {
 		qmp_close(&q);
 		signals_release(&held);
 	}
+	children_done(m, fr->n);
+	m = NULL;
 	session_unlock(lock);
 	lock = -1;
 	children_resume(home, fr);
 	rc = 0;
 out:
+	if (m != NULL) /* nothing made: the claims go */
+		for (size_t i = 0; i < fr->n; i++)
+			m[i].failed = m[i].lock >= 0;
+	if (m != NULL)
+		children_done(m, fr->n);
+	if (fd >= 0)
+		close(fd);
+	if (state != NULL)
+		unlink(state);
+	free(state);
 	free(why);
 	record_free(&p);
 	if (lock >= 0)

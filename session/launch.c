@@ -33,8 +33,13 @@
 /* How long a KVM boot may take before we fall back to TCG. */
 #define KVM_READY_MS 20000
 /* One ping attempt: connect (with retries) and reply. */
-#define PING_CONNECT_MS  3000
+#define PING_CONNECT_MS 3000
+/* A restored guest answers at once, or not over this connection: one with
+ * a new CID (a fork's, a template's) drops what comes to it until it has
+ * taken the transport reset, a few ms in, so its tries start short and
+ * double each miss. */
 #define PING_RESTORED_MS 200
+#define PING_NEW_CID_MS  25
 #define PING_REPLY_MS    5000
 #define PING_RETRY_MS    20
 /* Lines of console/QEMU log shown when a boot fails. */
@@ -959,8 +964,12 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
     uint64_t deadline, char **cause)
 {
 	struct vsock_target t;
-	cJSON *req = agent_req_ping(), *reply;
+	cJSON *req = o->ready_req != NULL ? cJSON_Duplicate(o->ready_req, 1)
+	                                  : agent_req_ping(),
+	      *reply;
 	enum boot_result res = BOOT_TIMEOUT;
+	uint64_t restored_ms =
+	    o->machine_id != NULL ? PING_NEW_CID_MS : PING_RESTORED_MS;
 
 	session_target(r, &t);
 	for (;;) {
@@ -986,11 +995,12 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		}
 		if (now >= deadline)
 			break;
-		/* a restored guest answers at once, or not over this
-		 * connection: a fork's guest drops what came to its old CID
-		 * until it has taken the transport reset */
-		connect_ms =
-		    o->incoming != NULL ? PING_RESTORED_MS : PING_CONNECT_MS;
+		connect_ms = PING_CONNECT_MS;
+		if (o->incoming != NULL) {
+			connect_ms = restored_ms;
+			if (restored_ms < PING_RESTORED_MS)
+				restored_ms *= 2;
+		}
 		cd = now + connect_ms < deadline ? now + connect_ms : deadline;
 		rd = now + PING_REPLY_MS < deadline ? now + PING_REPLY_MS
 		                                    : deadline;
@@ -1002,7 +1012,11 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 			continue;
 		}
 		if (reply != NULL) {
-			cJSON_Delete(reply);
+			if (o->ready_reply != NULL) { /* the last one's */
+				cJSON_Delete(*o->ready_reply);
+				*o->ready_reply = reply;
+			} else
+				cJSON_Delete(reply);
 			res = BOOT_READY;
 			break;
 		}

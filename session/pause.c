@@ -64,17 +64,26 @@ state_stream(struct qmp *q, int fd, uint64_t deadline, char **cause)
 }
 
 /*
- * Have QEMU write its device state to the file open as fd (RAM stays in
- * the shared RAM file). The guest must be stopped. 0, or -1 with cause.
+ * Ready QEMU to write its device state to the file open as fd (RAM stays
+ * in the shared RAM file): the guest may still run, so what a stop would
+ * otherwise wait on is done before it. 0, or -1 with cause.
  */
 int
-state_save(struct qmp *q, int fd, char **cause)
+state_save_begin(struct qmp *q, int fd, char **cause)
+{
+	return state_stream(q, fd, mono_ms() + PAUSE_SAVE_MS, cause);
+}
+
+/*
+ * Have QEMU write its device state where state_save_begin said. The guest
+ * must be stopped. 0, or -1 with cause.
+ */
+int
+state_save(struct qmp *q, char **cause)
 {
 	uint64_t deadline = mono_ms() + PAUSE_SAVE_MS;
 	char *st;
 
-	if (state_stream(q, fd, deadline, cause) != 0)
-		return -1;
 	if (qmp_run(q,
 	        "{\"execute\":\"migrate\",\"arguments\":{\"uri\":"
 	        "\"fd:" PAUSE_STATE_FD "\"}}",
@@ -251,6 +260,8 @@ session_pause(const char *home, const char *name, void (*notice)(const char *),
 		xasprintf(cause, "%s: %s", state_tmp, strerror(errno));
 		goto undo;
 	}
+	if (state_save_begin(&q, fd, cause) != 0)
+		goto undo;
 	/* from stop on, nothing may end this command before the guest runs
 	 * again or its state is safe (a late answer to stop still stopped
 	 * it: undo continues it all the same) */
@@ -259,7 +270,7 @@ session_pause(const char *home, const char *name, void (*notice)(const char *),
 	if (qmp_run(&q, "{\"execute\":\"stop\"}", mono_ms() + PAUSE_QMP_MS,
 	        cause) != 0)
 		goto undo;
-	if (state_save(&q, fd, cause) != 0) {
+	if (state_save(&q, cause) != 0) {
 		qmp_run(&q, "{\"execute\":\"migrate_cancel\"}",
 		    mono_ms() + PAUSE_QMP_MS, &why);
 		free(why);
@@ -412,10 +423,9 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 {
 	struct launch_opts lo = *o;
 	char *state = NULL, *saved = NULL, *why = NULL;
-	cJSON *req, *reply;
+	cJSON *req = NULL, *reply = NULL;
 	off_t size;
 	int rc = -1;
-	uint64_t now;
 
 	if (state_check(r, &why) != 0) {
 		xasprintf(cause,
@@ -452,6 +462,15 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 	}
 	lo.incoming = state;
 	lo.accel = r->accel; /* the state's: no fall back */
+	/* the guest's clock is the pause's, its RNG the state's: the
+	 * agent's first request sets them (and for a fork or template,
+	 * o->machine_id: its own host name and machine-id) */
+	req = agent_req_resumed(o->machine_id == NULL ? NULL
+	        : r->hostname != NULL                 ? r->hostname
+	                                              : r->name,
+	    o->machine_id);
+	lo.ready_req = r->no_agent ? NULL : req;
+	lo.ready_reply = &reply;
 	r->qemu_pid = r->bridge_pid = r->console_pid = 0;
 	if (launch_run(&lo, r, &why) != 0) {
 		int spent = r->state_sum == NULL; /* the guest ran from it */
@@ -485,28 +504,13 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 			    r->name, why, r->name);
 		goto out;
 	}
-	/* the guest's clock is the pause's, its RNG the state's */
-	now = mono_ms();
-	/* a fork's guest also gets its own host name and machine-id */
-	req = agent_req_resumed(o->machine_id == NULL ? NULL
-	        : r->hostname != NULL                 ? r->hostname
-	                                              : r->name,
-	    o->machine_id);
-	if (!r->no_agent) {
-		struct vsock_target t;
-		char *w = NULL;
-
-		session_target(r, &t);
-		reply =
-		    agent_call(&t, req, now + 3000, now + 3000, NULL, NULL, &w);
-		resumed_said(r, o, reply, w);
-		free(w);
-		cJSON_Delete(reply);
-	}
-	cJSON_Delete(req);
+	if (!r->no_agent)
+		resumed_said(r, o, reply, NULL);
 	state_discard(r);
 	rc = record_save(r, cause);
 out:
+	cJSON_Delete(req);
+	cJSON_Delete(reply);
 	free(why);
 	free(state);
 	free(saved);

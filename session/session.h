@@ -556,6 +556,9 @@ struct launch_opts {
 	int cold; /* start: boot a paused session, forgetting its state;
 	             new: boot a kernel, not from a template */
 	const char *machine_id;       /* resume: a fork's new one (32 hex) */
+	const cJSON *ready_req;       /* ask the agent this, not ping, until
+	                                 it answers; NULL: ping */
+	cJSON **ready_reply;          /* out: its answer (the caller's) */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };
@@ -588,7 +591,8 @@ long long ram_free_mb(const char *path);
 
 /* pause.c: a session's state in files: pause, resume */
 struct qmp;
-int state_save(struct qmp *, int fd, char **cause);
+int state_save_begin(struct qmp *, int fd, char **cause);
+int state_save(struct qmp *, char **cause);
 void signals_hold(sigset_t *old);
 void signals_release(const sigset_t *old);
 int state_restore(struct session_record *, const char *state, uint64_t deadline,

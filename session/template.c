@@ -247,11 +247,13 @@ template_capture(const struct launch_opts *o, const struct session_record *r,
 	}
 	signals_hold(&held);
 	xasprintf(&path, "%s/%s", tmp, SESSION_STATE);
-	if (qmp_run(&q, "{\"execute\":\"stop\"}", mono_ms() + TEMPLATE_QMP_MS,
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) <
+	    0)
+		xasprintf(&why, "%s: %s", path, strerror(errno));
+	else if (state_save_begin(&q, fd, &why) == 0 &&
+	    qmp_run(&q, "{\"execute\":\"stop\"}", mono_ms() + TEMPLATE_QMP_MS,
 	        &why) == 0 &&
-	    (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) >=
-	        0 &&
-	    state_save(&q, fd, &why) == 0) {
+	    state_save(&q, &why) == 0) {
 		/* the session's folder holds what the template needs */
 		char *ram;
 
