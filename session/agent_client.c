@@ -49,6 +49,15 @@ keep_code(const cJSON *o)
 	memcpy(last_code, v->valuestring, n + 1);
 }
 
+/* Whether cause (from agent_call) is the agent's own refusal: it answered,
+ * with an error, rather than not answering. */
+int
+agent_refused(const char *cause)
+{
+	return cause != NULL &&
+	    strncmp(cause, AGENT_REFUSED, strlen(AGENT_REFUSED)) == 0;
+}
+
 /* Parse one reply; the object on success, NULL with cause otherwise. */
 cJSON *
 agent_parse_reply(const char *buf, size_t len, char **cause)
@@ -93,10 +102,11 @@ agent_parse_reply(const char *buf, size_t len, char **cause)
 	if (err != NULL && !cJSON_IsNull(err)) {
 		keep_code(o);
 		if (cJSON_IsString(err) && err->valuestring != NULL)
-			xasprintf(cause, "agent: %s", err->valuestring);
+			xasprintf(cause, AGENT_REFUSED "%s", err->valuestring);
 		else {
 			char *s = cJSON_PrintUnformatted(err);
-			xasprintf(cause, "agent: %s", s != NULL ? s : "error");
+			xasprintf(
+			    cause, AGENT_REFUSED "%s", s != NULL ? s : "error");
 			cJSON_free(s);
 		}
 		cJSON_Delete(o);

@@ -2,12 +2,14 @@
  * fork.c: vmux fork: running copies of a session, each with the parent's
  * memory, processes, shells and workspace, which then go apart.
  *
- * The parent is stopped just long enough for QEMU to write its device
- * state and for its RAM file and workspace to be copied into each child's
- * folder (a reflink where the file system has them, else a sparse copy of
- * what is used); then it runs on. Each child is a new session (its own
- * name, CID, instance, folder) made paused from those files and resumed
- * (pause.c), and the agent gives it its own host name and machine-id.
+ * Each child's name, folder, CID and lock are had first. Then the parent
+ * is stopped just long enough for QEMU to write its device state and for
+ * its RAM file and workspace to be copied into the first child's folder (a
+ * reflink where the file system has them, else a sparse copy of what is
+ * used); then it runs on, and the other children are copied from the
+ * first's files. Each child is a new session made paused from those files
+ * and resumed (pause.c), and the agent gives it its own host name and
+ * machine-id.
  * Labels are kept; grants, web links, recordings and published ports are
  * not (they name the parent, or a host port only one may have). The caller
  * owns struct fork_result.
@@ -353,6 +355,11 @@ children_make(const struct session_record *p, struct qmp *q, uint64_t t0,
 	if (q != NULL) { /* the running parent's state, once for all */
 		state = state_path(p, SESSION_STATE ".fork");
 		if (state_save(q, &err) != 0) {
+			char *w = NULL;
+
+			if (qmp_run(q, "{\"execute\":\"migrate_cancel\"}",
+			        mono_ms() + FORK_QMP_MS, &w) != 0)
+				free(w);
 			for (size_t i = 0; i < fr->n; i++)
 				if (m[i].lock >= 0) {
 					fr->child[i].error = xstrdup(err);
@@ -429,8 +436,9 @@ done:
  * vmux fork: make fr->n running copies of session parent, named as fr's
  * children are (fr->child[i].name set by the caller). Each child's result
  * is in fr; fr->frozen_ms is how long the parent was stopped. 0 when the
- * parent could be copied (some children may still have failed: see fr),
- * -1 with cause when none could.
+ * copies were tried (each may still have failed: see fr), -1 with cause
+ * when the parent cannot be copied (not running or paused, a host folder,
+ * its QMP or state file out of reach); it runs on all the same.
  */
 int
 session_fork(const char *home, const char *parent, struct fork_result *fr,
@@ -443,6 +451,7 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 	char *why = NULL, *state = NULL;
 	const char *st;
 	uint64_t t0 = mono_ms();
+	size_t claimed;
 	int lock, fd = -1, rc = -1;
 
 	lock = session_lock_record(
@@ -465,16 +474,24 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 		goto out;
 	}
 	m = children_prepare(home, &p, fr);
+	for (claimed = 0; claimed < fr->n && m[claimed].lock < 0; claimed++)
+		;
+	if (claimed == fr->n) { /* no name could be had: nothing to copy */
+		rc = 0;
+		goto out;
+	}
 	if (strcmp(st, "running") == 0) {
 		if (qmp_open(&q, p.qmp, mono_ms() + FORK_QMP_MS, cause) != 0)
 			goto out;
 		state = state_path(&p, SESSION_STATE ".fork");
 		unlink(state);
 		fd = open(state, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 || state_save_begin(&q, fd, cause) != 0) {
-			if (fd < 0)
-				xasprintf(cause, "cannot fork '%s': %s: %s",
-				    parent, state, strerror(errno));
+		if (fd < 0)
+			xasprintf(&why, "%s: %s", state, strerror(errno));
+		if (fd < 0 || state_save_begin(&q, fd, &why) != 0) {
+			xasprintf(cause,
+			    "cannot fork '%s': %s; it keeps running", parent,
+			    why);
 			qmp_close(&q);
 			goto out;
 		}
@@ -497,6 +514,13 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 	}
 	children_done(m, fr->n);
 	m = NULL;
+	if (state != NULL) { /* copied: gone while the parent is locked */
+		close(fd);
+		fd = -1;
+		unlink(state);
+		free(state);
+		state = NULL;
+	}
 	session_unlock(lock);
 	lock = -1;
 	children_resume(home, fr);

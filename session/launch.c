@@ -964,9 +964,7 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
     uint64_t deadline, char **cause)
 {
 	struct vsock_target t;
-	cJSON *req = o->ready_req != NULL ? cJSON_Duplicate(o->ready_req, 1)
-	                                  : agent_req_ping(),
-	      *reply;
+	cJSON *req, *reply;
 	enum boot_result res = BOOT_TIMEOUT;
 	uint64_t restored_ms =
 	    o->machine_id != NULL ? PING_NEW_CID_MS : PING_RESTORED_MS;
@@ -1004,7 +1002,21 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		cd = now + connect_ms < deadline ? now + connect_ms : deadline;
 		rd = now + PING_REPLY_MS < deadline ? now + PING_REPLY_MS
 		                                    : deadline;
+		/* made anew each try: a resume's carries the host's time */
+		req = o->ready_req != NULL ? o->ready_req(o, r)
+		                           : agent_req_ping();
 		reply = agent_call(&t, req, cd, rd, NULL, NULL, &why);
+		cJSON_Delete(req);
+		if (reply == NULL && o->ready_req != NULL &&
+		    agent_refused(why)) {
+			/* it answered, refusing: up all the same, and the
+			 * caller hears why */
+			reply = cJSON_CreateObject();
+			cJSON_AddStringToObject(
+			    reply, "error", why + strlen(AGENT_REFUSED));
+			free(why);
+			why = NULL;
+		}
 		if (reply != NULL && o->interrupted != NULL &&
 		    *o->interrupted) {
 			/* ready, but the user asked to stop: still stop */
@@ -1027,7 +1039,6 @@ launch_wait(const struct launch_opts *o, const struct session_record *r,
 		if (mono_ms() < cd)
 			usleep(PING_RETRY_MS * 1000);
 	}
-	cJSON_Delete(req);
 	return res;
 }
 

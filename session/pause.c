@@ -411,6 +411,20 @@ resumed_said(const struct session_record *r, const struct launch_opts *o,
 }
 
 /*
+ * A resumed guest's first request (launch_opts.ready_req): the host's time
+ * now and a random seed, and for a fork or template (o->machine_id) its own
+ * host name and machine-id.
+ */
+static cJSON *
+resumed_request(const struct launch_opts *o, const struct session_record *r)
+{
+	return agent_req_resumed(o->machine_id == NULL ? NULL
+	        : r->hostname != NULL                  ? r->hostname
+	                                               : r->name,
+	    o->machine_id);
+}
+
+/*
  * Boot r (paused, its lock held by the caller) from its state files: check
  * them, boot QEMU on them and wait for the agent, set its clock and reseed
  * its RNG (and for a fork or template, o->machine_id: give it its own
@@ -423,7 +437,7 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 {
 	struct launch_opts lo = *o;
 	char *state = NULL, *saved = NULL, *why = NULL;
-	cJSON *req = NULL, *reply = NULL;
+	cJSON *reply = NULL;
 	off_t size;
 	int rc = -1;
 
@@ -463,13 +477,8 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 	lo.incoming = state;
 	lo.accel = r->accel; /* the state's: no fall back */
 	/* the guest's clock is the pause's, its RNG the state's: the
-	 * agent's first request sets them (and for a fork or template,
-	 * o->machine_id: its own host name and machine-id) */
-	req = agent_req_resumed(o->machine_id == NULL ? NULL
-	        : r->hostname != NULL                 ? r->hostname
-	                                              : r->name,
-	    o->machine_id);
-	lo.ready_req = r->no_agent ? NULL : req;
+	 * agent's first request sets them (resumed_request) */
+	lo.ready_req = r->no_agent ? NULL : resumed_request;
 	lo.ready_reply = &reply;
 	r->qemu_pid = r->bridge_pid = r->console_pid = 0;
 	if (launch_run(&lo, r, &why) != 0) {
@@ -509,7 +518,6 @@ resume_boot(const struct launch_opts *o, struct session_record *r, char **cause)
 	state_discard(r);
 	rc = record_save(r, cause);
 out:
-	cJSON_Delete(req);
 	cJSON_Delete(reply);
 	free(why);
 	free(state);

@@ -555,10 +555,12 @@ struct launch_opts {
 	const char *incoming; /* restore this saved state (pause.c) */
 	int cold; /* start: boot a paused session, forgetting its state;
 	             new: boot a kernel, not from a template */
-	const char *machine_id;       /* resume: a fork's new one (32 hex) */
-	const cJSON *ready_req;       /* ask the agent this, not ping, until
-	                                 it answers; NULL: ping */
-	cJSON **ready_reply;          /* out: its answer (the caller's) */
+	const char *machine_id; /* resume: a fork's new one (32 hex) */
+	/* ask the agent this (made anew each try), not ping, until it
+	 * answers; NULL: ping */
+	cJSON *(*ready_req)(
+	    const struct launch_opts *, const struct session_record *);
+	cJSON **ready_reply; /* out: its answer, or {"error"} (the caller's) */
 	void (*notice)(const char *); /* progress/fallback lines, may be NULL */
 	volatile int *interrupted;    /* set by a signal handler; may be NULL */
 };
@@ -730,6 +732,9 @@ int host_capture(const struct host *, char *const *words, size_t nwords,
 #define AGENT_COMMAND_MAX 256
 char *agent_shell_command(const cJSON *shell, const char *none);
 
+/* How a cause from the agent's own error reply begins. */
+#define AGENT_REFUSED "agent: "
+int agent_refused(const char *cause);
 cJSON *agent_parse_reply(const char *buf, size_t len, char **cause);
 const char *agent_error_code(void);
 int agent_send_request(

@@ -220,7 +220,17 @@ t_fork() {
 	[[ ! -e $VMUX_HOME/sessions/f1 ]] || fail "rm left the paused session's folder"
 	out=$(vmux fork ps f2 2>&1)
 	[[ $? -ne 0 ]] && expect_match "an existing name" "$out" "already exists" || return 1
-	vmux rm -f f2 f3 >/dev/null
+	# one name taken, one free: the free one is made, the parent runs on,
+	# nothing of the other nor of the copy's state is left
+	out=$(vmux fork ps f2 f4 2>&1)
+	[[ $? -ne 0 ]] && expect_match "the taken name" "$out" "f2.*already exists" || return 1
+	expect_eq "f4 made" "$(state_of f4)" running || return 1
+	expect_eq "f4 memory" "$(vmux exec f4 -- cat /tmp/who)" parent-mem || return 1
+	expect_eq "the parent" "$(state_of ps)" running || return 1
+	counter_grows ps || fail "the parent's counter stopped" || return 1
+	[[ -z $(ls "$VMUX_HOME/sessions/ps" | grep -E 'fork|vmstate') ]] ||
+		fail "a copy's state is left: $(ls "$VMUX_HOME/sessions/ps")"
+	vmux rm -f f2 f3 f4 >/dev/null
 }
 
 # an --image root: its writes to / live in a layer in the session's folder

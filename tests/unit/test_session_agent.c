@@ -43,6 +43,24 @@ TEST(reply_error_object)
 	free(c);
 }
 
+/* An error the agent answered is told apart from no answer (a resume's
+ * first request is up when refused: launch.c). */
+TEST(reply_refused_told_apart)
+{
+	char *c = parse("{\"error\":\"unknown action: resumed\"}", NULL);
+
+	CHECK(agent_refused(c));
+	free(c);
+	c = parse("[]", NULL);
+	CHECK(!agent_refused(c));
+	free(c);
+	c = parse("{", NULL);
+	CHECK(!agent_refused(c));
+	free(c);
+	CHECK(!agent_refused("cannot connect to the bridge socket"));
+	CHECK(!agent_refused(NULL));
+}
+
 TEST(reply_non_object)
 {
 	static const char *v[] = {
