@@ -262,6 +262,7 @@ int agent_peer_allowed(const struct sockaddr *, socklen_t);
 /* ping.c */
 cJSON *ping_info(int shells, int execs, int attached);
 void activity_touch(void);
+void activity_ended(void);
 
 /* The event loop's state (loop.c, shell.c, attach.c, actions.c). */
 struct shell;

@@ -123,6 +123,7 @@ exec_thread(void *arg)
 	close(job->fd);
 	request_free(req);
 	free(job);
+	activity_ended(); /* idle counts from here */
 	atomic_fetch_sub(&active, 1);
 	return NULL;
 }

@@ -303,6 +303,7 @@ files_thread(void *arg)
 	request_free(job->req);
 	free(job->pre);
 	free(job);
+	activity_ended(); /* idle counts from here */
 	atomic_fetch_sub(&active, 1);
 	return NULL;
 }

@@ -5,6 +5,8 @@
 #include <sys/sysinfo.h>
 #include <sys/utsname.h>
 
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -39,6 +41,9 @@ uptime_seconds(void)
  */
 static uint64_t last_activity;
 
+/* When a command or transfer last ended (their threads write it). */
+static _Atomic uint64_t last_ended;
+
 /* Note activity now. */
 void
 activity_touch(void)
@@ -46,14 +51,29 @@ activity_touch(void)
 	last_activity = mono_ms();
 }
 
+/* Note that a command or transfer ends now (any thread): idle counts from
+ * its end, not from its request. */
+void
+activity_ended(void)
+{
+	atomic_store(&last_ended, mono_ms());
+}
+
 /* Seconds since the last activity (0 while a command or transfer runs). */
 static double
 idle_seconds(void)
 {
+	uint64_t ended;
+
 	if (last_activity == 0)
 		last_activity = mono_ms(); /* idle counts from the start */
 	if (exec_serve_active() > 0 || files_serve_active() > 0)
 		return 0;
+	/* read after the counts: a thread notes its end before it leaves
+	 * them */
+	ended = atomic_load(&last_ended);
+	if (ended > last_activity)
+		last_activity = ended;
 	return (double)(mono_ms() - last_activity) / 1000;
 }
 

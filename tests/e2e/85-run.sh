@@ -96,10 +96,14 @@ t_ttl_stops_the_session() {
 }
 
 t_idle_timeout_waits_for_activity() {
+	local idle
 	need_session idle --idle-timeout 5
 	# a command running for longer than the timeout keeps it alive
 	vmux exec idle -- sleep 9 || return 1
 	expect_eq "alive after a long command" "$(session_field idle state)" running || return 1
+	# idle counts from the command's end, not from its request
+	idle=$(vmux ping idle --json | jq .idle_seconds)
+	awk -v i="$idle" 'BEGIN { exit !(i < 3) }' || fail "idle $idle s just after a 9 s command" || return 1
 	wait_for 60 bash -c "[[ \$('$VMUX' ls --json | jq -r '.[] | select(.name==\"idle\") | .stopped_by') == idle-timeout ]]" ||
 		fail "not stopped: $(session_field idle state)" || return 1
 	expect_eq state "$(session_field idle state)" stopped
