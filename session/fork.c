@@ -355,11 +355,6 @@ children_make(const struct session_record *p, struct qmp *q, uint64_t t0,
 	if (q != NULL) { /* the running parent's state, once for all */
 		state = state_path(p, SESSION_STATE ".fork");
 		if (state_save(q, &err) != 0) {
-			char *w = NULL;
-
-			if (qmp_run(q, "{\"execute\":\"migrate_cancel\"}",
-			        mono_ms() + FORK_QMP_MS, &w) != 0)
-				free(w);
 			for (size_t i = 0; i < fr->n; i++)
 				if (m[i].lock >= 0) {
 					fr->child[i].error = xstrdup(err);
@@ -526,11 +521,11 @@ session_fork(const char *home, const char *parent, struct fork_result *fr,
 	children_resume(home, fr);
 	rc = 0;
 out:
-	if (m != NULL) /* nothing made: the claims go */
+	if (m != NULL) { /* nothing made: the claims go */
 		for (size_t i = 0; i < fr->n; i++)
 			m[i].failed = m[i].lock >= 0;
-	if (m != NULL)
 		children_done(m, fr->n);
+	}
 	if (fd >= 0)
 		close(fd);
 	if (state != NULL)

@@ -74,12 +74,9 @@ state_save_begin(struct qmp *q, int fd, char **cause)
 	return state_stream(q, fd, mono_ms() + PAUSE_SAVE_MS, cause);
 }
 
-/*
- * Have QEMU write its device state where state_save_begin said. The guest
- * must be stopped. 0, or -1 with cause.
- */
-int
-state_save(struct qmp *q, char **cause)
+/* state_save's wait for QEMU's save; 0, or -1 with cause. */
+static int
+state_save_wait(struct qmp *q, char **cause)
 {
 	uint64_t deadline = mono_ms() + PAUSE_SAVE_MS;
 	char *st;
@@ -111,6 +108,24 @@ state_save(struct qmp *q, char **cause)
 		}
 		usleep(PAUSE_POLL_US);
 	}
+}
+
+/*
+ * Have QEMU write its device state where state_save_begin said. The guest
+ * must be stopped. 0, or -1 with cause, the save cancelled (the guest may
+ * then run on).
+ */
+int
+state_save(struct qmp *q, char **cause)
+{
+	char *why = NULL;
+
+	if (state_save_wait(q, cause) == 0)
+		return 0;
+	if (qmp_run(q, "{\"execute\":\"migrate_cancel\"}",
+	        mono_ms() + PAUSE_QMP_MS, &why) != 0)
+		free(why);
+	return -1;
 }
 
 /*
@@ -270,13 +285,8 @@ session_pause(const char *home, const char *name, void (*notice)(const char *),
 	if (qmp_run(&q, "{\"execute\":\"stop\"}", mono_ms() + PAUSE_QMP_MS,
 	        cause) != 0)
 		goto undo;
-	if (state_save(&q, cause) != 0) {
-		qmp_run(&q, "{\"execute\":\"migrate_cancel\"}",
-		    mono_ms() + PAUSE_QMP_MS, &why);
-		free(why);
-		why = NULL;
+	if (state_save(&q, cause) != 0)
 		goto undo;
-	}
 	if (fsync(fd) != 0) {
 		xasprintf(cause, "%s: %s", state_tmp, strerror(errno));
 		goto undo;

@@ -250,17 +250,10 @@ template_capture(const struct launch_opts *o, const struct session_record *r,
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) <
 	    0)
 		xasprintf(&why, "%s: %s", path, strerror(errno));
-	else if (state_save_begin(&q, fd, &why) != 0 ||
+	else if (state_save_begin(&q, fd, &why) == 0 &&
 	    qmp_run(&q, "{\"execute\":\"stop\"}", mono_ms() + TEMPLATE_QMP_MS,
-	        &why) != 0)
-		; /* not stopped, or a late answer: cont below all the same */
-	else if (state_save(&q, &why) != 0) {
-		char *w = NULL; /* cancelled before the guest runs on */
-
-		if (qmp_run(&q, "{\"execute\":\"migrate_cancel\"}",
-		        mono_ms() + TEMPLATE_QMP_MS, &w) != 0)
-			free(w);
-	} else {
+	        &why) == 0 &&
+	    state_save(&q, &why) == 0) {
 		/* the session's folder holds what the template needs */
 		char *ram;
 

@@ -25,6 +25,15 @@ need_session ra
 
 wait_screen() { wait_on main "$1" "${2:-30}"; }
 
+# numbers_once PREFIX N: PREFIX1 .. PREFIXN each on the screen's history
+# once, in order (a stream resumed at its cursor lost and repeated none)
+numbers_once() {
+	tm capture-pane -p -t main -S -200 | grep -E "^$1[0-9]+ *\$" | sed 's/ *$//' >"$TMP/seen"
+	seq 1 "$2" | sed "s/^/$1/" >"$TMP/want"
+	diff "$TMP/want" "$TMP/seen" >/dev/null ||
+		fail "numbers lost or repeated: $(diff "$TMP/want" "$TMP/seen" | head -5 | tr '\n' ' ')"
+}
+
 tm new-session -d -s main -x 100 -y 40 \
 	"env -i PATH=/usr/bin:/bin HOME=$TMP/home TERM=tmux-256color LANG=C.UTF-8 VMUX_HOME=$VMUX_HOME $VMUX tui ra --no-sidebar"
 
@@ -51,10 +60,7 @@ t_drop_and_reattach() {
 	wait_screen 'ra:shell-1 live' 30 || return 1
 	wait_screen '^count-done *$' 60 || return 1
 	# every number once, in order: the stream resumed at its cursor
-	tm capture-pane -p -t main -S -200 | grep -E '^n-[0-9]+ *$' | sed 's/ *$//' >"$TMP/seen"
-	seq 1 25 | sed 's/^/n-/' >"$TMP/want"
-	diff "$TMP/want" "$TMP/seen" >/dev/null ||
-		fail "numbers lost or repeated: $(diff "$TMP/want" "$TMP/seen" | head -5 | tr '\n' ' ')"
+	numbers_once n- 25
 }
 
 check "a dropped stream is shown and reattached from its cursor" t_drop_and_reattach
@@ -70,10 +76,7 @@ t_pause_reattach() {
 	wait_screen 'ra:shell-1 (disconnected|connecting)' 10 || return 1
 	wait_screen 'ra:shell-1 live' 60 || return 1
 	wait_screen '^V=kept-12 *$' 60 || return 1
-	tm capture-pane -p -t main -S -200 | grep -E '^p-[0-9]+ *$' | sed 's/ *$//' >"$TMP/seen"
-	seq 1 30 | sed 's/^/p-/' >"$TMP/want"
-	diff "$TMP/want" "$TMP/seen" >/dev/null ||
-		fail "numbers lost or repeated: $(diff "$TMP/want" "$TMP/seen" | head -5 | tr '\n' ' ')"
+	numbers_once p- 30
 	expect_eq "the session after" "$(vmux ls --json | jq -r '.[] | select(.name == "ra") | .state')" running
 }
 check "a pause under the pane: reattached by itself, resumed, the loop went on" t_pause_reattach
